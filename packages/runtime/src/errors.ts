@@ -1,0 +1,41 @@
+import { Code, ConnectError } from "@connectrpc/connect";
+import { type FieldError, ValidationErrorsSchema } from "@conveyor/proto/common";
+
+/** NotFound for a thing named as the REST API names it, for example "organization" → "No organization found". */
+export function notFound(thing: string, cause?: unknown): ConnectError {
+  return new ConnectError(`No ${thing} found`, Code.NotFound, undefined, undefined, cause);
+}
+
+/** InvalidArgument carrying field errors, rendered as 422 Validation Failed by the gateway. */
+export function invalidFields(errors: Array<Pick<FieldError, "field" | "code">>): ConnectError {
+  const message = errors.map((e) => `${e.field} ${e.code}`).join("; ");
+  return new ConnectError(message || "Validation Failed", Code.InvalidArgument, undefined, [
+    { desc: ValidationErrorsSchema, value: { errors } },
+  ]);
+}
+
+/** AlreadyExists for one field, rendered as 422 Validation Failed by the gateway. */
+export function alreadyExists(field: string, code = "has already been taken", cause?: unknown): ConnectError {
+  return new ConnectError(
+    `${field} ${code}`,
+    Code.AlreadyExists,
+    undefined,
+    [{ desc: ValidationErrorsSchema, value: { errors: [{ field, code }] } }],
+    cause,
+  );
+}
+
+/** FailedPrecondition with a reason a person can act on, rendered as 422 {message}. */
+export function failedPrecondition(reason: string): ConnectError {
+  return new ConnectError(reason, Code.FailedPrecondition);
+}
+
+/** The field errors attached to a ConnectError, if any. */
+export function fieldErrorsOf(err: ConnectError): Array<{ field: string; code: string }> {
+  return err.findDetails(ValidationErrorsSchema).flatMap((d) => d.errors.map(({ field, code }) => ({ field, code })));
+}
+
+/** True for MongoDB's duplicate key error (code 11000), however the driver wraps it. */
+export function isDuplicateKeyError(err: unknown): boolean {
+  return typeof err === "object" && err !== null && "code" in err && (err as { code: unknown }).code === 11000;
+}

@@ -1,0 +1,58 @@
+import type { DescMessage, MessageShape } from "@bufbuild/protobuf";
+import { create, fromBinary, type MessageInitShape, toBinary } from "@bufbuild/protobuf";
+import { type JetStreamClient, jetstream, jetstreamManager } from "@nats-io/jetstream";
+import { connect, type NatsConnection } from "@nats-io/transport-node";
+import type { Logger } from "pino";
+
+/** The one JetStream stream that holds every domain event. */
+export const EVENTS_STREAM = "CI_EVENTS";
+export const EVENTS_SUBJECTS = "ci.>";
+
+export interface NatsHandle {
+  nc: NatsConnection;
+  js: JetStreamClient;
+  close(): Promise<void>;
+}
+
+/** Connects to NATS and makes sure the events stream exists. */
+export async function connectNats(url: string, name: string, logger: Logger): Promise<NatsHandle> {
+  const nc = await connect({ servers: url, name, maxReconnectAttempts: -1, reconnectTimeWait: 500 });
+  const jsm = await jetstreamManager(nc);
+  try {
+    await jsm.streams.info(EVENTS_STREAM);
+  } catch {
+    try {
+      await jsm.streams.add({ name: EVENTS_STREAM, subjects: [EVENTS_SUBJECTS] });
+    } catch (err) {
+      // Another service may have created it between our two calls; anything else is fatal.
+      await jsm.streams.info(EVENTS_STREAM).catch(() => {
+        throw err;
+      });
+    }
+  }
+  logger.info({ url }, "connected to NATS");
+  return { nc, js: jetstream(nc), close: () => nc.drain() };
+}
+
+/** A typed publisher of one service's domain events. */
+export interface EventPublisher {
+  publish<D extends DescMessage>(subject: string, schema: D, value: MessageInitShape<D>): Promise<void>;
+}
+
+/** Publishes protobuf events to JetStream; a failure is logged, since MongoDB stays the source of truth. */
+export function createEventPublisher(js: JetStreamClient, logger: Logger): EventPublisher {
+  return {
+    async publish(subject, schema, value) {
+      try {
+        await js.publish(subject, toBinary(schema, create(schema, value)));
+      } catch (err) {
+        logger.warn({ err, subject }, "event publish failed");
+      }
+    },
+  };
+}
+
+/** Decodes an event payload. */
+export function decodeEvent<D extends DescMessage>(schema: D, data: Uint8Array): MessageShape<D> {
+  return fromBinary(schema, data);
+}

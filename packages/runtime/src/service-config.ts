@@ -1,0 +1,40 @@
+import { ConfigError, createEnvReader, type Env } from "./config.js";
+import {
+  type BackendService,
+  DEFAULT_MONGODB_URL,
+  DEFAULT_NATS_URL,
+  DEFAULT_PORTS,
+  HEALTH_PORT_OFFSET,
+} from "./defaults.js";
+
+/** Configuration every backend service reads from its environment. */
+export interface BackendConfig {
+  readonly service: BackendService;
+  readonly host: string;
+  readonly port: number;
+  readonly healthPort: number;
+  readonly mongodbUrl: string;
+  readonly mongodbDatabase: string;
+  readonly natsUrl: string;
+  readonly logLevel: string;
+}
+
+/** Parses and freezes a backend service's configuration: HOST, PORT, HEALTH_PORT, MONGODB_URL, MONGODB_DATABASE, NATS_URL, LOG_LEVEL. */
+export function readBackendConfig(service: BackendService, env: Env): BackendConfig {
+  const r = createEnvReader(env);
+  const port = r.int("PORT", DEFAULT_PORTS[service], { min: 0, max: 65535 });
+  const logLevel = r.string("LOG_LEVEL", "info");
+  if (!["fatal", "error", "warn", "info", "debug", "trace", "silent"].includes(logLevel)) {
+    throw new ConfigError(`LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent, got "${logLevel}"`);
+  }
+  return Object.freeze({
+    service,
+    host: r.string("HOST", "127.0.0.1"),
+    port,
+    healthPort: r.int("HEALTH_PORT", port === 0 ? 0 : port + HEALTH_PORT_OFFSET, { min: 0, max: 65535 }),
+    mongodbUrl: r.string("MONGODB_URL", DEFAULT_MONGODB_URL),
+    mongodbDatabase: r.string("MONGODB_DATABASE", `conveyor_${service}`),
+    natsUrl: r.string("NATS_URL", DEFAULT_NATS_URL),
+    logLevel,
+  });
+}
