@@ -12,4 +12,5 @@ export * from "./rpc-server.js";
 export * from "./service-config.js";
 export * from "./service-main.js";
 export * from "./shutdown.js";
+export * from "./subjects.js";
 export * from "./time.js";

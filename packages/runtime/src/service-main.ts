@@ -17,6 +17,8 @@ export interface ServiceDeps {
   db: Db;
   nats: NatsHandle;
   events: EventPublisher;
+  /** The environment, for a service's own extra configuration (parse it once, in its config.ts). */
+  env: Env;
 }
 
 export interface ServiceDefinition {
@@ -39,7 +41,7 @@ export async function runService(def: ServiceDefinition, env: Env): Promise<void
     const mongo = await connectMongo(config.mongodbUrl, config.mongodbDatabase, logger);
     const nats = await connectNats(config.natsUrl, def.name, logger);
     const events = createEventPublisher(nats.js, logger);
-    const routes = await def.setup({ config, logger, db: mongo.db, nats, events });
+    const routes = await def.setup({ config, logger, db: mongo.db, nats, events, env });
     const health = createHealthState(def.serviceNames);
     const server = await startRpcServer({
       host: config.host,
