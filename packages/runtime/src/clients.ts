@@ -26,3 +26,4 @@ export function createServiceClient<T extends DescService>(
     opts.protocol === "grpc" ? createGrpcTransport(common) : createConnectTransport({ ...common, httpVersion: "2" });
   return createClient(service, transport);
 }
+export type { Client } from "@connectrpc/connect";

@@ -1,0 +1,151 @@
+import type { AgentsService } from "@conveyor/proto/agents";
+import { type IdentityService, Role } from "@conveyor/proto/identity";
+import { type Client, isoTime } from "@conveyor/runtime";
+import { type CliArgs, optionalFlag, requireFlag, UsageError } from "./args.js";
+
+/** The clients a command may use; created lazily so a usage error never needs a running stack. */
+export interface CommandContext {
+  identity(): Client<typeof IdentityService>;
+  agents(): Client<typeof AgentsService>;
+}
+
+export type Command = (args: CliArgs, ctx: CommandContext) => Promise<unknown>;
+
+const roleName = (role: Role) => (role === Role.ADMIN ? "admin" : "member");
+
+async function resolveOrganizationId(ctx: CommandContext, ref: string): Promise<string> {
+  const { organization } = await ctx.identity().getOrganization({ slug: ref });
+  if (!organization) throw new UsageError(`no organization ${ref}`);
+  return organization.id;
+}
+
+/** Every command, keyed "<noun> <verb>". */
+export const COMMANDS: Record<string, { usage: string; run: Command }> = {
+  "org create": {
+    usage: "org create --name NAME [--slug SLUG] [--teams-enabled]",
+    async run(args, ctx) {
+      const { organization: o } = await ctx.identity().createOrganization({
+        name: requireFlag(args, "name"),
+        slug: optionalFlag(args, "slug") ?? "",
+        teamsEnabled: args.flags["teams-enabled"] === true,
+      });
+      return (
+        o && { id: o.id, slug: o.slug, name: o.name, teams_enabled: o.teamsEnabled, created_at: isoTime(o.createdAt) }
+      );
+    },
+  },
+  "user create": {
+    usage: "user create --name NAME --email EMAIL",
+    async run(args, ctx) {
+      const { user: u } = await ctx
+        .identity()
+        .createUser({ name: requireFlag(args, "name"), email: requireFlag(args, "email") });
+      return u && { id: u.id, name: u.name, email: u.email, created_at: isoTime(u.createdAt) };
+    },
+  },
+  "member add": {
+    usage: "member add --org SLUG --user USER_ID [--role admin|member]",
+    async run(args, ctx) {
+      const role = optionalFlag(args, "role") ?? "member";
+      if (role !== "admin" && role !== "member") throw new UsageError("--role must be admin or member");
+      const { membership: m } = await ctx.identity().addMember({
+        organization: requireFlag(args, "org"),
+        userId: requireFlag(args, "user"),
+        role: role === "admin" ? Role.ADMIN : Role.MEMBER,
+      });
+      return (
+        m && {
+          organization_id: m.organizationId,
+          user_id: m.userId,
+          role: roleName(m.role),
+          created_at: isoTime(m.createdAt),
+        }
+      );
+    },
+  },
+  "token create": {
+    usage: "token create --user USER_ID --scopes a,b,c [--orgs slug1,slug2] [--description TEXT]",
+    async run(args, ctx) {
+      const list = (v: string | undefined) =>
+        (v ?? "")
+          .split(",")
+          .map((s) => s.trim())
+          .filter((s) => s !== "");
+      const { token: t, secret } = await ctx.identity().createAccessToken({
+        userId: requireFlag(args, "user"),
+        scopes: list(requireFlag(args, "scopes")),
+        organizations: list(optionalFlag(args, "orgs")),
+        description: optionalFlag(args, "description") ?? "",
+      });
+      return (
+        t && {
+          token: secret,
+          id: t.id,
+          user_id: t.userId,
+          scopes: t.scopes,
+          organization_ids: t.organizationIds,
+          created_at: isoTime(t.createdAt),
+        }
+      );
+    },
+  },
+  "token revoke": {
+    usage: "token revoke --token TOKEN",
+    async run(args, ctx) {
+      const { token: t } = await ctx.identity().revokeAccessToken({ secret: requireFlag(args, "token") });
+      return t && { id: t.id, user_id: t.userId, revoked_at: isoTime(t.revokedAt) };
+    },
+  },
+  "cluster create": {
+    usage: "cluster create --org SLUG --name NAME [--description TEXT]",
+    async run(args, ctx) {
+      const organizationId = await resolveOrganizationId(ctx, requireFlag(args, "org"));
+      const { cluster: c } = await ctx.agents().createCluster({
+        organizationId,
+        name: requireFlag(args, "name"),
+        description: optionalFlag(args, "description") ?? "",
+      });
+      return (
+        c && {
+          id: c.id,
+          organization_id: c.organizationId,
+          name: c.name,
+          description: c.description,
+          created_at: isoTime(c.createdAt),
+        }
+      );
+    },
+  },
+  "agent-token create": {
+    usage: "agent-token create --org SLUG [--cluster CLUSTER_ID] [--description TEXT]",
+    async run(args, ctx) {
+      const organizationId = await resolveOrganizationId(ctx, requireFlag(args, "org"));
+      const { token: t, secret } = await ctx.agents().createAgentToken({
+        organizationId,
+        clusterId: optionalFlag(args, "cluster") ?? "",
+        description: optionalFlag(args, "description") ?? "",
+      });
+      return (
+        t && {
+          token: secret,
+          id: t.id,
+          organization_id: t.organizationId,
+          cluster_id: t.clusterId || null,
+          created_at: isoTime(t.createdAt),
+        }
+      );
+    },
+  },
+};
+
+/** The help text listing every command. */
+export function usage(): string {
+  return [
+    "usage: ci-admin <command> [flags]",
+    "",
+    ...Object.values(COMMANDS).map((c) => `  ci-admin ${c.usage}`),
+    "",
+    "Talks gRPC to the identity and agents services of the stack `npm start` runs.",
+    "Set IDENTITY_URL / AGENTS_URL to reach another stack. Prints one JSON object per call.",
+  ].join("\n");
+}

@@ -1,0 +1,67 @@
+import type { Logger } from "@conveyor/runtime";
+import cors from "@fastify/cors";
+import Fastify, { type FastifyBaseLogger, type FastifyInstance } from "fastify";
+import { registerAuthentication } from "./auth/authenticate.js";
+import { createPrincipalCache, identityLookup, type PrincipalCache } from "./auth/principal-cache.js";
+import type { GatewayClients } from "./clients.js";
+import type { GatewayConfig } from "./config.js";
+import { registerErrorHandling } from "./error-handler.js";
+import { createUrls } from "./render/urls.js";
+import { accessTokenRoutes } from "./routes/access-token.js";
+import type { RouteDeps } from "./routes/deps.js";
+import { memberRoutes } from "./routes/members.js";
+import { metaRoutes } from "./routes/meta.js";
+import { organizationRoutes } from "./routes/organizations.js";
+
+export interface AppDeps {
+  config: Pick<GatewayConfig, "publicUrl" | "webUrl" | "tokenCacheTtlMs" | "bodyLimitBytes">;
+  clients: GatewayClients;
+  logger?: Logger;
+}
+
+export interface GatewayApp {
+  app: FastifyInstance;
+  principals: PrincipalCache;
+}
+
+/** Builds the gateway (no listening, no side effects): plugins, auth, error handling and every route module. */
+export async function buildApp(deps: AppDeps): Promise<GatewayApp> {
+  const app: FastifyInstance = Fastify({
+    ...(deps.logger ? { loggerInstance: deps.logger as FastifyBaseLogger } : { logger: false }),
+    bodyLimit: deps.config.bodyLimitBytes,
+    requestIdHeader: "x-request-id",
+    disableRequestLogging: true,
+    routerOptions: { ignoreTrailingSlash: false, ignoreDuplicateSlashes: true },
+  });
+  await app.register(cors, { origin: "*", exposedHeaders: ["Link"] });
+  registerErrorHandling(app);
+  const principals = createPrincipalCache(
+    identityLookup(async (secret, requestId) => {
+      const res = await deps.clients.identity.authenticateAccessToken(
+        { secret },
+        { headers: { "x-request-id": requestId } },
+      );
+      return res.principal;
+    }),
+    { ttlMs: deps.config.tokenCacheTtlMs },
+  );
+  registerAuthentication(app, principals);
+  app.addHook("onResponse", async (request, reply) => {
+    request.log.info(
+      { method: request.method, url: request.url, status: reply.statusCode, ms: Math.round(reply.elapsedTime) },
+      "request",
+    );
+  });
+
+  const routeDeps: RouteDeps = {
+    clients: deps.clients,
+    urls: createUrls(deps.config.publicUrl, deps.config.webUrl),
+    publicUrl: deps.config.publicUrl,
+  };
+  metaRoutes(app);
+  accessTokenRoutes(app);
+  organizationRoutes(app, routeDeps);
+  memberRoutes(app, routeDeps);
+  await app.ready();
+  return { app, principals };
+}

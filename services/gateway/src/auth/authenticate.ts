@@ -1,0 +1,62 @@
+import type { OrganizationAccess, Principal } from "@conveyor/proto/identity";
+import type { FastifyInstance, FastifyRequest } from "fastify";
+import { HttpError } from "../http-error.js";
+import { ROUTE_SCOPES, routeKey } from "../route-scopes.js";
+import type { PrincipalCache } from "./principal-cache.js";
+
+declare module "fastify" {
+  interface FastifyRequest {
+    /** The caller, set on every /v2 route before its handler runs. */
+    principal: Principal | null;
+  }
+}
+
+/** Buildkite's answer to a missing, unknown or revoked token. */
+export const AUTHENTICATION_REQUIRED =
+  "Authentication required. Please supply a valid API Access Token: https://buildkite.com/docs/apis/rest-api#authentication";
+
+/** The token secret of an `Authorization: Bearer <token>` header, or undefined. Other schemes are not accepted. */
+export function bearerToken(header: string | undefined): string | undefined {
+  if (!header) return undefined;
+  const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
+  return match?.[1];
+}
+
+/**
+ * Registers the checks every /v2 route shares: the route must have a row in ROUTE_SCOPES (checked when routes are
+ * added), the caller must present a valid bearer token (401), and the token must carry the route's scope (403).
+ */
+export function registerAuthentication(app: FastifyInstance, cache: PrincipalCache): void {
+  app.decorateRequest("principal", null);
+  app.addHook("onRoute", (route) => {
+    if (!route.url.startsWith("/v2")) return;
+    for (const method of [route.method].flat()) {
+      if (method === "HEAD") continue;
+      if (!(routeKey(method, route.url) in ROUTE_SCOPES)) {
+        throw new Error(`route ${routeKey(method, route.url)} has no row in ROUTE_SCOPES`);
+      }
+    }
+  });
+  app.addHook("onRequest", async (request) => {
+    const url = request.routeOptions.url;
+    if (!url?.startsWith("/v2")) return;
+    const method = request.method === "HEAD" ? "GET" : request.method;
+    const scope = ROUTE_SCOPES[routeKey(method, url)];
+    if (scope === undefined) throw new HttpError(404, "Not Found");
+    const secret = bearerToken(request.headers.authorization);
+    if (!secret) throw new HttpError(401, AUTHENTICATION_REQUIRED);
+    const principal = await cache.get(secret, request.id);
+    if (!principal) throw new HttpError(401, AUTHENTICATION_REQUIRED);
+    if (scope !== null && !principal.token?.scopes.includes(scope)) {
+      throw new HttpError(403, `Your access token doesn't have the ${scope} scope`);
+    }
+    request.principal = principal;
+  });
+}
+
+/** The caller's access to an organization by slug; anything the caller cannot reach is 404, never a hint it exists. */
+export function organizationAccess(request: FastifyRequest, slug: string): OrganizationAccess {
+  const access = request.principal?.organizations.find((o) => o.organization?.slug === slug);
+  if (!access?.organization) throw new HttpError(404, "No organization found");
+  return access;
+}

@@ -1,0 +1,28 @@
+import { AgentsService } from "@conveyor/proto/agents";
+import { ArtifactsService } from "@conveyor/proto/artifacts";
+import { BuildsService } from "@conveyor/proto/builds";
+import { IdentityService } from "@conveyor/proto/identity";
+import { PipelinesService } from "@conveyor/proto/pipelines";
+import { type Client, createServiceClient } from "@conveyor/runtime";
+import type { GatewayConfig } from "./config.js";
+
+/** One client per backend service; route modules receive these, so tests can hand in other transports. */
+export interface GatewayClients {
+  identity: Client<typeof IdentityService>;
+  pipelines: Client<typeof PipelinesService>;
+  builds: Client<typeof BuildsService>;
+  artifacts: Client<typeof ArtifactsService>;
+  agents: Client<typeof AgentsService>;
+}
+
+/** Connect-protocol clients over HTTP/2 to every backend service. */
+export function createGatewayClients(config: GatewayConfig): GatewayClients {
+  const opts = { timeoutMs: config.rpcTimeoutMs };
+  return {
+    identity: createServiceClient(IdentityService, config.serviceUrls.identity, opts),
+    pipelines: createServiceClient(PipelinesService, config.serviceUrls.pipelines, opts),
+    builds: createServiceClient(BuildsService, config.serviceUrls.builds, opts),
+    artifacts: createServiceClient(ArtifactsService, config.serviceUrls.artifacts, opts),
+    agents: createServiceClient(AgentsService, config.serviceUrls.agents, opts),
+  };
+}

@@ -1,0 +1,101 @@
+import { Code, ConnectError } from "@connectrpc/connect";
+import { fieldErrorsOf } from "@conveyor/runtime";
+import type { FastifyError, FastifyInstance } from "fastify";
+import { HttpError } from "./http-error.js";
+
+export interface ErrorReply {
+  status: number;
+  body: Record<string, unknown>;
+}
+
+/** Fastify's own client errors (parsing, content type, size), mapped to the REST API's JSON bodies. */
+const FASTIFY_CODES: Record<string, ErrorReply> = {
+  FST_ERR_CTP_INVALID_JSON_BODY: {
+    status: 400,
+    body: { message: "Problems parsing JSON: the request body is not valid JSON" },
+  },
+  FST_ERR_CTP_EMPTY_JSON_BODY: { status: 400, body: { message: "Problems parsing JSON: the request body is empty" } },
+  FST_ERR_CTP_INVALID_MEDIA_TYPE: {
+    status: 415,
+    body: { message: "Unsupported Media Type: send the request body as JSON with Content-Type: application/json" },
+  },
+  FST_ERR_CTP_INVALID_CONTENT_LENGTH: {
+    status: 400,
+    body: { message: "Content-Length does not match the request body" },
+  },
+  FST_ERR_CTP_BODY_TOO_LARGE: { status: 413, body: { message: "Request body is too large" } },
+};
+
+/**
+ * The one translation of errors into HTTP: HttpError as thrown, ConnectError by code (STYLE.md's table), Fastify
+ * client errors by code, schema validation as 400 (query) or 422 (body); anything else is a 500 whose cause is
+ * logged and never echoed.
+ */
+export function toErrorReply(err: unknown): ErrorReply {
+  if (err instanceof HttpError) return { status: err.statusCode, body: err.body };
+  if (err instanceof ConnectError) return connectErrorReply(err);
+  const fe = err as Partial<FastifyError>;
+  if (fe.code && FASTIFY_CODES[fe.code]) return FASTIFY_CODES[fe.code] as ErrorReply;
+  if (fe.validation) {
+    if (fe.validationContext === "body") {
+      const errors = fe.validation.map((v) => ({
+        field: v.instancePath.replace(/^\//, "").replace(/\//g, ".") || String(v.params?.missingProperty ?? "body"),
+        code: v.message ?? "is invalid",
+      }));
+      return { status: 422, body: { message: "Validation Failed", errors } };
+    }
+    const first = fe.validation[0];
+    const where = first?.instancePath.replace(/^\//, "") || fe.validationContext || "request";
+    return {
+      status: 400,
+      body: {
+        message: `Invalid ${fe.validationContext ?? "request"} parameter ${where}: ${first?.message ?? "is invalid"}`,
+      },
+    };
+  }
+  if (typeof fe.statusCode === "number" && fe.statusCode >= 400 && fe.statusCode < 500) {
+    return { status: fe.statusCode, body: { message: fe.message ?? "Bad Request" } };
+  }
+  return { status: 500, body: { message: "Internal Server Error" } };
+}
+
+function connectErrorReply(err: ConnectError): ErrorReply {
+  switch (err.code) {
+    case Code.NotFound:
+      return { status: 404, body: { message: err.rawMessage || "Not Found" } };
+    case Code.InvalidArgument:
+    case Code.AlreadyExists: {
+      const errors = fieldErrorsOf(err);
+      return errors.length > 0
+        ? { status: 422, body: { message: "Validation Failed", errors } }
+        : { status: 422, body: { message: err.rawMessage } };
+    }
+    case Code.FailedPrecondition:
+      return { status: 422, body: { message: err.rawMessage } };
+    case Code.PermissionDenied:
+      return { status: 403, body: { message: "Forbidden" } };
+    case Code.Unauthenticated:
+      return { status: 401, body: { message: "Authentication required" } };
+    case Code.ResourceExhausted:
+      return { status: 429, body: { message: "You have exceeded your API rate limit." } };
+    case Code.Unavailable:
+      return { status: 503, body: { message: "Service Unavailable: please try again shortly" } };
+    case Code.DeadlineExceeded:
+      return { status: 504, body: { message: "Gateway Timeout: please try again shortly" } };
+    default:
+      return { status: 500, body: { message: "Internal Server Error" } };
+  }
+}
+
+/** Installs the error and not-found handlers on the app. */
+export function registerErrorHandling(app: FastifyInstance): void {
+  app.setErrorHandler((err, request, reply) => {
+    const { status, body } = toErrorReply(err);
+    if (status >= 500) request.log.error({ err }, "request failed");
+    else request.log.debug({ err: err instanceof Error ? err.message : err, status }, "client error");
+    return reply.status(status).type("application/json; charset=utf-8").send(body);
+  });
+  app.setNotFoundHandler((_request, reply) => {
+    return reply.status(404).type("application/json; charset=utf-8").send({ message: "Not Found" });
+  });
+}

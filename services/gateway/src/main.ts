@@ -1,0 +1,22 @@
+import { createLogger, onShutdown } from "@conveyor/runtime";
+import { connect } from "@nats-io/transport-node";
+import { buildApp } from "./app.js";
+import { createGatewayClients } from "./clients.js";
+import { readGatewayConfig } from "./config.js";
+import { subscribeIdentityEvents } from "./identity-events.js";
+
+let logger = createLogger("gateway");
+try {
+  const config = readGatewayConfig(process.env);
+  logger = createLogger("gateway", config.logLevel);
+  const clients = createGatewayClients(config);
+  const { app, principals } = await buildApp({ config, clients, logger });
+  const nc = await connect({ servers: config.natsUrl, name: "gateway", maxReconnectAttempts: -1 });
+  subscribeIdentityEvents(nc, principals, logger);
+  await app.listen({ host: config.host, port: config.port });
+  logger.info({ url: config.publicUrl }, "gateway ready");
+  onShutdown(logger, [() => app.close(), () => nc.drain()]);
+} catch (err) {
+  logger.fatal({ err }, "gateway failed to start");
+  process.exit(1);
+}

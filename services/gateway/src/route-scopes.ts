@@ -1,0 +1,17 @@
+/**
+ * The scope every REST route requires, in one table keyed "<METHOD> <fastify route path>".
+ * The app refuses to start if a /v2 route is missing here, and a test checks the table has no stale rows.
+ * `null` marks a route any valid token may call.
+ */
+export const ROUTE_SCOPES: Readonly<Record<string, string | null>> = {
+  "GET /v2/access-token": null,
+  "GET /v2/organizations": "read_organizations",
+  "GET /v2/organizations/:org": "read_organizations",
+  "GET /v2/organizations/:org/members": "read_organizations",
+  "GET /v2/organizations/:org/members/:user": "read_organizations",
+};
+
+/** The key of a route in ROUTE_SCOPES. */
+export function routeKey(method: string, url: string): string {
+  return `${method.toUpperCase()} ${url}`;
+}
