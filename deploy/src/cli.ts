@@ -1,0 +1,206 @@
+#!/usr/bin/env node
+import { realpathSync } from "node:fs";
+import { dirname, relative } from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
+import { fileURLToPath } from "node:url";
+import { bootstrap } from "./bootstrap.js";
+import { describeExit } from "./child.js";
+import type { Credentials } from "./credentials.js";
+import { formatLogTail } from "./log-format.js";
+import { dataPaths, defaultDataDir, findRepoRoot } from "./paths.js";
+import { type Stack, startStack } from "./stack.js";
+import { isRecordedProcessAlive, readStackFile, StackAlreadyRunningError } from "./stack-file.js";
+import type { StackInfo } from "./stack-info.js";
+import { StackStartError } from "./wait.js";
+
+const USAGE = `usage: conveyor-stack <command>
+
+  start    start the whole stack in the foreground (Ctrl-C stops it), bootstrap and print credentials
+  stop     stop the stack that \`start\` runs from this data directory
+  status   tell whether a stack runs from this data directory, and where`;
+
+const say = (line: string) => process.stdout.write(`conveyor: ${line}\n`);
+const fail = (line: string) => process.stderr.write(`conveyor: ${line}\n`);
+
+/** Runs a launcher command; resolves with the process exit code. */
+export async function main(argv: readonly string[], repoRoot = findRepoRoot(here())): Promise<number> {
+  const dataDir = defaultDataDir(repoRoot, process.env);
+  switch (argv[0]) {
+    case "start":
+      return start(repoRoot, dataDir);
+    case "stop":
+      return stop(dataDir);
+    case "status":
+      return status(dataDir);
+    default:
+      process.stderr.write(`${USAGE}\n`);
+      return argv[0] === undefined || argv[0] === "help" || argv[0] === "--help" ? 0 : 2;
+  }
+}
+
+function here(): string {
+  return dirname(fileURLToPath(import.meta.url));
+}
+
+async function start(repoRoot: string, dataDir: string): Promise<number> {
+  const controller = new AbortController();
+  let signalled: NodeJS.Signals | undefined;
+  let wake: (() => void) | undefined;
+  const signalReceived = new Promise<void>((resolve) => {
+    wake = resolve;
+  });
+  // The launcher may receive the same Ctrl-C twice (from the terminal and forwarded by npm): later signals only
+  // say that stopping is under way; every stop step is bounded, so it always finishes.
+  const onSignal = (sig: NodeJS.Signals) => {
+    if (signalled) {
+      say("still stopping, please wait…");
+      return;
+    }
+    signalled = sig;
+    say(`${sig} received`);
+    controller.abort();
+    wake?.();
+  };
+  const signals = ["SIGINT", "SIGTERM", "SIGHUP"] as const;
+  for (const sig of signals) process.on(sig, onSignal);
+
+  let stack: Stack | undefined;
+  try {
+    say(`data directory ${relative(process.cwd(), dataDir) || "."}`);
+    stack = await startStack({
+      repoRoot,
+      dataDir,
+      ports: "default",
+      detached: true,
+      log: say,
+      signal: controller.signal,
+    });
+    if (signalled) {
+      await stack.stop();
+      return 0;
+    }
+    say("bootstrapping the organization, admin user and tokens…");
+    const { credentials } = await bootstrap({
+      identityUrl: stack.info.serviceUrls.identity,
+      agentsUrl: stack.info.serviceUrls.agents,
+      apiUrl: stack.info.apiUrl,
+      agentUrl: stack.info.agentUrl,
+      credentialsFile: dataPaths(dataDir).credentialsFile,
+      log: (line) => say(`  ${line}`),
+    });
+    if (!signalled) printSummary(stack.info, credentials, repoRoot);
+    const outcome = await Promise.race([signalReceived.then(() => undefined), stack.unexpectedExit]);
+    if (outcome) {
+      fail(`${outcome.proc.name} ${describeExit(outcome.status)} unexpectedly; its log is ${outcome.proc.logFile}`);
+      printTail(outcome.proc.logTail());
+      fail("stopping the rest of the stack");
+      await stack.stop();
+      return 1;
+    }
+    await stack.stop();
+    return 0;
+  } catch (err) {
+    await stack?.stop();
+    if (signalled && err instanceof StackStartError) return 0;
+    if (err instanceof StackAlreadyRunningError) {
+      fail(err.message);
+      return 1;
+    }
+    fail(`start failed: ${err instanceof Error ? err.message : String(err)}`);
+    if (err instanceof StackStartError && err.logTail) printTail(err.logTail);
+    fail(
+      `Fix the cause above and run \`npm start\` again. Every process logs to ${relative(process.cwd(), dataPaths(dataDir).logs) || "."}/<name>.log.`,
+    );
+    if (!(err instanceof StackStartError) && err instanceof Error && err.stack && process.env.DEBUG) {
+      process.stderr.write(`${err.stack}\n`);
+    }
+    return 1;
+  } finally {
+    for (const sig of signals) process.off(sig, onSignal);
+  }
+}
+
+function printTail(tail: string): void {
+  if (tail.trim() === "") return;
+  process.stderr.write(
+    `----- last lines of the log -----\n${formatLogTail(tail)}\n---------------------------------\n`,
+  );
+}
+
+function printSummary(info: StackInfo, creds: Credentials, repoRoot: string): void {
+  const credFile = relative(process.cwd(), dataPaths(info.dataDir).credentialsFile);
+  const logs = relative(repoRoot, info.logsDir);
+  const lines = [
+    "",
+    "conveyor is running.",
+    "",
+    `  REST API      ${info.apiUrl}/v2/…   (header: Authorization: Bearer <API token>)`,
+    `  Agent API     ${info.agentUrl}`,
+    `  Organization  ${creds.organization.slug}   (${creds.organization.name}, id ${creds.organization.id})`,
+    `  Admin user    ${creds.user.email}   (id ${creds.user.id})`,
+    `  API token     ${creds.apiToken.secret}   (every scope)`,
+    `  Agent token   ${creds.agentToken.secret}`,
+    "",
+    "  Try it:",
+    `    curl -H "Authorization: Bearer ${creds.apiToken.secret}" ${info.apiUrl}/v2/organizations/${creds.organization.slug}`,
+    `    npx ci-admin user create --name "Jane Doe" --email jane@example.com`,
+    `    buildkite-agent start --token ${creds.agentToken.secret} --endpoint ${info.agentUrl}`,
+    "",
+    `  Credentials are saved in ${credFile} and reused by the next \`npm start\`; logs are in ${logs}/.`,
+    "  Press Ctrl-C to stop.",
+    "",
+  ];
+  process.stdout.write(`${lines.join("\n")}\n`);
+}
+
+async function stop(dataDir: string): Promise<number> {
+  const record = readStackFile(dataPaths(dataDir));
+  if (!record || !isRecordedProcessAlive(record.launcher)) {
+    say(`no stack is running from ${dataDir}`);
+    return 0;
+  }
+  say(`stopping the stack of launcher pid ${record.launcher.pid}…`);
+  process.kill(record.launcher.pid, "SIGTERM");
+  const deadline = Date.now() + 60_000;
+  while (isRecordedProcessAlive(record.launcher) && Date.now() < deadline) await sleep(200);
+  if (isRecordedProcessAlive(record.launcher)) {
+    fail(`launcher pid ${record.launcher.pid} is still running after 60 s`);
+    return 1;
+  }
+  say("stopped");
+  return 0;
+}
+
+function status(dataDir: string): number {
+  const record = readStackFile(dataPaths(dataDir));
+  if (!record || !isRecordedProcessAlive(record.launcher)) {
+    say(`no stack is running from ${dataDir}`);
+    return 3;
+  }
+  say(`a stack is ${record.state} from ${dataDir} (launcher pid ${record.launcher.pid}, since ${record.startedAt})`);
+  if (record.info) {
+    say(`REST API ${record.info.apiUrl}/v2, agent API ${record.info.agentUrl}`);
+    for (const p of record.processes) say(`  ${p.name} pid ${p.pid}${isRecordedProcessAlive(p) ? "" : " (gone)"}`);
+  }
+  return 0;
+}
+
+function isEntryPoint(): boolean {
+  const entry = process.argv[1];
+  if (entry === undefined) return false;
+  try {
+    return realpathSync(entry) === realpathSync(fileURLToPath(import.meta.url));
+  } catch {
+    return false;
+  }
+}
+
+if (isEntryPoint()) {
+  main(process.argv.slice(2)).then(
+    (code) => process.exit(code),
+    (err: unknown) => {
+      fail(err instanceof Error ? (err.stack ?? err.message) : String(err));
+      process.exit(1);
+    },
+  );
+}

@@ -1,0 +1,92 @@
+import { createServer } from "node:net";
+import { BACKEND_SERVICES, type BackendService, DEFAULT_PORTS, HEALTH_PORT_OFFSET } from "@conveyor/runtime";
+import { type Env, envValue } from "./paths.js";
+
+/** Every port of a stack: the six processes, the backends' HTTP/1.1 health endpoints and the three servers. */
+export interface StackPorts {
+  gateway: number;
+  identity: number;
+  pipelines: number;
+  builds: number;
+  artifacts: number;
+  agents: number;
+  mongodb: number;
+  nats: number;
+  s3: number;
+  health: Record<BackendService, number>;
+}
+
+/** The names of the port keys, in the order ports are allocated and checked. */
+export const PORT_KEYS = [
+  "gateway",
+  ...BACKEND_SERVICES,
+  "mongodb",
+  "nats",
+  "s3",
+] as const satisfies readonly (keyof typeof DEFAULT_PORTS)[];
+export type PortKey = (typeof PORT_KEYS)[number];
+
+/** The environment variable that overrides one default port, for example GATEWAY_PORT. */
+export function portVar(key: PortKey): string {
+  return `${key.toUpperCase()}_PORT`;
+}
+
+/** The ports of `npm start`: DEFAULT_PORTS, each overridable by <NAME>_PORT; health ports are port + 100. */
+export function portsFromEnv(env: Env): StackPorts {
+  const ports = {} as Record<PortKey, number>;
+  for (const key of PORT_KEYS) {
+    const name = portVar(key);
+    const raw = envValue(env, name);
+    const value = raw === undefined ? DEFAULT_PORTS[key] : Number(raw);
+    if (!Number.isInteger(value) || value < 1 || value > 65535 - HEALTH_PORT_OFFSET) {
+      throw new Error(`${name} must be a port number between 1 and ${65535 - HEALTH_PORT_OFFSET}, got "${raw}"`);
+    }
+    ports[key] = value;
+  }
+  const health = {} as Record<BackendService, number>;
+  for (const service of BACKEND_SERVICES) health[service] = ports[service] + HEALTH_PORT_OFFSET;
+  return { ...ports, health };
+}
+
+/** Asks the operating system for a free TCP port on 127.0.0.1. */
+export function getFreePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.unref();
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", () => {
+      const address = server.address();
+      const port = typeof address === "object" && address !== null ? address.port : 0;
+      server.close(() => (port > 0 ? resolve(port) : reject(new Error("could not allocate a port"))));
+    });
+  });
+}
+
+/** Allocates distinct free ports for a whole stack (for tests and benchmarks). */
+export async function allocateFreePorts(): Promise<StackPorts> {
+  const taken = new Set<number>();
+  const next = async () => {
+    for (;;) {
+      const port = await getFreePort();
+      if (!taken.has(port)) {
+        taken.add(port);
+        return port;
+      }
+    }
+  };
+  const ports = {} as Record<PortKey, number>;
+  for (const key of PORT_KEYS) ports[key] = await next();
+  const health = {} as Record<BackendService, number>;
+  for (const service of BACKEND_SERVICES) health[service] = await next();
+  return { ...ports, health };
+}
+
+/** Whether nothing listens on 127.0.0.1:port (tried by listening on it). */
+export function isPortFree(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const server = createServer();
+    server.unref();
+    server.once("error", () => resolve(false));
+    server.listen({ port, host: "127.0.0.1", exclusive: true }, () => server.close(() => resolve(true)));
+  });
+}
