@@ -57,9 +57,10 @@ export async function buildApp(deps: AppDeps): Promise<GatewayApp> {
     clients: deps.clients,
     urls: createUrls(deps.config.publicUrl, deps.config.webUrl),
     publicUrl: deps.config.publicUrl,
+    principals,
   };
   metaRoutes(app);
-  accessTokenRoutes(app);
+  accessTokenRoutes(app, routeDeps);
   organizationRoutes(app, routeDeps);
   memberRoutes(app, routeDeps);
   await app.ready();

@@ -5,6 +5,7 @@
  */
 export const ROUTE_SCOPES: Readonly<Record<string, string | null>> = {
   "GET /v2/access-token": null,
+  "DELETE /v2/access-token": null,
   "GET /v2/organizations": "read_organizations",
   "GET /v2/organizations/:org": "read_organizations",
   "GET /v2/organizations/:org/members": "read_organizations",

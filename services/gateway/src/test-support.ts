@@ -1,0 +1,111 @@
+import { create } from "@bufbuild/protobuf";
+import { timestampFromDate } from "@bufbuild/protobuf/wkt";
+import { Code, ConnectError, createClient, createRouterTransport, type ServiceImpl } from "@connectrpc/connect";
+import { AgentsService } from "@conveyor/proto/agents";
+import { ArtifactsService } from "@conveyor/proto/artifacts";
+import { BuildsService } from "@conveyor/proto/builds";
+import {
+  IdentityService,
+  type Organization,
+  OrganizationSchema,
+  type Principal,
+  PrincipalSchema,
+  Role,
+  type User,
+  UserSchema,
+} from "@conveyor/proto/identity";
+import { PipelinesService } from "@conveyor/proto/pipelines";
+import { buildApp } from "./app.js";
+import type { GatewayClients } from "./clients.js";
+
+/** Fixed data behind the in-memory identity fake used by gateway unit tests. */
+export interface FakeWorld {
+  orgs: Organization[];
+  users: User[];
+  /** token secret → principal */
+  tokens: Map<string, Principal>;
+  revoked: string[];
+}
+
+export function makeOrg(slug: string, name = slug): Organization {
+  return create(OrganizationSchema, {
+    id: `00000000-0000-4000-8000-${slug
+      .padStart(12, "0")
+      .slice(-12)
+      .replace(/[^0-9a-f]/g, "a")}`,
+    slug,
+    name,
+    createdAt: timestampFromDate(new Date("2026-01-02T03:04:05.678Z")),
+  });
+}
+
+export function makeUser(n: number, name: string): User {
+  return create(UserSchema, {
+    id: `11111111-0000-4000-8000-${String(n).padStart(12, "0")}`,
+    name,
+    email: `${name.toLowerCase()}@example.com`,
+    createdAt: timestampFromDate(new Date("2026-01-01T00:00:00.000Z")),
+  });
+}
+
+export function makePrincipal(user: User, scopes: string[], orgs: Array<[Organization, Role]>): Principal {
+  return create(PrincipalSchema, {
+    token: { id: `22222222-0000-4000-8000-${user.id.slice(-12)}`, userId: user.id, scopes, description: "test" },
+    user,
+    organizations: orgs.map(([organization, role]) => ({ organization, role })),
+  });
+}
+
+/** An identity fake over a FakeWorld: enough behaviour for the gateway's routes. */
+function fakeIdentity(world: FakeWorld): Partial<ServiceImpl<typeof IdentityService>> {
+  return {
+    authenticateAccessToken(req) {
+      const principal = world.tokens.get(req.secret);
+      if (!principal) throw new ConnectError("invalid", Code.Unauthenticated);
+      return { principal };
+    },
+    listOrganizations(req) {
+      const perPage = req.perPage || 30;
+      const page = req.page || 1;
+      const orgs = world.orgs.filter((o) => req.ids.includes(o.id)).sort((a, b) => (a.name < b.name ? -1 : 1));
+      return { organizations: orgs.slice((page - 1) * perPage, page * perPage), totalCount: orgs.length };
+    },
+    listMembers(req) {
+      const perPage = req.perPage || 30;
+      const page = req.page || 1;
+      const members = world.users.map((user) => ({ user, role: Role.MEMBER }));
+      return { members: members.slice((page - 1) * perPage, page * perPage), totalCount: members.length };
+    },
+    getMember(req) {
+      const user = world.users.find((u) => u.id === req.userId);
+      if (!user) throw new ConnectError("No user found", Code.NotFound);
+      return { member: { user, role: Role.MEMBER } };
+    },
+    revokeAccessToken(req) {
+      world.revoked.push(req.id);
+      return {};
+    },
+  };
+}
+
+/** Builds the gateway app over in-memory fakes of every backend service. */
+export async function buildTestApp(world: FakeWorld) {
+  const transport = createRouterTransport((router) => {
+    router.service(IdentityService, fakeIdentity(world));
+    router.service(PipelinesService, {});
+    router.service(BuildsService, {});
+    router.service(ArtifactsService, {});
+    router.service(AgentsService, {});
+  });
+  const clients: GatewayClients = {
+    identity: createClient(IdentityService, transport),
+    pipelines: createClient(PipelinesService, transport),
+    builds: createClient(BuildsService, transport),
+    artifacts: createClient(ArtifactsService, transport),
+    agents: createClient(AgentsService, transport),
+  };
+  return buildApp({
+    config: { publicUrl: "http://api.test", webUrl: "http://web.test", tokenCacheTtlMs: 60_000, bodyLimitBytes: 4096 },
+    clients,
+  });
+}
