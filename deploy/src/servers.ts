@@ -129,7 +129,7 @@ export function s3Settings(env: Env, endpoint: string, external: boolean): S3Set
   return {
     endpoint,
     accessKey: accessKey ?? "conveyor",
-    secretKey: secretKey ?? "conveyor-secret-key",
+    secretKey: secretKey ?? "conveyor-secret",
     bucket: envValue(env, "S3_BUCKET") ?? "conveyor-artifacts",
     region: envValue(env, "S3_REGION") ?? "us-east-1",
   };

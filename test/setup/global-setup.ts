@@ -1,0 +1,108 @@
+import { existsSync, mkdtempSync } from "node:fs";
+import Module from "node:module";
+import { tmpdir } from "node:os";
+import { dirname, join, resolve } from "node:path";
+import type { Stack } from "@conveyor/deploy";
+
+/** What globalSetup hands to globalTeardown; both run in Jest's main process, so a global carries it. */
+export interface TestStackState {
+  stack: Stack;
+  dataDir: string;
+  onSignal: (signal: NodeJS.Signals) => void;
+}
+
+export const TEST_STACK_KEY = "__conveyorTestStack";
+
+/**
+ * Jest's globalSetup runs outside the test sandbox: its moduleNameMapper does not apply here. So that the launcher
+ * runs from its TypeScript sources like the tests do, map the same imports Node's way: `./x.js` written in a .ts file
+ * to `./x.ts`, and the workspace packages to their src/ (Jest's require hook then transforms the .ts files).
+ */
+function resolveFromSources(repoRoot: string): void {
+  const loader = Module as unknown as {
+    _resolveFilename(request: string, parent: { filename?: string } | undefined, ...rest: unknown[]): string;
+  };
+  const original = loader._resolveFilename;
+  const packages: Record<string, string> = {
+    "@conveyor/runtime": join(repoRoot, "packages/runtime/src/index.ts"),
+    "@conveyor/deploy": join(repoRoot, "deploy/src/index.ts"),
+  };
+  loader._resolveFilename = function (request, parent, ...rest) {
+    let mapped = packages[request];
+    const proto = /^@conveyor\/proto\/([\w-]+)$/.exec(request);
+    if (proto) mapped = join(repoRoot, "proto/src", `${proto[1]}.ts`);
+    if (
+      mapped === undefined &&
+      /^\.{1,2}\//.test(request) &&
+      request.endsWith(".js") &&
+      parent?.filename?.endsWith(".ts")
+    ) {
+      const candidate = resolve(dirname(parent.filename), `${request.slice(0, -3)}.ts`);
+      if (existsSync(candidate)) mapped = candidate;
+    }
+    return original.call(this, mapped ?? request, parent, ...rest);
+  };
+}
+
+/** Starts an isolated stack on free ports with a temporary data directory, bootstraps it, and exports its addresses. */
+export default async function globalSetup(_globalConfig: unknown, projectConfig: { rootDir: string }): Promise<void> {
+  const repoRoot = projectConfig.rootDir;
+  resolveFromSources(repoRoot);
+  const { bootstrap, dataPaths, startStack } = await import("@conveyor/deploy");
+  const dataDir = mkdtempSync(join(tmpdir(), "conveyor-test-"));
+  const log = (line: string) => process.stderr.write(`[test stack] ${line}\n`);
+  log(`starting an isolated stack on free ports, data in ${dataDir}`);
+
+  // Ctrl-C or a SIGTERM to Jest must not leave the stack behind: stop it, then die of the same signal.
+  const controller = new AbortController();
+  let stack: Stack | undefined;
+  const onSignal = (signal: NodeJS.Signals) => {
+    controller.abort();
+    process.off("SIGINT", onSignal);
+    process.off("SIGTERM", onSignal);
+    void (stack?.stop() ?? Promise.resolve()).finally(() => process.kill(process.pid, signal));
+  };
+  process.on("SIGINT", onSignal);
+  process.on("SIGTERM", onSignal);
+
+  const started = Date.now();
+  stack = await startStack({ repoRoot, dataDir, ports: "free", log, signal: controller.signal });
+  const state: TestStackState = { stack, dataDir, onSignal };
+  Object.assign(globalThis, { [TEST_STACK_KEY]: state });
+  try {
+    const { credentials } = await bootstrap({
+      identityUrl: stack.info.serviceUrls.identity,
+      agentsUrl: stack.info.serviceUrls.agents,
+      apiUrl: stack.info.apiUrl,
+      agentUrl: stack.info.agentUrl,
+      credentialsFile: dataPaths(dataDir).credentialsFile,
+    });
+    const info = stack.info;
+    Object.assign(process.env, {
+      CONVEYOR_API_URL: info.apiUrl,
+      CONVEYOR_AGENT_URL: info.agentUrl,
+      CONVEYOR_API_TOKEN: credentials.apiToken.secret,
+      CONVEYOR_AGENT_TOKEN: credentials.agentToken.secret,
+      CONVEYOR_ORG_SLUG: credentials.organization.slug,
+      CONVEYOR_ORG_ID: credentials.organization.id,
+      CONVEYOR_USER_ID: credentials.user.id,
+      CONVEYOR_TEST_DATA_DIR: dataDir,
+      IDENTITY_URL: info.serviceUrls.identity,
+      PIPELINES_URL: info.serviceUrls.pipelines,
+      BUILDS_URL: info.serviceUrls.builds,
+      ARTIFACTS_URL: info.serviceUrls.artifacts,
+      AGENTS_URL: info.serviceUrls.agents,
+      MONGODB_URL: info.mongodbUrl,
+      NATS_URL: info.natsUrl,
+      S3_ENDPOINT: info.s3.endpoint,
+      S3_ACCESS_KEY: info.s3.accessKey,
+      S3_SECRET_KEY: info.s3.secretKey,
+      S3_BUCKET: info.s3.bucket,
+      S3_REGION: info.s3.region,
+    });
+  } catch (err) {
+    await stack.stop();
+    throw err;
+  }
+  log(`ready in ${((Date.now() - started) / 1000).toFixed(1)} s at ${stack.info.apiUrl}`);
+}
