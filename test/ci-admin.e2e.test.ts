@@ -1,0 +1,66 @@
+import { spawnSync } from "node:child_process";
+import { join } from "node:path";
+import { api, stack, unique } from "./support/stack-env.js";
+
+const bin = join(process.cwd(), "packages/admin-cli/bin/ci-admin.js");
+
+function ciAdmin(...args: string[]) {
+  const res = spawnSync(process.execPath, [bin, ...args], {
+    env: { ...process.env, IDENTITY_URL: stack.identityUrl, AGENTS_URL: stack.agentsUrl },
+    encoding: "utf8",
+    timeout: 30_000,
+  });
+  const line = res.stdout.trim();
+  return { code: res.status, json: line ? JSON.parse(line) : undefined, stderr: res.stderr };
+}
+
+describe("ci-admin against the running stack", () => {
+  it("creates an organization, a user, a membership and a token that works over REST, then revokes it", () => {
+    const org = ciAdmin("org", "create", "--name", unique("Admin Org"), "--teams-enabled");
+    expect(org.code).toBe(0);
+    expect(org.json).toMatchObject({ teams_enabled: true });
+    const user = ciAdmin("user", "create", "--name", "Cli User", "--email", `${unique("cli")}@example.com`);
+    expect(user.code).toBe(0);
+    const member = ciAdmin("member", "add", "--org", org.json.slug, "--user", user.json.id, "--role", "admin");
+    expect(member.json).toMatchObject({ role: "admin", user_id: user.json.id });
+    const token = ciAdmin(
+      "token",
+      "create",
+      "--user",
+      user.json.id,
+      "--scopes",
+      "read_organizations,read_builds",
+      "--orgs",
+      org.json.slug,
+    );
+    expect(token.json.token).toMatch(/^bkua_/);
+    expect(token.json.scopes).toEqual(["read_builds", "read_organizations"]);
+    return (async () => {
+      const res = await api(`/v2/organizations/${org.json.slug}`, token.json.token);
+      expect(res.body.name).toBe(org.json.name);
+      const revoked = ciAdmin("token", "revoke", "--token", token.json.token);
+      expect(revoked.json.revoked_at).toMatch(/Z$/);
+    })();
+  });
+
+  it("fails with a clear message and a non-zero exit", () => {
+    const dup = ciAdmin("org", "create", "--name", "x", "--slug", stack.orgSlug);
+    expect(dup.code).toBe(1);
+    expect(dup.stderr).toContain("slug has already been taken");
+    const usage = ciAdmin("token", "create", "--scopes", "read_builds");
+    expect(usage.code).toBe(2);
+    expect(usage.stderr).toContain("--user is required");
+    const bad = ciAdmin("member", "add", "--org", stack.orgSlug, "--user", "nobody");
+    expect(bad.code).toBe(1);
+    expect(bad.stderr).toContain("No user found");
+  });
+
+  it("tells the user to start the stack when it cannot reach it", () => {
+    const res = spawnSync(process.execPath, [bin, "org", "create", "--name", "x"], {
+      env: { ...process.env, IDENTITY_URL: "http://127.0.0.1:1" },
+      encoding: "utf8",
+    });
+    expect(res.status).toBe(3);
+    expect(res.stderr).toContain("npm start");
+  });
+});

@@ -1,0 +1,56 @@
+import { IdentityService, Role } from "@conveyor/proto/identity";
+import { createServiceClient } from "@conveyor/runtime";
+
+/** The running stack the Jest global setup started (or the one CONVEYOR_* points at). */
+export const stack = {
+  apiUrl: need("CONVEYOR_API_URL"),
+  apiToken: need("CONVEYOR_API_TOKEN"),
+  orgSlug: need("CONVEYOR_ORG_SLUG"),
+  identityUrl: need("IDENTITY_URL"),
+  agentsUrl: need("AGENTS_URL"),
+};
+
+function need(name: string): string {
+  const value = process.env[name];
+  if (!value)
+    throw new Error(`${name} is not set: run the end-to-end suites through \`npm test\`, which starts a stack`);
+  return value;
+}
+
+/** An identity client, for arranging users, organizations and tokens the REST API cannot create. */
+export const identity = createServiceClient(IdentityService, stack.identityUrl);
+
+/** A REST call with the given token (or none). */
+export async function api(path: string, token?: string, init: RequestInit = {}) {
+  const res = await fetch(`${stack.apiUrl}${path}`, {
+    ...init,
+    headers: { ...(token ? { authorization: `Bearer ${token}` } : {}), ...(init.headers ?? {}) },
+  });
+  const text = await res.text();
+  return { status: res.status, headers: res.headers, text, body: text ? JSON.parse(text) : undefined };
+}
+
+let seq = 0;
+/** A unique suffix for names and emails, so suites can share one stack. */
+export function unique(prefix: string): string {
+  seq += 1;
+  return `${prefix}-${Date.now().toString(36)}-${seq}`;
+}
+
+/** Creates an organization, a user with the given role in it, and a token with the given scopes. */
+export async function arrangeOrgUser(opts: { scopes: string[]; role?: Role; orgs?: string[] }) {
+  const { organization } = await identity.createOrganization({ name: unique("Org") });
+  const { user } = await identity.createUser({ name: unique("User"), email: `${unique("u")}@example.com` });
+  await identity.addMember({
+    organization: organization?.id ?? "",
+    userId: user?.id ?? "",
+    role: opts.role ?? Role.MEMBER,
+  });
+  const { secret, token } = await identity.createAccessToken({
+    userId: user?.id ?? "",
+    scopes: opts.scopes,
+    organizations: opts.orgs ?? [],
+  });
+  if (!organization || !user || !token) throw new Error("arrangement failed");
+  return { organization, user, token, secret };
+}
