@@ -1,0 +1,73 @@
+// Shared first steps of `npm start`, `npm test` and `npm run bench`: check Node, install what is missing, build.
+// Plain Node with no dependencies, because node_modules may not exist yet when these run.
+import { spawn } from "node:child_process";
+import { existsSync, statSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+
+export const repoRoot = join(dirname(fileURLToPath(import.meta.url)), "..");
+
+const npm = process.platform === "win32" ? "npm.cmd" : "npm";
+
+/** Prints a progress line. */
+export function say(line) {
+  process.stdout.write(`conveyor: ${line}\n`);
+}
+
+/** Exits with a clear message unless Node is 20.19 or newer (the MongoDB driver and require(esm) need it). */
+export function checkNode() {
+  const [major, minor] = process.versions.node.split(".").map(Number);
+  if (major < 20 || (major === 20 && minor < 19)) {
+    process.stderr.write(`conveyor: Node 20.19 or newer is required, this is Node ${process.versions.node}\n`);
+    process.exit(1);
+  }
+}
+
+/** Runs a command with inherited output; resolves with its exit code. */
+export function run(command, args, options = {}) {
+  return new Promise((resolve) => {
+    const child = spawn(command, args, { cwd: repoRoot, stdio: "inherit", ...options });
+    child.once("error", (err) => {
+      process.stderr.write(`conveyor: could not run ${command}: ${err.message}\n`);
+      resolve(127);
+    });
+    child.once("exit", (code, signal) => resolve(code ?? (signal ? 128 : 1)));
+  });
+}
+
+/** Whether `npm ci` is needed: no node_modules, or package-lock.json changed since the last install. */
+export function needsInstall() {
+  const marker = join(repoRoot, "node_modules", ".package-lock.json");
+  if (!existsSync(marker)) return true;
+  return statSync(join(repoRoot, "package-lock.json")).mtimeMs > statSync(marker).mtimeMs;
+}
+
+/** A binary of an installed npm package, for example node_modules/.bin/turbo. */
+export function bin(name) {
+  return join(repoRoot, "node_modules", ".bin", name);
+}
+
+/** The environment for Turborepo: no telemetry, no update check. */
+export const turboEnv = { ...process.env, TURBO_TELEMETRY_DISABLED: "1", TURBO_NO_UPDATE_NOTIFIER: "1" };
+
+/** Installs dependencies when needed and builds every package; resolves with an exit code (0 on success). */
+export async function installAndBuild() {
+  checkNode();
+  if (needsInstall()) {
+    say("installing dependencies (npm ci)…");
+    const code = await run(npm, ["ci", "--no-audit", "--no-fund"]);
+    if (code !== 0) {
+      process.stderr.write("conveyor: npm ci failed; see the output above\n");
+      return code;
+    }
+  }
+  say("building (turbo run build)…");
+  const started = Date.now();
+  const code = await run(bin("turbo"), ["run", "build", "--output-logs=errors-only"], { env: turboEnv });
+  if (code !== 0) {
+    process.stderr.write("conveyor: the build failed; see the output above\n");
+    return code;
+  }
+  say(`built in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+  return 0;
+}
