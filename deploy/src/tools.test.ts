@@ -1,0 +1,109 @@
+import { join } from "node:path";
+import {
+  cachedToolPath,
+  FERRETDB,
+  type MachineProbe,
+  NATS_SERVER,
+  planMongo,
+  planNats,
+  planS3,
+  VERSITYGW,
+} from "./tools.js";
+
+const cache = "/cache";
+
+function probe(opts: { onPath?: string[]; files?: string[] } = {}): MachineProbe {
+  return {
+    which: (command) => (opts.onPath?.includes(command) ? `/usr/bin/${command}` : undefined),
+    exists: (path) => opts.files?.includes(path) ?? false,
+  };
+}
+
+describe("cachedToolPath", () => {
+  it("puts each tool in a folder named with its version", () => {
+    expect(cachedToolPath(cache, FERRETDB)).toBe(join(cache, "bin", "ferretdb-v1.24.2", "ferretdb"));
+    expect(cachedToolPath(cache, NATS_SERVER)).toBe(join(cache, "bin", "nats-server-v2.14.5", "nats-server"));
+    expect(cachedToolPath(cache, VERSITYGW)).toBe(join(cache, "bin", "versitygw-v1.7.0", "versitygw"));
+  });
+});
+
+describe("planMongo", () => {
+  it("uses the server in MONGODB_URL and starts nothing", () => {
+    expect(planMongo({ MONGODB_URL: "mongodb://db:27017", FERRETDB_BIN: "/x" }, cache, probe())).toEqual({
+      kind: "external",
+      url: "mongodb://db:27017",
+    });
+  });
+
+  it("prefers a mongod on PATH over FerretDB", () => {
+    expect(planMongo({}, cache, probe({ onPath: ["mongod"] }))).toEqual({
+      kind: "mongod",
+      binary: { tool: "mongod", path: "/usr/bin/mongod", source: "path" },
+    });
+  });
+
+  it("uses MONGOD_BIN before looking on PATH", () => {
+    const plan = planMongo({ MONGOD_BIN: "/opt/mongod" }, cache, probe({ onPath: ["mongod"] }));
+    expect(plan).toEqual({ kind: "mongod", binary: { tool: "mongod", path: "/opt/mongod", source: "env" } });
+  });
+
+  it("uses FERRETDB_BIN even when a mongod is on PATH", () => {
+    const plan = planMongo({ FERRETDB_BIN: "/opt/ferretdb" }, cache, probe({ onPath: ["mongod"] }));
+    expect(plan).toEqual({ kind: "ferretdb", binary: { tool: "ferretdb", path: "/opt/ferretdb", source: "env" } });
+  });
+
+  it("reuses the cached FerretDB, or plans to build it", () => {
+    const cached = cachedToolPath(cache, FERRETDB);
+    expect(planMongo({}, cache, probe({ files: [cached] }))).toMatchObject({
+      kind: "ferretdb",
+      binary: { path: cached, source: "cache" },
+    });
+    expect(planMongo({}, cache, probe())).toMatchObject({
+      kind: "ferretdb",
+      binary: { path: cached, source: "build", spec: FERRETDB },
+    });
+  });
+
+  it("treats blank variables as unset", () => {
+    expect(planMongo({ MONGODB_URL: "  ", FERRETDB_BIN: "" }, cache, probe()).kind).toBe("ferretdb");
+  });
+});
+
+describe("planNats", () => {
+  it("never picks an older nats-server from PATH", () => {
+    expect(planNats({}, cache, probe({ onPath: ["nats-server"] }))).toMatchObject({
+      kind: "nats-server",
+      binary: { source: "build", spec: NATS_SERVER },
+    });
+  });
+
+  it("honours NATS_URL, then NATS_SERVER_BIN", () => {
+    expect(planNats({ NATS_URL: "nats://n:4222", NATS_SERVER_BIN: "/x" }, cache, probe())).toEqual({
+      kind: "external",
+      url: "nats://n:4222",
+    });
+    expect(planNats({ NATS_SERVER_BIN: "/x" }, cache, probe())).toMatchObject({
+      binary: { path: "/x", source: "env" },
+    });
+  });
+});
+
+describe("planS3", () => {
+  it("honours S3_ENDPOINT, then MINIO_BIN, then VERSITYGW_BIN, then the cached versitygw", () => {
+    const env = { S3_ENDPOINT: "http://s3:9000", MINIO_BIN: "/m", VERSITYGW_BIN: "/v" };
+    expect(planS3(env, cache, probe())).toEqual({ kind: "external", endpoint: "http://s3:9000" });
+    expect(planS3({ ...env, S3_ENDPOINT: undefined }, cache, probe())).toMatchObject({
+      kind: "minio",
+      binary: { path: "/m" },
+    });
+    expect(planS3({ VERSITYGW_BIN: "/v" }, cache, probe())).toMatchObject({
+      kind: "versitygw",
+      binary: { path: "/v" },
+    });
+    const cached = cachedToolPath(cache, VERSITYGW);
+    expect(planS3({}, cache, probe({ files: [cached] }))).toMatchObject({
+      kind: "versitygw",
+      binary: { path: cached, source: "cache" },
+    });
+  });
+});
