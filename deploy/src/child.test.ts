@@ -28,7 +28,10 @@ describe("spawnManaged", () => {
   });
 
   it("kills a process that ignores SIGTERM after the grace period", async () => {
-    const proc = node("stubborn", "process.on('SIGTERM', () => {}); console.log('ignoring ' + 'SIGTERM'); setInterval(() => {}, 1000)");
+    const proc = node(
+      "stubborn",
+      "process.on('SIGTERM', () => {}); console.log('ignoring ' + 'SIGTERM'); setInterval(() => {}, 1000)",
+    );
     await waitUntil(async () => proc.logTail().includes("ignoring SIGTERM"), { what: "stubborn", timeoutMs: 5000 });
     const status = await proc.stop(300);
     expect(status.signal).toBe("SIGKILL");
