@@ -1,0 +1,197 @@
+import { spawn } from "node:child_process";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import { createInterface } from "node:readline";
+import { fileURLToPath } from "node:url";
+import autocannon from "autocannon";
+import { BENCH_ROUTES, type BenchContext, type BenchRoute } from "./bench-routes.js";
+import { type BenchSettings, benchSettings, median } from "./bench-stats.js";
+import { bootstrap } from "./bootstrap.js";
+import { dataPaths, type Env, envValue } from "./paths.js";
+import { type Stack, startStack } from "./stack.js";
+
+/** One autocannon run. */
+export interface Measurement {
+  target: string;
+  trial: number;
+  reqPerSec: number;
+  p50Ms: number;
+  p99Ms: number;
+  /** Responses that were not 2xx, plus connection errors and timeouts; a run with any is not a valid figure. */
+  bad: number;
+}
+
+/** The medians of one target over the trials. */
+export interface Summary {
+  target: string;
+  reqPerSec: number;
+  p50Ms: number;
+  p99Ms: number;
+  /** req/s as a share of the hello-world baseline's req/s. */
+  shareOfHello: number;
+}
+
+interface Target {
+  name: string;
+  url: string;
+  headers: Record<string, string>;
+}
+
+async function measure(target: Target, trial: number, settings: BenchSettings, durationSec = settings.durationSec) {
+  const result = await autocannon({
+    url: target.url,
+    connections: settings.connections,
+    duration: durationSec,
+    headers: target.headers,
+  });
+  const m: Measurement = {
+    target: target.name,
+    trial,
+    reqPerSec: result.requests.average,
+    p50Ms: result.latency.p50,
+    p99Ms: result.latency.p99,
+    bad: result.non2xx + result.errors + result.timeouts,
+  };
+  return m;
+}
+
+/** Starts the hello-world baseline in its own process and returns its URL and a stop function. */
+async function startHello(): Promise<{ url: string; stop: () => Promise<void> }> {
+  const script = join(dirname(fileURLToPath(import.meta.url)), "hello-server.js");
+  const child = spawn(process.execPath, [script], {
+    stdio: ["ignore", "pipe", "inherit"],
+    env: { ...process.env, PORT: "0" },
+  });
+  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+  const line = await new Promise<string>((resolve, reject) => {
+    const rl = createInterface({ input: child.stdout });
+    rl.once("line", (l) => {
+      rl.close();
+      resolve(l);
+    });
+    child.once("exit", (code) => reject(new Error(`the hello-world server exited with code ${code}`)));
+  });
+  const { port } = JSON.parse(line) as { port: number };
+  return {
+    url: `http://127.0.0.1:${port}/`,
+    stop: async () => {
+      child.kill("SIGTERM");
+      await exited;
+    },
+  };
+}
+
+const fmt = (n: number, digits = 0) =>
+  n.toLocaleString("en-US", { maximumFractionDigits: digits, minimumFractionDigits: digits });
+/** autocannon measures latency in whole milliseconds: 0 means under one. */
+const ms = (n: number) => (n < 1 ? "<1" : fmt(n));
+
+/** Measures the hello-world baseline and every route of BENCH_ROUTES, interleaved, and prints the ratios. */
+export async function runBench(repoRoot: string, env: Env = process.env): Promise<number> {
+  const settings = benchSettings(env);
+  const say = (line: string) => process.stdout.write(`${line}\n`);
+  let stack: Stack | undefined;
+  let dataDir: string | undefined;
+  let hello: Awaited<ReturnType<typeof startHello>> | undefined;
+  const onSignal = () => {
+    void Promise.all([hello?.stop(), stack?.stop()]).finally(() => process.exit(130));
+  };
+  process.once("SIGINT", onSignal);
+  process.once("SIGTERM", onSignal);
+  try {
+    let apiUrl = envValue(env, "CONVEYOR_API_URL");
+    let token = envValue(env, "CONVEYOR_API_TOKEN");
+    let orgSlug = envValue(env, "CONVEYOR_ORG_SLUG");
+    if (apiUrl && token && orgSlug) {
+      say(`using the stack at ${apiUrl} (CONVEYOR_API_URL)`);
+    } else {
+      dataDir = mkdtempSync(join(tmpdir(), "conveyor-bench-"));
+      say("starting an isolated stack on free ports…");
+      // Per-request logging is not what is measured; errors still reach the logs.
+      const stackEnv = { ...env, LOG_LEVEL: envValue(env, "LOG_LEVEL") ?? "warn" };
+      stack = await startStack({ repoRoot, dataDir, ports: "free", env: stackEnv, log: (l) => say(`  ${l}`) });
+      const { credentials } = await bootstrap({
+        identityUrl: stack.info.serviceUrls.identity,
+        agentsUrl: stack.info.serviceUrls.agents,
+        apiUrl: stack.info.apiUrl,
+        agentUrl: stack.info.agentUrl,
+        credentialsFile: dataPaths(dataDir).credentialsFile,
+        env,
+      });
+      apiUrl = stack.info.apiUrl;
+      token = credentials.apiToken.secret;
+      orgSlug = credentials.organization.slug;
+    }
+    hello = await startHello();
+    const ctx: BenchContext = { orgSlug };
+    const headers = { authorization: `Bearer ${token}` };
+    const helloTarget: Target = { name: "fastify hello-world", url: hello.url, headers: {} };
+    const routeTargets = BENCH_ROUTES.map(
+      (r: BenchRoute): Target => ({ name: r.name, url: `${apiUrl}${r.path(ctx)}`, headers }),
+    );
+
+    for (const t of routeTargets) {
+      const res = await fetch(t.url, { headers: t.headers });
+      if (res.status !== 200)
+        throw new Error(`${t.name}: ${t.url} answered ${res.status}, not 200: ${await res.text()}`);
+    }
+    say(
+      `\n${settings.trials} interleaved trials, ${settings.connections} connections, ${settings.durationSec} s per run ` +
+        "(after a 1 s warm-up of each target)\n",
+    );
+    for (const t of [helloTarget, ...routeTargets]) await measure(t, 0, settings, 1);
+
+    const results: Measurement[] = [];
+    say(
+      `${"target".padEnd(34)} ${"trial".padStart(5)} ${"req/s".padStart(9)} ${"p50 ms".padStart(7)} ${"p99 ms".padStart(7)}`,
+    );
+    for (let trial = 1; trial <= settings.trials; trial++) {
+      for (const t of [helloTarget, ...routeTargets]) {
+        const m = await measure(t, trial, settings);
+        results.push(m);
+        const warn = m.bad > 0 ? `   (${m.bad} non-2xx/errors!)` : "";
+        say(
+          `${m.target.padEnd(34)} ${String(trial).padStart(5)} ${fmt(m.reqPerSec).padStart(9)} ${ms(m.p50Ms).padStart(7)} ${ms(m.p99Ms).padStart(7)}${warn}`,
+        );
+      }
+    }
+
+    const summarize = (name: string): Summary => {
+      const runs = results.filter((r) => r.target === name);
+      return {
+        target: name,
+        reqPerSec: median(runs.map((r) => r.reqPerSec)),
+        p50Ms: median(runs.map((r) => r.p50Ms)),
+        p99Ms: median(runs.map((r) => r.p99Ms)),
+        shareOfHello: 1,
+      };
+    };
+    const base = summarize(helloTarget.name);
+    const summary = [base, ...routeTargets.map((t) => summarize(t.name))].map((x) => ({
+      ...x,
+      shareOfHello: x.reqPerSec / base.reqPerSec,
+    }));
+    say(
+      `\nmedians${" ".repeat(27)} ${"req/s".padStart(9)} ${"p50 ms".padStart(7)} ${"p99 ms".padStart(7)}  share of hello-world`,
+    );
+    for (const x of summary) {
+      say(
+        `${x.target.padEnd(34)} ${fmt(x.reqPerSec).padStart(9)} ${ms(x.p50Ms).padStart(7)} ${ms(x.p99Ms).padStart(7)}  ${fmt(x.shareOfHello * 100, 1)}%`,
+      );
+    }
+    const out = join(repoRoot, ".test-results", "bench.json");
+    mkdirSync(dirname(out), { recursive: true });
+    writeFileSync(out, `${JSON.stringify({ settings, at: new Date().toISOString(), results, summary }, null, 2)}\n`);
+    say(`\nresults written to ${out}`);
+    const bad = results.some((r) => r.bad > 0);
+    if (bad) say("some runs had non-2xx responses or errors: their figures are not valid");
+    return bad ? 1 : 0;
+  } finally {
+    process.off("SIGINT", onSignal);
+    process.off("SIGTERM", onSignal);
+    await hello?.stop();
+    await stack?.stop();
+    if (dataDir) rmSync(dataDir, { recursive: true, force: true });
+  }
+}
