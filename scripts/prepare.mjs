@@ -35,6 +35,39 @@ export function run(command, args, options = {}) {
   });
 }
 
+/** Runs a command, capturing its output; resolves with the exit code and the output. */
+function capture(command, args) {
+  return new Promise((resolve) => {
+    const child = spawn(command, args, { cwd: repoRoot, stdio: ["ignore", "pipe", "pipe"] });
+    let output = "";
+    child.stdout.on("data", (d) => {
+      output += d;
+    });
+    child.stderr.on("data", (d) => {
+      output += d;
+    });
+    child.once("error", (err) => resolve({ code: 127, output: err.message }));
+    child.once("close", (code) => resolve({ code: code ?? 1, output }));
+  });
+}
+
+/**
+ * `npm ci`, or, when npm refuses the lock file because it lacks entries for other platforms' optional binaries
+ * (a registry that does not serve those cannot record them), `npm install --no-save`: the same locked versions,
+ * and the lock file is left as it is.
+ */
+async function installDependencies() {
+  say("installing dependencies (npm ci)…");
+  const ci = await capture(npm, ["ci", "--no-audit", "--no-fund"]);
+  if (ci.code === 0) return 0;
+  if (!/in sync|Missing: .* from lock file/.test(ci.output)) {
+    process.stderr.write(ci.output);
+    return ci.code;
+  }
+  say("npm ci finds optional packages of other platforms missing from the lock file; using npm install --no-save");
+  return run(npm, ["install", "--no-save", "--no-audit", "--no-fund"]);
+}
+
 /** Whether `npm ci` is needed: no node_modules, or package-lock.json changed since the last install. */
 export function needsInstall() {
   const marker = join(repoRoot, "node_modules", ".package-lock.json");
@@ -54,10 +87,9 @@ export const turboEnv = { ...process.env, TURBO_TELEMETRY_DISABLED: "1", TURBO_N
 export async function installAndBuild() {
   checkNode();
   if (needsInstall()) {
-    say("installing dependencies (npm ci)…");
-    const code = await run(npm, ["ci", "--no-audit", "--no-fund"]);
+    const code = await installDependencies();
     if (code !== 0) {
-      process.stderr.write("conveyor: npm ci failed; see the output above\n");
+      process.stderr.write("conveyor: installing the dependencies failed; see the output above\n");
       return code;
     }
   }
