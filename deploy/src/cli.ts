@@ -17,7 +17,8 @@ const USAGE = `usage: conveyor-stack <command>
 
   start    start the whole stack in the foreground (Ctrl-C stops it), bootstrap and print credentials
   stop     stop the stack that \`start\` runs from this data directory
-  status   tell whether a stack runs from this data directory, and where`;
+  status   tell whether a stack runs from this data directory, and where
+  check    exit 1, saying so, if a stack runs from this data directory`;
 
 const say = (line: string) => process.stdout.write(`conveyor: ${line}\n`);
 const fail = (line: string) => process.stderr.write(`conveyor: ${line}\n`);
@@ -32,6 +33,8 @@ export async function main(argv: readonly string[], repoRoot = findRepoRoot(here
       return stop(dataDir);
     case "status":
       return status(dataDir);
+    case "check":
+      return check(dataDir);
     default:
       process.stderr.write(`${USAGE}\n`);
       return argv[0] === undefined || argv[0] === "help" || argv[0] === "--help" ? 0 : 2;
@@ -169,6 +172,14 @@ async function stop(dataDir: string): Promise<number> {
   }
   say("stopped");
   return 0;
+}
+
+/** Exits 1 with the "already running" message when a stack runs from the data directory (before a rebuild). */
+function check(dataDir: string): number {
+  const record = readStackFile(dataPaths(dataDir));
+  if (!record || !isRecordedProcessAlive(record.launcher)) return 0;
+  fail(new StackAlreadyRunningError(record).message);
+  return 1;
 }
 
 function status(dataDir: string): number {
