@@ -47,25 +47,32 @@ function here(): string {
 
 async function start(repoRoot: string, dataDir: string): Promise<number> {
   const controller = new AbortController();
-  let signalled: NodeJS.Signals | undefined;
+  let signalled: string | undefined;
   let wake: (() => void) | undefined;
   const signalReceived = new Promise<void>((resolve) => {
     wake = resolve;
   });
   // The launcher may receive the same Ctrl-C twice (from the terminal and forwarded by npm): later signals only
   // say that stopping is under way; every stop step is bounded, so it always finishes.
-  const onSignal = (sig: NodeJS.Signals) => {
+  const onSignal = (reason: string) => {
     if (signalled) {
       say("still stopping, please wait…");
       return;
     }
-    signalled = sig;
-    say(`${sig} received`);
+    signalled = reason;
+    say(`${reason} received`);
     controller.abort();
     wake?.();
   };
   const signals = ["SIGINT", "SIGTERM", "SIGHUP"] as const;
   for (const sig of signals) process.on(sig, onSignal);
+  // `npm start` runs this under `sh -c`, and a SIGTERM to npm kills npm and the shell without reaching this
+  // process: being re-parented means whoever started the stack is gone, so stop it as if signalled.
+  const parent = process.ppid;
+  const orphanWatch = setInterval(() => {
+    if (process.ppid !== parent) onSignal("exit of the parent process");
+  }, 1000);
+  orphanWatch.unref();
 
   let stack: Stack | undefined;
   try {
@@ -120,6 +127,7 @@ async function start(repoRoot: string, dataDir: string): Promise<number> {
     return 1;
   } finally {
     for (const sig of signals) process.off(sig, onSignal);
+    clearInterval(orphanWatch);
   }
 }
 
