@@ -1,24 +1,33 @@
 // Jest runs the TypeScript sources directly (transformed by SWC to CommonJS): no build is needed for unit tests.
 // Type checking is a separate step (`turbo run typecheck`) in `npm test`.
 
+const swc = (syntax) => [
+  "@swc/jest",
+  { jsc: { parser: { syntax }, target: "es2022" }, module: { type: "commonjs" }, sourceMaps: "inline" },
+];
+
+/**
+ * Dependencies that ship only ES modules (Node's require(esm) loads them in production, Jest's module system does
+ * not): cookie@2, used by Fastify's inject().
+ */
+const ESM_ONLY_DEPENDENCIES = ["cookie"];
+
 /** @type {import('jest').Config['transform']} */
 const transform = {
-  "^.+\\.ts$": [
-    "@swc/jest",
-    {
-      jsc: { parser: { syntax: "typescript" }, target: "es2022" },
-      module: { type: "commonjs" },
-      sourceMaps: "inline",
-    },
-  ],
+  "^.+\\.ts$": swc("typescript"),
+  [`/node_modules/(${ESM_ONLY_DEPENDENCIES.join("|")})/.+\\.js$`]: swc("ecmascript"),
 };
 
-/** Imports as written for Node's ESM resolution (`./x.js`, workspace packages) resolve to the TypeScript sources. */
+/**
+ * Imports as written for Node's ESM resolution resolve to the TypeScript sources: `./x.js` to `./x.ts`,
+ * `@conveyor/proto/<name>` to proto/src/<name>.ts, `@conveyor/deploy` and every `@conveyor/<package>` of packages/
+ * to their src/index.ts. (test/setup/global-setup.ts maps the same way for Jest's global setup.)
+ */
 const moduleNameMapper = {
   "^(\\.{1,2}/.*)\\.js$": "$1",
   "^@conveyor/proto/(.*)$": "<rootDir>/proto/src/$1.ts",
-  "^@conveyor/runtime$": "<rootDir>/packages/runtime/src/index.ts",
   "^@conveyor/deploy$": "<rootDir>/deploy/src/index.ts",
+  "^@conveyor/([\\w-]+)$": "<rootDir>/packages/$1/src/index.ts",
 };
 
 const common = {
@@ -29,6 +38,7 @@ const common = {
   moduleNameMapper,
   moduleFileExtensions: ["ts", "js", "json"],
   testPathIgnorePatterns: ["/node_modules/", "/dist/"],
+  transformIgnorePatterns: [`/node_modules/(?!(${ESM_ONLY_DEPENDENCIES.join("|")})/)`],
 };
 
 /** @type {import('jest').Config} */

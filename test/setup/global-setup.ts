@@ -23,20 +23,14 @@ function resolveFromSources(repoRoot: string): void {
     _resolveFilename(request: string, parent: { filename?: string } | undefined, ...rest: unknown[]): string;
   };
   const original = loader._resolveFilename;
-  const packages: Record<string, string> = {
-    "@conveyor/runtime": join(repoRoot, "packages/runtime/src/index.ts"),
-    "@conveyor/deploy": join(repoRoot, "deploy/src/index.ts"),
-  };
   loader._resolveFilename = function (request, parent, ...rest) {
-    let mapped = packages[request];
+    let mapped: string | undefined;
     const proto = /^@conveyor\/proto\/([\w-]+)$/.exec(request);
+    const workspacePackage = /^@conveyor\/([\w-]+)$/.exec(request)?.[1];
     if (proto) mapped = join(repoRoot, "proto/src", `${proto[1]}.ts`);
-    if (
-      mapped === undefined &&
-      /^\.{1,2}\//.test(request) &&
-      request.endsWith(".js") &&
-      parent?.filename?.endsWith(".ts")
-    ) {
+    else if (workspacePackage === "deploy") mapped = join(repoRoot, "deploy/src/index.ts");
+    else if (workspacePackage) mapped = join(repoRoot, "packages", workspacePackage, "src/index.ts");
+    else if (/^\.{1,2}\//.test(request) && request.endsWith(".js") && parent?.filename?.endsWith(".ts")) {
       const candidate = resolve(dirname(parent.filename), `${request.slice(0, -3)}.ts`);
       if (existsSync(candidate)) mapped = candidate;
     }
