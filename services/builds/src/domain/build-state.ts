@@ -1,0 +1,78 @@
+/**
+ * A build's state, derived from its jobs (buildkite-compat.md B1). Deriving rather than storing transitions keeps
+ * the build consistent with its jobs whatever order job events arrive in.
+ */
+import { isFinishedJobState, isHardFailure, RUNNING_JOB_STATES } from "./job-states.js";
+import type { DerivedBuildState, JobModel, JobState } from "./types.js";
+
+/** Job states that mean work is under way or about to be: the build is not just sitting at a block step. */
+const PROGRESSING_STATES: readonly JobState[] = [
+  "scheduled",
+  "assigned",
+  "accepted",
+  "running",
+  "canceling",
+  "timing_out",
+  "limiting",
+  "limited",
+];
+
+/** Job states that show the build got going (an agent took a job, or a block step was unblocked). */
+const STARTED_STATES: readonly JobState[] = [
+  "assigned",
+  "accepted",
+  "running",
+  "canceling",
+  "timing_out",
+  "passed",
+  "failed",
+  "timed_out",
+  "canceled",
+  "expired",
+  "unblocked",
+];
+
+/**
+ * The build state for `jobs`, by the first rule that applies:
+ *
+ * 1. No jobs, or every job broken/skipped (every step omitted) → `not_run`, finished.
+ * 2. Cancel requested: while a job still runs on an agent (accepted, running, canceling, timing_out) →
+ *    `canceling`; otherwise → `canceled`, finished. (Apply `cancelPlan` first, so nothing else is left waiting.)
+ * 3. A job is canceling (a single job's cancel) → `canceling` until its agent confirms.
+ * 4. Every job finished → `failed` if any job failed hard (failed and not soft-failed, timed_out, expired, or
+ *    canceled on its own), else `passed` (soft failures pass), finished.
+ * 5. A block step (manual, not input) is `blocked` and no job is scheduled, on an agent or limited → `blocked: true`,
+ *    and `state` is that step's `blockedState` (default passed) — except that after a hard failure a `passed` or
+ *    `running` blocked state shows `failing`, since the build can no longer pass. Not finished: it can be unblocked.
+ *    Input steps never block the build; the first blocked block step in job order decides.
+ * 6. A hard failure happened and jobs remain → `failing`.
+ * 7. Some job started (assigned or later, or a block step was unblocked; waiters passing do not count) → `running`.
+ * 8. Otherwise (everything scheduled, waiting or pending, nothing taken by an agent yet) → `scheduled`.
+ *
+ * A build whose only unfinished job is an unanswered input step stays running (or scheduled/failing): it is not
+ * blocked, and it is not over until the input is given or the build is canceled.
+ */
+export function deriveBuildState(jobs: readonly JobModel[], flags: { cancelRequested: boolean }): DerivedBuildState {
+  if (jobs.every((job) => job.state === "broken" || job.state === "skipped")) {
+    return { state: "not_run", blocked: false, finished: true };
+  }
+  if (flags.cancelRequested) {
+    return jobs.some((job) => RUNNING_JOB_STATES.includes(job.state))
+      ? { state: "canceling", blocked: false, finished: false }
+      : { state: "canceled", blocked: false, finished: true };
+  }
+  if (jobs.some((job) => job.state === "canceling")) return { state: "canceling", blocked: false, finished: false };
+  const hardFailure = jobs.some(isHardFailure);
+  if (jobs.every((job) => isFinishedJobState(job.state))) {
+    return { state: hardFailure ? "failed" : "passed", blocked: false, finished: true };
+  }
+  const progressing = jobs.some((job) => PROGRESSING_STATES.includes(job.state));
+  const block = jobs.find((job) => job.type === "manual" && !job.isInput && job.state === "blocked");
+  if (block && !progressing) {
+    const shown = block.blockedState ?? "passed";
+    return { state: hardFailure && shown !== "failed" ? "failing" : shown, blocked: true, finished: false };
+  }
+  if (hardFailure) return { state: "failing", blocked: false, finished: false };
+  const started = jobs.some((job) => job.type !== "waiter" && STARTED_STATES.includes(job.state));
+  return { state: started ? "running" : "scheduled", blocked: false, finished: false };
+}

@@ -1,0 +1,99 @@
+import {
+  buildEnvValue,
+  CONDITION_FUNCTIONS,
+  CONDITION_VARIABLES,
+  isConditionFunction,
+  isConditionVariable,
+} from "./condition-variables.js";
+import type { BuildContext } from "./types.js";
+
+const full: BuildContext = {
+  id: "b-1",
+  number: 3,
+  branch: "main",
+  commit: "c0ffee",
+  message: "msg",
+  source: "ui",
+  tag: "v1",
+  env: { A: "1" },
+  pullRequest: { id: "9", baseBranch: "develop", draft: false, labels: ["x"] },
+  creator: { id: "u", name: "Ada", email: "ada@example.com" },
+  author: { name: "Grace", email: "grace@example.com" },
+  pipeline: { slug: "web", defaultBranch: "trunk", id: "p" },
+  organization: { slug: "acme", id: "o" },
+};
+
+describe("CONDITION_VARIABLES", () => {
+  it("reads each variable from the build context", () => {
+    const values = Object.fromEntries(Object.entries(CONDITION_VARIABLES).map(([name, read]) => [name, read(full)]));
+    expect(values).toEqual({
+      "build.id": "b-1",
+      "build.number": 3,
+      "build.branch": "main",
+      "build.commit": "c0ffee",
+      "build.message": "msg",
+      "build.source": "ui",
+      "build.tag": "v1",
+      "build.pull_request.id": "9",
+      "build.pull_request.base_branch": "develop",
+      "build.pull_request.draft": false,
+      "build.pull_request.labels": ["x"],
+      "build.creator.id": "u",
+      "build.creator.name": "Ada",
+      "build.creator.email": "ada@example.com",
+      "build.author.name": "Grace",
+      "build.author.email": "grace@example.com",
+      "pipeline.id": "p",
+      "pipeline.slug": "web",
+      "pipeline.default_branch": "trunk",
+      "organization.id": "o",
+      "organization.slug": "acme",
+    });
+  });
+
+  it("reads what a build lacks as null, and missing labels as an empty list", () => {
+    const bare: BuildContext = { ...full, tag: null, pullRequest: null, creator: null, author: null };
+    delete bare.id;
+    delete bare.number;
+    const values = Object.fromEntries(Object.entries(CONDITION_VARIABLES).map(([name, read]) => [name, read(bare)]));
+    expect(values).toMatchObject({
+      "build.id": null,
+      "build.number": null,
+      "build.tag": null,
+      "build.pull_request.id": null,
+      "build.pull_request.base_branch": null,
+      "build.pull_request.draft": null,
+      "build.pull_request.labels": [],
+      "build.creator.id": null,
+      "build.author.email": null,
+    });
+  });
+
+  it("reads a pull request without an id or base branch as null", () => {
+    const ctx = { ...full, pullRequest: { id: null, baseBranch: null, draft: true, labels: [] } };
+    expect(CONDITION_VARIABLES["build.pull_request.id"]?.(ctx)).toBeNull();
+    expect(CONDITION_VARIABLES["build.pull_request.base_branch"]?.(ctx)).toBeNull();
+  });
+});
+
+describe("isConditionVariable / isConditionFunction", () => {
+  it("knows the variables and the one function", () => {
+    expect(isConditionVariable("build.branch")).toBe(true);
+    expect(isConditionVariable("build.env")).toBe(false);
+    expect(isConditionFunction("build.env")).toBe(true);
+    expect(Object.keys(CONDITION_FUNCTIONS)).toEqual(["build.env"]);
+  });
+
+  it.each(["constructor", "toString", "__proto__", "hasOwnProperty"])("does not mistake %s for a name", (name) => {
+    expect(isConditionVariable(name)).toBe(false);
+    expect(isConditionFunction(name)).toBe(false);
+  });
+});
+
+describe("buildEnvValue", () => {
+  it("returns the value or null", () => {
+    expect(buildEnvValue(full, "A")).toBe("1");
+    expect(buildEnvValue(full, "B")).toBeNull();
+    expect(buildEnvValue(full, "constructor")).toBeNull();
+  });
+});

@@ -1,0 +1,158 @@
+/**
+ * Classification of job states (buildkite-compat.md B2), shared by the state machine, the build state and the
+ * pipeline counters.
+ */
+import type { JobModel, JobState } from "./types.js";
+
+/** States in which an agent holds the job (assigned to it, or running it). */
+export const ACTIVE_JOB_STATES: readonly JobState[] = ["assigned", "accepted", "running", "canceling", "timing_out"];
+
+/** States in which the job's process is (or may be) running on an agent, so stopping it needs the agent. */
+export const RUNNING_JOB_STATES: readonly JobState[] = ["accepted", "running", "canceling", "timing_out"];
+
+/**
+ * States a job never leaves (retries make a new job). `unblocked` is final for a manual job: unblocking is its
+ * whole life, and the jobs behind it are what run next.
+ */
+export const FINISHED_JOB_STATES: readonly JobState[] = [
+  "passed",
+  "failed",
+  "timed_out",
+  "canceled",
+  "skipped",
+  "broken",
+  "expired",
+  "waiting_failed",
+  "blocked_failed",
+  "unblocked",
+  "unblocked_failed",
+];
+
+/** Whether `state` is final. */
+export function isFinishedJobState(state: JobState): boolean {
+  return FINISHED_JOB_STATES.includes(state);
+}
+
+/** Whether an agent holds a job in `state` (assigned, accepted, running, canceling, timing_out). */
+export function isActiveJobState(state: JobState): boolean {
+  return ACTIVE_JOB_STATES.includes(state);
+}
+
+/**
+ * Whether a finished job lets the jobs that depend on it go ahead: it passed, soft-failed, was unblocked, or never
+ * ran because of the build's own definition or a newer build (broken, skipped).
+ */
+export function isFinishedOk(job: Pick<JobModel, "state" | "softFailed">): boolean {
+  switch (job.state) {
+    case "passed":
+    case "broken":
+    case "skipped":
+    case "unblocked":
+      return true;
+    case "failed":
+      return job.softFailed;
+    default:
+      return false;
+  }
+}
+
+/**
+ * Whether a finished job stops the jobs that depend on it (unless they allow dependency failure): a hard failure,
+ * a timeout, a cancel, an expiry, or a job that was itself stopped by a failed dependency.
+ */
+export function isFinishedNotOk(job: Pick<JobModel, "state" | "softFailed">): boolean {
+  return isFinishedJobState(job.state) && !isFinishedOk(job);
+}
+
+/**
+ * Whether the job's own outcome fails the build: a failure that is not soft, a timeout, an expiry or a cancel.
+ * `waiting_failed`, `blocked_failed` and `unblocked_failed` are not: the failure that caused them already counts.
+ */
+export function isHardFailure(job: Pick<JobModel, "state" | "softFailed">): boolean {
+  switch (job.state) {
+    case "failed":
+      return !job.softFailed;
+    case "timed_out":
+    case "expired":
+    case "canceled":
+      return true;
+    default:
+      return false;
+  }
+}
+
+/** The three job counters of a pipeline. */
+export interface JobCounts {
+  scheduled: number;
+  running: number;
+  waiting: number;
+}
+
+/**
+ * Counts jobs for the pipeline counters: scheduled = runnable and waiting for an agent (scheduled, assigned);
+ * running = on an agent (accepted, running, canceling, timing_out); waiting = waiting on something else (pending,
+ * waiting, blocked, limiting, limited). Waiter jobs are bookkeeping that never run anywhere, so they are not counted.
+ */
+export function jobCounts(jobs: readonly JobModel[]): JobCounts {
+  const counts: JobCounts = { scheduled: 0, running: 0, waiting: 0 };
+  for (const job of jobs) {
+    if (job.type === "waiter") continue;
+    switch (job.state) {
+      case "scheduled":
+      case "assigned":
+        counts.scheduled++;
+        break;
+      case "accepted":
+      case "running":
+      case "canceling":
+      case "timing_out":
+        counts.running++;
+        break;
+      case "pending":
+      case "waiting":
+      case "blocked":
+      case "limiting":
+      case "limited":
+        counts.waiting++;
+        break;
+      default:
+        break;
+    }
+  }
+  return counts;
+}
+
+/** Which jobs of a build to cancel: `cancel` go straight to canceled, `canceling` wait for their agent. */
+export interface CancelPlan {
+  cancel: string[];
+  canceling: string[];
+}
+
+/**
+ * What canceling a build does to each job (B2): jobs no agent is running (pending, waiting, scheduled, assigned,
+ * blocked, limiting, limited) are canceled at once; accepted and running jobs become canceling until their agent
+ * finishes them. Finished jobs and jobs already canceling or timing out are left alone.
+ */
+export function cancelPlan(jobs: readonly JobModel[]): CancelPlan {
+  const plan: CancelPlan = { cancel: [], canceling: [] };
+  for (const job of jobs) {
+    switch (job.state) {
+      case "pending":
+      case "waiting":
+      case "scheduled":
+      case "assigned":
+      case "blocked":
+      case "limiting":
+      case "limited":
+        plan.cancel.push(job.id);
+        break;
+      case "accepted":
+      case "running":
+        plan.canceling.push(job.id);
+        break;
+      default:
+        break;
+    }
+  }
+  return plan;
+}

@@ -1,0 +1,116 @@
+/**
+ * The builds domain's vocabulary. Build and job states are the REST values (buildkite-compat.md §B1, §B2).
+ * Everything in this folder is pure: no I/O, no clocks except timestamps passed in.
+ */
+
+export const BUILD_STATES = [
+  "creating",
+  "scheduled",
+  "running",
+  "passed",
+  "failing",
+  "failed",
+  "blocked",
+  "canceling",
+  "canceled",
+  "skipped",
+  "not_run",
+] as const;
+export type BuildState = (typeof BUILD_STATES)[number];
+
+/** States after which a build never changes again (unless jobs are retried, which is not modelled yet). */
+export const FINISHED_BUILD_STATES: readonly BuildState[] = ["passed", "failed", "canceled", "skipped", "not_run"];
+
+export const JOB_STATES = [
+  "pending",
+  "waiting",
+  "waiting_failed",
+  "blocked",
+  "blocked_failed",
+  "unblocked",
+  "unblocked_failed",
+  "limiting",
+  "limited",
+  "scheduled",
+  "assigned",
+  "accepted",
+  "running",
+  "passed",
+  "failed",
+  "timing_out",
+  "timed_out",
+  "canceling",
+  "canceled",
+  "skipped",
+  "broken",
+  "expired",
+] as const;
+export type JobState = (typeof JOB_STATES)[number];
+
+export type JobType = "script" | "waiter" | "manual" | "trigger";
+
+/** Why a job will never run because of the build's own definition. */
+export type BrokenReason = "branch_mismatch" | "conditional_failed" | "skipped_step";
+
+/**
+ * One job of a build, as the domain functions see it. A step with `parallelism: N` yields N jobs sharing a
+ * `stepIndex`. Dependencies are by job id and are fixed when the jobs are created.
+ */
+export interface JobModel {
+  id: string;
+  type: JobType;
+  /** Index of the step in the pipeline's step list. */
+  stepIndex: number;
+  stepKey: string | null;
+  state: JobState;
+  /** Job ids that must finish before this job may be scheduled. */
+  dependsOn: string[];
+  /** Dependencies whose failure does not block this job (depends_on with allow_failure, or allow_dependency_failure). */
+  allowDependencyFailure: boolean;
+  /**
+   * Ids of the dependencies whose failure alone is allowed (`depends_on: [{step, allow_failure: true}]`), when
+   * `allowDependencyFailure` is false. Absent means none.
+   */
+  allowFailureOf?: string[];
+  /** For waiters: `continue_on_failure`. */
+  continueOnFailure: boolean;
+  /** For manual (block/input) jobs: the build state shown while it waits here. */
+  blockedState: "passed" | "failed" | "running" | null;
+  /** Input steps do not block the build. */
+  isInput: boolean;
+  /** Soft-failing exit statuses: true for any, a list, or null (no soft fail). */
+  softFail: true | Array<number | "*"> | null;
+  exitStatus: number | null;
+  softFailed: boolean;
+  brokenReason: BrokenReason | null;
+  /** True once a newer attempt replaced this one (retries are not modelled yet, kept for the REST field). */
+  retried: boolean;
+}
+
+/** Inputs of conditionals (`if:`) and branch filters, from the build being created. */
+export interface BuildContext {
+  /** The build's id and number, for `build.id` / `build.number`; null in conditions when not given. */
+  id?: string;
+  number?: number;
+  branch: string;
+  commit: string;
+  message: string;
+  /** webhook, api, ui, trigger_job, schedule */
+  source: string;
+  tag: string | null;
+  env: Record<string, string>;
+  pullRequest: { id: string | null; baseBranch: string | null; draft: boolean; labels: string[] } | null;
+  creator: { id: string; name: string; email: string } | null;
+  author: { name: string; email: string } | null;
+  pipeline: { slug: string; defaultBranch: string; id: string };
+  organization: { slug: string; id: string };
+}
+
+/** The outcome of deriving a build's state from its jobs. */
+export interface DerivedBuildState {
+  state: BuildState;
+  /** True while the build waits at a block step; `state` then shows the step's blocked_state. */
+  blocked: boolean;
+  /** True when nothing more will happen (finished_at should be set). */
+  finished: boolean;
+}
