@@ -1,0 +1,2 @@
+export * from "./branch-filter.js";
+export * from "./render-steps.js";
