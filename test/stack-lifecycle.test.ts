@@ -1,13 +1,20 @@
 import { spawnSync } from "node:child_process";
-import { readFileSync } from "node:fs";
+import { copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import {
+  ALL_SCOPES,
+  bootstrap,
+  bootstrapStack,
+  type Credentials,
   dataPaths,
   isRecordedProcessAlive,
   readStackFile,
   StackAlreadyRunningError,
   startStack,
 } from "@conveyor/deploy";
+import { IdentityService } from "@conveyor/proto/identity";
+import { createServiceClient } from "@conveyor/runtime";
 
 /** A value the test stack's global setup exported. */
 function stackEnv(name: string): string {
@@ -19,6 +26,8 @@ function stackEnv(name: string): string {
 const dataDir = stackEnv("CONVEYOR_TEST_DATA_DIR");
 const apiUrl = stackEnv("CONVEYOR_API_URL");
 const repoRoot = join(__dirname, "..");
+const info = readStackFile(dataPaths(dataDir))?.info;
+const identity = createServiceClient(IdentityService, stackEnv("IDENTITY_URL"));
 
 describe("the launcher against a data directory whose stack is running", () => {
   it("records the running stack in stack.json with live processes", () => {
@@ -58,5 +67,52 @@ describe("the launcher against a data directory whose stack is running", () => {
     });
     expect(cli.status).toBe(0);
     expect(cli.stdout).toContain(`REST API ${apiUrl}/v2`);
+  });
+});
+
+describe("bootstrap of a running stack", () => {
+  const scratch = mkdtempSync(join(tmpdir(), "conveyor-bootstrap-"));
+  afterAll(() => rmSync(scratch, { recursive: true, force: true }));
+
+  it("reuses the organization, the admin and both tokens on a second run", async () => {
+    if (!info) throw new Error("stack.json has no stack info");
+    const before = JSON.parse(readFileSync(dataPaths(dataDir).credentialsFile, "utf8")) as Credentials;
+    const { credentials, reused } = await bootstrapStack(info);
+    expect(reused).toEqual({ organization: true, user: true, apiToken: true, agentToken: true });
+    expect(credentials.apiToken.secret).toBe(stackEnv("CONVEYOR_API_TOKEN"));
+    expect(credentials.agentToken.secret).toBe(stackEnv("CONVEYOR_AGENT_TOKEN"));
+    expect(credentials.organization).toEqual(before.organization);
+    expect(credentials.user).toEqual(before.user);
+  });
+
+  it("replaces a saved API token that was revoked, keeping the rest", async () => {
+    if (!info) throw new Error("stack.json has no stack info");
+    // A copy of credentials.json naming a token of its own, so the suite's shared token stays valid.
+    const file = join(scratch, "credentials.json");
+    copyFileSync(dataPaths(dataDir).credentialsFile, file);
+    const saved = JSON.parse(readFileSync(file, "utf8")) as Credentials;
+    const extra = await identity.createAccessToken({ userId: saved.user.id, scopes: ["read_builds"] });
+    await identity.revokeAccessToken({ secret: extra.secret });
+    const doctored = {
+      ...saved,
+      apiToken: { id: extra.token?.id ?? "", secret: extra.secret, scopes: ["read_builds"] },
+    };
+    writeFileSync(file, JSON.stringify(doctored));
+
+    const { credentials, reused } = await bootstrap({
+      identityUrl: info.serviceUrls.identity,
+      agentsUrl: info.serviceUrls.agents,
+      apiUrl: info.apiUrl,
+      agentUrl: info.agentUrl,
+      credentialsFile: file,
+    });
+    expect(reused).toEqual({ organization: true, user: true, apiToken: false, agentToken: true });
+    expect(credentials.apiToken.secret).not.toBe(extra.secret);
+    const res = await fetch(`${info.apiUrl}/v2/organizations/${credentials.organization.slug}`, {
+      headers: { authorization: `Bearer ${credentials.apiToken.secret}` },
+    });
+    expect(res.status).toBe(200);
+    const principal = await identity.authenticateAccessToken({ secret: credentials.apiToken.secret });
+    expect(principal.principal?.token?.scopes).toEqual([...ALL_SCOPES]);
   });
 });

@@ -7,8 +7,8 @@ import { fileURLToPath } from "node:url";
 import autocannon from "autocannon";
 import { BENCH_ROUTES, type BenchContext, type BenchRoute } from "./bench-routes.js";
 import { type BenchSettings, benchSettings, median } from "./bench-stats.js";
-import { bootstrap } from "./bootstrap.js";
-import { dataPaths, type Env, envValue } from "./paths.js";
+import { bootstrapStack } from "./bootstrap.js";
+import { type Env, envValue } from "./paths.js";
 import { type Stack, startStack } from "./stack.js";
 
 /** One autocannon run. */
@@ -111,14 +111,7 @@ export async function runBench(repoRoot: string, env: Env = process.env): Promis
       // Per-request logging is not what is measured; errors still reach the logs.
       const stackEnv = { ...env, LOG_LEVEL: envValue(env, "LOG_LEVEL") ?? "warn" };
       stack = await startStack({ repoRoot, dataDir, ports: "free", env: stackEnv, log: (l) => say(`  ${l}`) });
-      const { credentials } = await bootstrap({
-        identityUrl: stack.info.serviceUrls.identity,
-        agentsUrl: stack.info.serviceUrls.agents,
-        apiUrl: stack.info.apiUrl,
-        agentUrl: stack.info.agentUrl,
-        credentialsFile: dataPaths(dataDir).credentialsFile,
-        env,
-      });
+      const { credentials } = await bootstrapStack(stack.info, { env });
       apiUrl = stack.info.apiUrl;
       token = credentials.apiToken.secret;
       orgSlug = credentials.organization.slug;

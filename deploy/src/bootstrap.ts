@@ -9,8 +9,9 @@ import {
   readCredentials,
   writeCredentials,
 } from "./credentials.js";
-import { type Env, envValue } from "./paths.js";
+import { dataPaths, type Env, envValue } from "./paths.js";
 import { ALL_SCOPES } from "./scopes.js";
+import type { StackInfo } from "./stack-info.js";
 
 export interface BootstrapOptions {
   identityUrl: string;
@@ -165,6 +166,21 @@ export async function bootstrap(opts: BootstrapOptions): Promise<BootstrapResult
   };
   writeCredentials(opts.credentialsFile, credentials);
   return { credentials, reused };
+}
+
+/** Bootstraps a running stack, keeping the credentials in its data directory's credentials.json. */
+export function bootstrapStack(
+  info: StackInfo,
+  opts: { env?: Env; log?: (line: string) => void } = {},
+): Promise<BootstrapResult> {
+  return bootstrap({
+    identityUrl: info.serviceUrls.identity,
+    agentsUrl: info.serviceUrls.agents,
+    apiUrl: info.apiUrl,
+    agentUrl: info.agentUrl,
+    credentialsFile: dataPaths(info.dataDir).credentialsFile,
+    ...opts,
+  });
 }
 
 type IdentityClient = ReturnType<typeof createServiceClient<typeof IdentityService>>;

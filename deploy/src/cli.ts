@@ -3,7 +3,7 @@ import { realpathSync } from "node:fs";
 import { dirname, relative } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { fileURLToPath } from "node:url";
-import { bootstrap } from "./bootstrap.js";
+import { bootstrapStack } from "./bootstrap.js";
 import { describeExit } from "./child.js";
 import type { Credentials } from "./credentials.js";
 import { formatLogTail } from "./log-format.js";
@@ -90,14 +90,7 @@ async function start(repoRoot: string, dataDir: string): Promise<number> {
       return 0;
     }
     say("bootstrapping the organization, admin user and tokens…");
-    const { credentials } = await bootstrap({
-      identityUrl: stack.info.serviceUrls.identity,
-      agentsUrl: stack.info.serviceUrls.agents,
-      apiUrl: stack.info.apiUrl,
-      agentUrl: stack.info.agentUrl,
-      credentialsFile: dataPaths(dataDir).credentialsFile,
-      log: (line) => say(`  ${line}`),
-    });
+    const { credentials } = await bootstrapStack(stack.info, { log: (line) => say(`  ${line}`) });
     if (!signalled) printSummary(stack.info, credentials, repoRoot);
     const outcome = await Promise.race([signalReceived.then(() => undefined), stack.unexpectedExit]);
     if (outcome) {

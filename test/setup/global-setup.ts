@@ -42,7 +42,7 @@ function resolveFromSources(repoRoot: string): void {
 export default async function globalSetup(_globalConfig: unknown, projectConfig: { rootDir: string }): Promise<void> {
   const repoRoot = projectConfig.rootDir;
   resolveFromSources(repoRoot);
-  const { bootstrap, dataPaths, startStack } = await import("@conveyor/deploy");
+  const { bootstrapStack, startStack } = await import("@conveyor/deploy");
   const dataDir = mkdtempSync(join(tmpdir(), "conveyor-test-"));
   const log = (line: string) => process.stderr.write(`[test stack] ${line}\n`);
   log(`starting an isolated stack on free ports, data in ${dataDir}`);
@@ -64,13 +64,7 @@ export default async function globalSetup(_globalConfig: unknown, projectConfig:
   const state: TestStackState = { stack, dataDir, onSignal };
   Object.assign(globalThis, { [TEST_STACK_KEY]: state });
   try {
-    const { credentials } = await bootstrap({
-      identityUrl: stack.info.serviceUrls.identity,
-      agentsUrl: stack.info.serviceUrls.agents,
-      apiUrl: stack.info.apiUrl,
-      agentUrl: stack.info.agentUrl,
-      credentialsFile: dataPaths(dataDir).credentialsFile,
-    });
+    const { credentials } = await bootstrapStack(stack.info);
     const info = stack.info;
     Object.assign(process.env, {
       CONVEYOR_API_URL: info.apiUrl,
