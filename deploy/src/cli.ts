@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 import { realpathSync } from "node:fs";
-import { dirname, relative } from "node:path";
+import { dirname, isAbsolute, relative } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { fileURLToPath } from "node:url";
 import { bootstrapStack } from "./bootstrap.js";
@@ -76,7 +76,7 @@ async function start(repoRoot: string, dataDir: string): Promise<number> {
 
   let stack: Stack | undefined;
   try {
-    say(`data directory ${relative(process.cwd(), dataDir) || "."}`);
+    say(`data directory ${shortPath(dataDir)}`);
     stack = await startStack({
       repoRoot,
       dataDir,
@@ -91,7 +91,7 @@ async function start(repoRoot: string, dataDir: string): Promise<number> {
     }
     say("bootstrapping the organization, admin user and tokens…");
     const { credentials } = await bootstrapStack(stack.info, { log: (line) => say(`  ${line}`) });
-    if (!signalled) printSummary(stack.info, credentials, repoRoot);
+    if (!signalled) printSummary(stack.info, credentials);
     const outcome = await Promise.race([signalReceived.then(() => undefined), stack.unexpectedExit]);
     if (outcome) {
       fail(`${outcome.proc.name} ${describeExit(outcome.status)} unexpectedly; its log is ${outcome.proc.logFile}`);
@@ -104,7 +104,7 @@ async function start(repoRoot: string, dataDir: string): Promise<number> {
     return 0;
   } catch (err) {
     await stack?.stop();
-    if (signalled && err instanceof StackStartError) return 0;
+    if (signalled) return 0;
     if (err instanceof StackAlreadyRunningError) {
       fail(err.message);
       return 1;
@@ -112,7 +112,7 @@ async function start(repoRoot: string, dataDir: string): Promise<number> {
     fail(`start failed: ${err instanceof Error ? err.message : String(err)}`);
     if (err instanceof StackStartError && err.logTail) printTail(err.logTail);
     fail(
-      `Fix the cause above and run \`npm start\` again. Every process logs to ${relative(process.cwd(), dataPaths(dataDir).logs) || "."}/<name>.log.`,
+      `Fix the cause above and run \`npm start\` again. Every process logs to ${shortPath(dataPaths(dataDir).logs)}/<name>.log.`,
     );
     if (!(err instanceof StackStartError) && err instanceof Error && err.stack && process.env.DEBUG) {
       process.stderr.write(`${err.stack}\n`);
@@ -124,6 +124,12 @@ async function start(repoRoot: string, dataDir: string): Promise<number> {
   }
 }
 
+/** A path relative to the working directory when it is below it, else absolute. */
+function shortPath(path: string): string {
+  const rel = relative(process.cwd(), path);
+  return rel === "" ? "." : rel.startsWith("..") || isAbsolute(rel) ? path : rel;
+}
+
 function printTail(tail: string): void {
   if (tail.trim() === "") return;
   process.stderr.write(
@@ -131,9 +137,9 @@ function printTail(tail: string): void {
   );
 }
 
-function printSummary(info: StackInfo, creds: Credentials, repoRoot: string): void {
-  const credFile = relative(process.cwd(), dataPaths(info.dataDir).credentialsFile);
-  const logs = relative(repoRoot, info.logsDir);
+function printSummary(info: StackInfo, creds: Credentials): void {
+  const credFile = shortPath(dataPaths(info.dataDir).credentialsFile);
+  const logs = shortPath(info.logsDir);
   const lines = [
     "",
     "conveyor is running.",

@@ -179,7 +179,9 @@ export async function startStack(opts: StartStackOptions): Promise<Stack> {
     });
     return { info, processes: procs, unexpectedExit, stop };
   } catch (err) {
-    if (procs.length > 0) log("start failed; stopping what was started…");
+    if (procs.length > 0) {
+      log(`${opts.signal?.aborted ? "start interrupted" : "start failed"}; stopping what was started…`);
+    }
     await stop();
     throw err;
   }
