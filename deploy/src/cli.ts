@@ -6,6 +6,7 @@ import { fileURLToPath } from "node:url";
 import { bootstrapStack } from "./bootstrap.js";
 import { describeExit } from "./child.js";
 import type { Credentials } from "./credentials.js";
+import { ToolchainError } from "./go-build.js";
 import { formatLogTail } from "./log-format.js";
 import { dataPaths, defaultDataDir, findRepoRoot } from "./paths.js";
 import { type Stack, startStack } from "./stack.js";
@@ -114,7 +115,8 @@ async function start(repoRoot: string, dataDir: string): Promise<number> {
     fail(
       `Fix the cause above and run \`npm start\` again. Every process logs to ${shortPath(dataPaths(dataDir).logs)}/<name>.log.`,
     );
-    if (!(err instanceof StackStartError) && err instanceof Error && err.stack && process.env.DEBUG) {
+    // An error the launcher did not foresee: its stack helps whoever reports it.
+    if (!(err instanceof StackStartError || err instanceof ToolchainError) && err instanceof Error && err.stack) {
       process.stderr.write(`${err.stack}\n`);
     }
     return 1;
