@@ -1,3 +1,4 @@
+import { AgentsService } from "@conveyor/proto/agents";
 import { IdentityService, Role } from "@conveyor/proto/identity";
 import { createServiceClient } from "@conveyor/runtime";
 
@@ -20,6 +21,24 @@ function need(name: string): string {
 /** An identity client, for arranging users, organizations and tokens the REST API cannot create. */
 export const identity = createServiceClient(IdentityService, stack.identityUrl);
 
+/** An agents client, for arranging clusters. */
+export const agents = createServiceClient(AgentsService, stack.agentsUrl);
+
+/** Creates a cluster in an organization and returns its id. */
+export async function arrangeCluster(organizationId: string): Promise<string> {
+  const { cluster } = await agents.createCluster({ organizationId, name: unique("cluster") });
+  return cluster?.id ?? "";
+}
+
+/** A JSON REST call with a body. */
+export function send(method: string, path: string, token: string, body?: unknown) {
+  return api(path, token, {
+    method,
+    headers: body === undefined ? {} : { "content-type": "application/json" },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+}
+
 /** A REST call with the given token (or none). */
 export async function api(path: string, token?: string, init: RequestInit = {}) {
   const res = await fetch(`${stack.apiUrl}${path}`, {
@@ -38,8 +57,11 @@ export function unique(prefix: string): string {
 }
 
 /** Creates an organization, a user with the given role in it, and a token with the given scopes. */
-export async function arrangeOrgUser(opts: { scopes: string[]; role?: Role; orgs?: string[] }) {
-  const { organization } = await identity.createOrganization({ name: unique("Org") });
+export async function arrangeOrgUser(opts: { scopes: string[]; role?: Role; orgs?: string[]; teamsEnabled?: boolean }) {
+  const { organization } = await identity.createOrganization({
+    name: unique("Org"),
+    teamsEnabled: opts.teamsEnabled ?? false,
+  });
   const { user } = await identity.createUser({ name: unique("User"), email: `${unique("u")}@example.com` });
   await identity.addMember({
     organization: organization?.id ?? "",
@@ -53,4 +75,12 @@ export async function arrangeOrgUser(opts: { scopes: string[]; role?: Role; orgs
   });
   if (!organization || !user || !token) throw new Error("arrangement failed");
   return { organization, user, token, secret };
+}
+
+/** Adds another user with the given role and scopes to an existing organization. */
+export async function arrangeMember(organizationId: string, role: Role, scopes: string[]) {
+  const { user } = await identity.createUser({ name: unique("User"), email: `${unique("u")}@example.com` });
+  await identity.addMember({ organization: organizationId, userId: user?.id ?? "", role });
+  const { secret } = await identity.createAccessToken({ userId: user?.id ?? "", scopes });
+  return { user, secret };
 }

@@ -6,4 +6,11 @@ export const SUBJECTS = {
     organizationCreated: "ci.identity.organization_created",
     userCreated: "ci.identity.user_created",
   },
+  pipelines: {
+    created: "ci.pipelines.pipeline_created",
+    updated: "ci.pipelines.pipeline_updated",
+    archived: "ci.pipelines.pipeline_archived",
+    unarchived: "ci.pipelines.pipeline_unarchived",
+    deleted: "ci.pipelines.pipeline_deleted",
+  },
 } as const;

@@ -12,6 +12,7 @@ import type { RouteDeps } from "./routes/deps.js";
 import { memberRoutes } from "./routes/members.js";
 import { metaRoutes } from "./routes/meta.js";
 import { organizationRoutes } from "./routes/organizations.js";
+import { pipelineRoutes } from "./routes/pipelines.js";
 
 export interface AppDeps {
   config: Pick<GatewayConfig, "publicUrl" | "webUrl" | "tokenCacheTtlMs" | "bodyLimitBytes">;
@@ -31,9 +32,13 @@ export async function buildApp(deps: AppDeps): Promise<GatewayApp> {
     bodyLimit: deps.config.bodyLimitBytes,
     requestIdHeader: "x-request-id",
     disableRequestLogging: true,
+    // Bodies are checked strictly (no coercion), and every problem is reported at once.
+    ajv: { customOptions: { coerceTypes: false, allErrors: true } },
     routerOptions: { ignoreTrailingSlash: false, ignoreDuplicateSlashes: true },
   });
   await app.register(cors, { origin: "*", exposedHeaders: ["Link"] });
+  // The API takes JSON bodies only: anything else is a 415, not a string handed to a route.
+  app.removeContentTypeParser("text/plain");
   registerErrorHandling(app);
   const principals = createPrincipalCache(
     identityLookup(async (secret, requestId) => {
@@ -63,6 +68,7 @@ export async function buildApp(deps: AppDeps): Promise<GatewayApp> {
   accessTokenRoutes(app, routeDeps);
   organizationRoutes(app, routeDeps);
   memberRoutes(app, routeDeps);
+  pipelineRoutes(app, routeDeps);
   await app.ready();
   return { app, principals };
 }

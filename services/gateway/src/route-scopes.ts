@@ -10,6 +10,13 @@ export const ROUTE_SCOPES: Readonly<Record<string, string | null>> = {
   "GET /v2/organizations/:org": "read_organizations",
   "GET /v2/organizations/:org/members": "read_organizations",
   "GET /v2/organizations/:org/members/:user": "read_organizations",
+  "GET /v2/organizations/:org/pipelines": "read_pipelines",
+  "GET /v2/organizations/:org/pipelines/:slug": "read_pipelines",
+  "POST /v2/organizations/:org/pipelines": "write_pipelines",
+  "PATCH /v2/organizations/:org/pipelines/:slug": "write_pipelines",
+  "POST /v2/organizations/:org/pipelines/:slug/archive": "write_pipelines",
+  "POST /v2/organizations/:org/pipelines/:slug/unarchive": "write_pipelines",
+  "DELETE /v2/organizations/:org/pipelines/:slug": "write_pipelines",
 };
 
 /** The key of a route in ROUTE_SCOPES. */

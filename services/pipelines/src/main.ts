@@ -1,5 +1,7 @@
+import { AgentsService } from "@conveyor/proto/agents";
 import { PipelinesService } from "@conveyor/proto/pipelines";
-import { runService } from "@conveyor/runtime";
+import { createServiceClient, runService } from "@conveyor/runtime";
+import { readPipelinesConfig } from "./config.js";
 import { createMongoPipelinesRepository } from "./pipelines-repository.js";
 import { createPipelinesService } from "./pipelines-service.js";
 
@@ -7,8 +9,13 @@ void runService(
   {
     name: "pipelines",
     serviceNames: [PipelinesService.typeName],
-    async setup({ db }) {
-      const service = createPipelinesService({ repo: await createMongoPipelinesRepository(db) });
+    async setup({ db, events, env }) {
+      const config = readPipelinesConfig(env);
+      const service = createPipelinesService({
+        repo: await createMongoPipelinesRepository(db),
+        events,
+        clusters: createServiceClient(AgentsService, config.agentsUrl),
+      });
       return (router) => router.service(PipelinesService, service);
     },
   },

@@ -1,24 +1,102 @@
-import type { Collection, Db } from "mongodb";
+import { isDuplicateKeyError } from "@conveyor/runtime";
+import { type Collection, type Db, MongoServerError } from "mongodb";
+import type { ProviderSettings } from "./provider.js";
+
+export interface CreatorDoc {
+  id: string;
+  name: string;
+  email: string;
+  avatarUrl: string | null;
+  createdAt: Date | null;
+}
+
+export interface PipelineCountsDoc {
+  scheduledBuilds: number;
+  runningBuilds: number;
+  scheduledJobs: number;
+  runningJobs: number;
+  waitingJobs: number;
+}
 
 export interface PipelineDoc {
   _id: string;
   organizationId: string;
   slug: string;
   name: string;
+  /** Lower-cased name: names are unique within an organization regardless of case, and lists sort by it. */
+  nameKey: string;
+  description: string | null;
   repository: string;
   clusterId: string | null;
+  pipelineTemplateUuid: string | null;
+  branchConfiguration: string | null;
+  defaultBranch: string;
+  provider: { id: string; settings: ProviderSettings; webhookToken: string };
+  skipQueuedBranchBuilds: boolean;
+  skipQueuedBranchBuildsFilter: string | null;
+  cancelRunningBranchBuilds: boolean;
+  cancelRunningBranchBuildsFilter: string | null;
+  allowRebuilds: boolean;
+  createdBy: CreatorDoc;
   createdAt: Date;
+  updatedAt: Date;
   archivedAt: Date | null;
+  env: Record<string, string>;
+  visibility: "private" | "public";
+  tags: string[] | null;
+  configuration: string;
+  /**
+   * The parsed definition, {"steps": [...], "env": {...}} (the YAML's top-level env), as JSON text: step
+   * attributes are user data (env keys may hold dots), which document stores restrict in field names.
+   */
+  definitionJson: string;
+  counts: PipelineCountsDoc;
+  /** Team UUID → access level. */
+  teams: Record<string, string>;
+  badgeToken: string;
 }
+
+/** The mutable attributes of a pipeline. */
+export type PipelineChanges = Partial<
+  Omit<PipelineDoc, "_id" | "organizationId" | "createdBy" | "createdAt" | "counts" | "archivedAt">
+>;
+
+/** Raised when a write clashes with a unique index; `field` is "name" or "slug". */
+export class DuplicatePipelineError extends Error {
+  override name = "DuplicatePipelineError";
+  constructor(
+    readonly field: "name" | "slug",
+    options?: ErrorOptions,
+  ) {
+    super(`duplicate pipeline ${field}`, options);
+  }
+}
+
+export type ArchiveFilter = "active" | "archived" | "all";
 
 /** Persistence of pipelines. */
 export interface PipelinesRepository {
+  insert(doc: PipelineDoc): Promise<void>;
+  /** By UUID or slug within an organization. */
+  find(organizationId: string, idOrSlug: string): Promise<PipelineDoc | null>;
+  /** Which of the given name key and slug are taken in the organization by a pipeline other than `exceptId`. */
+  taken(
+    organizationId: string,
+    nameKey: string | undefined,
+    slug: string | undefined,
+    exceptId?: string,
+  ): Promise<{ name: boolean; slug: boolean }>;
   list(
     organizationId: string,
-    includeArchived: boolean,
+    filter: ArchiveFilter,
     skip: number,
     limit: number,
   ): Promise<{ items: PipelineDoc[]; total: number }>;
+  /** Applies the changes to an active pipeline; null when it does not exist or is archived. */
+  updateActive(organizationId: string, id: string, changes: PipelineChanges): Promise<PipelineDoc | null>;
+  /** Sets or clears archivedAt when the pipeline is in the opposite state; null when it is not. */
+  setArchived(organizationId: string, id: string, archivedAt: Date | null, now: Date): Promise<PipelineDoc | null>;
+  delete(organizationId: string, id: string): Promise<boolean>;
 }
 
 /** The MongoDB implementation; creates its indexes before returning. */
@@ -26,16 +104,92 @@ export async function createMongoPipelinesRepository(db: Db): Promise<PipelinesR
   const pipelines: Collection<PipelineDoc> = db.collection("pipelines");
   await Promise.all([
     pipelines.createIndex({ organizationId: 1, slug: 1 }, { unique: true, name: "org_slug_unique" }),
-    pipelines.createIndex({ organizationId: 1, createdAt: -1, _id: -1 }, { name: "org_newest_first" }),
+    pipelines.createIndex({ organizationId: 1, nameKey: 1 }, { unique: true, name: "org_name_unique" }),
+    pipelines.createIndex({ organizationId: 1, archivedAt: 1, nameKey: 1 }, { name: "org_archive_name_order" }),
   ]);
+
+  /**
+   * Turns a duplicate key error into which attribute clashed. Real MongoDB names the index in keyPattern; FerretDB
+   * does not, so the clash is looked up.
+   */
+  const translate = async (
+    err: unknown,
+    organizationId: string,
+    nameKey: string | undefined,
+    slug: string | undefined,
+    exceptId?: string,
+  ): Promise<never> => {
+    if (!isDuplicateKeyError(err)) throw err;
+    let field = duplicateField(err);
+    if (!field) {
+      const clash = await taken(organizationId, nameKey, slug, exceptId);
+      field = clash.name ? "name" : "slug";
+    }
+    throw new DuplicatePipelineError(field, { cause: err });
+  };
+  const taken: PipelinesRepository["taken"] = async (organizationId, nameKey, slug, exceptId) => {
+    const or: Array<Record<string, string>> = [];
+    if (nameKey !== undefined) or.push({ nameKey });
+    if (slug !== undefined) or.push({ slug });
+    if (or.length === 0) return { name: false, slug: false };
+    const found = await pipelines
+      .find({ organizationId, $or: or, ...(exceptId ? { _id: { $ne: exceptId } } : {}) })
+      .project<{ nameKey: string; slug: string }>({ nameKey: 1, slug: 1 })
+      .toArray();
+    return {
+      name: nameKey !== undefined && found.some((p) => p.nameKey === nameKey),
+      slug: slug !== undefined && found.some((p) => p.slug === slug),
+    };
+  };
+  const byRef = (organizationId: string, idOrSlug: string) => ({
+    organizationId,
+    $or: [{ _id: idOrSlug }, { slug: idOrSlug }],
+  });
+
   return {
-    async list(organizationId, includeArchived, skip, limit) {
-      const filter = includeArchived ? { organizationId } : { organizationId, archivedAt: null };
+    async insert(doc) {
+      await pipelines.insertOne(doc).catch((err) => translate(err, doc.organizationId, doc.nameKey, doc.slug));
+    },
+    find: (organizationId, idOrSlug) => pipelines.findOne(byRef(organizationId, idOrSlug)),
+    taken,
+    async list(organizationId, filter, skip, limit) {
+      const query =
+        filter === "all"
+          ? { organizationId }
+          : filter === "archived"
+            ? { organizationId, archivedAt: { $ne: null } }
+            : { organizationId, archivedAt: null };
       const [items, total] = await Promise.all([
-        pipelines.find(filter).sort({ organizationId: 1, createdAt: -1, _id: -1 }).skip(skip).limit(limit).toArray(),
-        pipelines.countDocuments(filter),
+        pipelines.find(query).sort({ nameKey: 1 }).skip(skip).limit(limit).toArray(),
+        pipelines.countDocuments(query),
       ]);
       return { items, total };
     },
+    async updateActive(organizationId, id, changes) {
+      return pipelines
+        .findOneAndUpdate({ _id: id, organizationId, archivedAt: null }, { $set: changes }, { returnDocument: "after" })
+        .catch((err) => translate(err, organizationId, changes.nameKey, changes.slug, id));
+    },
+    setArchived(organizationId, id, archivedAt, now) {
+      const current = archivedAt ? { archivedAt: null } : { archivedAt: { $ne: null } };
+      return pipelines.findOneAndUpdate(
+        { _id: id, organizationId, ...current },
+        { $set: { archivedAt, updatedAt: now } },
+        { returnDocument: "after" },
+      );
+    },
+    async delete(organizationId, id) {
+      const res = await pipelines.deleteOne({ _id: id, organizationId });
+      return res.deletedCount === 1;
+    },
   };
+}
+
+/** Which unique index a duplicate key error came from, when the server says so. */
+function duplicateField(err: unknown): "name" | "slug" | undefined {
+  if (err instanceof MongoServerError && err.keyPattern) return "nameKey" in err.keyPattern ? "name" : "slug";
+  const message = err instanceof Error ? err.message : "";
+  if (/org_name_unique/.test(message)) return "name";
+  if (/org_slug_unique/.test(message)) return "slug";
+  return undefined;
 }

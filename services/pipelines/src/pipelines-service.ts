@@ -1,26 +1,258 @@
-import type { ServiceImpl } from "@connectrpc/connect";
-import type { PipelinesService } from "@conveyor/proto/pipelines";
-import { pageWindow, toTimestamp } from "@conveyor/runtime";
-import type { PipelineDoc, PipelinesRepository } from "./pipelines-repository.js";
+import { randomBytes } from "node:crypto";
+import { timestampDate } from "@bufbuild/protobuf/wkt";
+import { Code, ConnectError, type ServiceImpl } from "@connectrpc/connect";
+import type { AgentsService } from "@conveyor/proto/agents";
+import {
+  ArchiveFilter,
+  PipelineChangedSchema,
+  PipelineDeletedSchema,
+  type PipelinesService,
+} from "@conveyor/proto/pipelines";
+import {
+  alreadyExists,
+  type Client,
+  type EventPublisher,
+  failedPrecondition,
+  invalidFields,
+  isUuid,
+  newId,
+  notFound,
+  pageWindow,
+  SUBJECTS,
+} from "@conveyor/runtime";
+import { type FieldProblem, resolveAttributes } from "./pipeline-attributes.js";
+import { pipelineMessage } from "./pipeline-message.js";
+import {
+  DuplicatePipelineError,
+  type PipelineChanges,
+  type PipelineDoc,
+  type PipelinesRepository,
+  type ArchiveFilter as RepoArchiveFilter,
+} from "./pipelines-repository.js";
+import { defaultProviderSettings, providerIdFor } from "./provider.js";
 
-const pipelineMessage = (p: PipelineDoc) => ({
-  id: p._id,
-  organizationId: p.organizationId,
-  slug: p.slug,
-  name: p.name,
-  repository: p.repository,
-  clusterId: p.clusterId ?? "",
-  createdAt: toTimestamp(p.createdAt),
-  archivedAt: toTimestamp(p.archivedAt),
-});
+const TEAM_ACCESS_LEVELS = ["read_only", "build_and_read", "manage_build_and_read"];
 
-/** The pipelines service. */
-export function createPipelinesService(deps: { repo: PipelinesRepository }): ServiceImpl<typeof PipelinesService> {
+export interface PipelinesServiceDeps {
+  repo: PipelinesRepository;
+  events: EventPublisher;
+  /** Clusters belong to the agents service; a pipeline's cluster must exist in its organization. */
+  clusters: Pick<Client<typeof AgentsService>, "getCluster">;
+  now?: () => Date;
+}
+
+const token = () => randomBytes(24).toString("hex");
+
+const ARCHIVE_FILTERS: Record<ArchiveFilter, RepoArchiveFilter> = {
+  [ArchiveFilter.UNSPECIFIED]: "active",
+  [ArchiveFilter.ACTIVE]: "active",
+  [ArchiveFilter.ARCHIVED]: "archived",
+  [ArchiveFilter.ALL]: "all",
+};
+
+/** The pipelines service: definitions, validation, archive state, and their events. */
+export function createPipelinesService(deps: PipelinesServiceDeps): ServiceImpl<typeof PipelinesService> {
+  const { repo, events } = deps;
+  const now = deps.now ?? (() => new Date());
+
+  const requirePipeline = async (organizationId: string, ref: string): Promise<PipelineDoc> => {
+    const pipeline = ref === "" ? null : await repo.find(organizationId, ref);
+    if (!pipeline) throw notFound("pipeline");
+    return pipeline;
+  };
+
+  const publishChanged = (subject: string, p: PipelineDoc) =>
+    events.publish(subject, PipelineChangedSchema, { pipeline: pipelineMessage(p) });
+
+  /** Checks a cluster id given on create or update; "" on update removes the cluster. */
+  const checkCluster = async (
+    organizationId: string,
+    clusterId: string | undefined,
+    creating: boolean,
+    errors: FieldProblem[],
+  ) => {
+    if (clusterId === undefined && !creating) return undefined;
+    const id = (clusterId ?? "").trim();
+    if (id === "") {
+      if (creating) errors.push({ field: "cluster_id", code: "can't be blank" });
+      return null;
+    }
+    if (!isUuid(id)) {
+      errors.push({ field: "cluster_id", code: "is not a cluster of this organization" });
+      return undefined;
+    }
+    try {
+      await deps.clusters.getCluster({ organizationId, id });
+      return id;
+    } catch (err) {
+      if (ConnectError.from(err).code !== Code.NotFound) throw err;
+      errors.push({ field: "cluster_id", code: "is not a cluster of this organization" });
+      return undefined;
+    }
+  };
+
+  /** Name and slug clashes, reported together with every other problem. */
+  const checkUnique = async (
+    organizationId: string,
+    changes: PipelineChanges,
+    errors: FieldProblem[],
+    exceptId?: string,
+  ) => {
+    const taken = await repo.taken(organizationId, changes.nameKey, changes.slug, exceptId);
+    if (taken.name) errors.push({ field: "name", code: "has already been taken" });
+    if (taken.slug) errors.push({ field: "slug", code: "has already been taken" });
+  };
+
+  const duplicate = (err: unknown) => {
+    if (err instanceof DuplicatePipelineError) return alreadyExists(err.field, "has already been taken", err);
+    return err;
+  };
+
   return {
     async listPipelines(req) {
       const { skip, perPage } = pageWindow(req.page, req.perPage);
-      const page = await deps.repo.list(req.organizationId, req.includeArchived, skip, perPage);
+      const page = await repo.list(req.organizationId, ARCHIVE_FILTERS[req.archiveFilter], skip, perPage);
       return { pipelines: page.items.map(pipelineMessage), totalCount: page.total };
+    },
+
+    async getPipeline(req) {
+      return { pipeline: pipelineMessage(await requirePipeline(req.organizationId, req.pipeline)) };
+    },
+
+    async createPipeline(req) {
+      if (!isUuid(req.organizationId)) throw invalidFields([{ field: "organization_id", code: "must be a UUID" }]);
+      const attrs = req.attributes ?? { $typeName: "ci.pipelines.v1.PipelineAttributes" };
+      const { changes, errors } = resolveAttributes(attrs);
+      const clusterId = await checkCluster(req.organizationId, attrs.clusterId, true, errors);
+
+      const teams: Record<string, string> = {};
+      const teamEntries = Object.entries(req.teams);
+      if (teamEntries.length > 0 && !req.teamsEnabled) {
+        errors.push({ field: "teams", code: "can only be given when the organization has teams enabled" });
+      }
+      if (req.teamsEnabled && teamEntries.length === 0 && !req.creatorIsAdmin) {
+        errors.push({
+          field: "teams",
+          code: "must be given: only organization administrators can create a pipeline without teams",
+        });
+      }
+      for (const [team, level] of teamEntries) {
+        if (!isUuid(team)) errors.push({ field: `teams.${team}`, code: "is not a team UUID" });
+        else if (!TEAM_ACCESS_LEVELS.includes(level)) {
+          errors.push({ field: `teams.${team}`, code: `must be one of ${TEAM_ACCESS_LEVELS.join(", ")}` });
+        } else teams[team] = level;
+      }
+      if (changes.nameKey !== undefined || changes.slug !== undefined)
+        await checkUnique(req.organizationId, changes, errors);
+      if (errors.length > 0) throw invalidFields(errors);
+
+      const at = now();
+      const repository = changes.repository ?? "";
+      const providerId = providerIdFor(repository);
+      const creator = req.creator;
+      const doc: PipelineDoc = {
+        _id: newId(),
+        organizationId: req.organizationId,
+        slug: changes.slug ?? "",
+        name: changes.name ?? "",
+        nameKey: changes.nameKey ?? "",
+        description: changes.description ?? null,
+        repository,
+        clusterId: clusterId ?? null,
+        pipelineTemplateUuid: changes.pipelineTemplateUuid ?? null,
+        branchConfiguration: changes.branchConfiguration ?? null,
+        defaultBranch: changes.defaultBranch ?? "main",
+        provider: changes.provider
+          ? { ...changes.provider, webhookToken: token() }
+          : { id: providerId, settings: defaultProviderSettings(providerId, repository), webhookToken: token() },
+        skipQueuedBranchBuilds: changes.skipQueuedBranchBuilds ?? false,
+        skipQueuedBranchBuildsFilter: changes.skipQueuedBranchBuildsFilter ?? null,
+        cancelRunningBranchBuilds: changes.cancelRunningBranchBuilds ?? false,
+        cancelRunningBranchBuildsFilter: changes.cancelRunningBranchBuildsFilter ?? null,
+        allowRebuilds: changes.allowRebuilds ?? true,
+        createdBy: {
+          id: creator?.id ?? "",
+          name: creator?.name ?? "",
+          email: creator?.email ?? "",
+          avatarUrl: creator?.avatarUrl || null,
+          createdAt: creator?.createdAt ? timestampDate(creator.createdAt) : null,
+        },
+        createdAt: at,
+        updatedAt: at,
+        archivedAt: null,
+        env: changes.env ?? {},
+        visibility: changes.visibility ?? "private",
+        tags: changes.tags ?? null,
+        configuration: changes.configuration ?? "",
+        definitionJson: changes.definitionJson ?? '{"steps":[],"env":{}}',
+        counts: { scheduledBuilds: 0, runningBuilds: 0, scheduledJobs: 0, runningJobs: 0, waitingJobs: 0 },
+        teams,
+        badgeToken: token(),
+      };
+      try {
+        await repo.insert(doc);
+      } catch (err) {
+        throw duplicate(err);
+      }
+      await publishChanged(SUBJECTS.pipelines.created, doc);
+      return { pipeline: pipelineMessage(doc) };
+    },
+
+    async updatePipeline(req) {
+      const current = await requirePipeline(req.organizationId, req.pipeline);
+      if (current.archivedAt) throw failedPrecondition("Pipeline is archived: unarchive it before changing it.");
+      const attrs = req.attributes ?? { $typeName: "ci.pipelines.v1.PipelineAttributes" };
+      const { changes, errors } = resolveAttributes(attrs, current);
+      const clusterId = await checkCluster(req.organizationId, attrs.clusterId, false, errors);
+      if (clusterId !== undefined) changes.clusterId = clusterId;
+      const renamed: PipelineChanges = {};
+      if (changes.nameKey !== undefined && changes.nameKey !== current.nameKey) renamed.nameKey = changes.nameKey;
+      if (changes.slug !== undefined && changes.slug !== current.slug) renamed.slug = changes.slug;
+      await checkUnique(req.organizationId, renamed, errors, current._id);
+      if (errors.length > 0) throw invalidFields(errors);
+
+      let updated: PipelineDoc | null;
+      try {
+        updated = await repo.updateActive(req.organizationId, current._id, { ...changes, updatedAt: now() });
+      } catch (err) {
+        throw duplicate(err);
+      }
+      if (!updated) {
+        // It was archived or deleted between our read and our write.
+        const latest = await requirePipeline(req.organizationId, current._id);
+        if (latest.archivedAt) throw failedPrecondition("Pipeline is archived: unarchive it before changing it.");
+        throw notFound("pipeline");
+      }
+      await publishChanged(SUBJECTS.pipelines.updated, updated);
+      return { pipeline: pipelineMessage(updated) };
+    },
+
+    async archivePipeline(req) {
+      const current = await requirePipeline(req.organizationId, req.pipeline);
+      const at = now();
+      const updated = await repo.setArchived(req.organizationId, current._id, at, at);
+      if (!updated) throw failedPrecondition("Pipeline could not be archived.");
+      await publishChanged(SUBJECTS.pipelines.archived, updated);
+      return { pipeline: pipelineMessage(updated) };
+    },
+
+    async unarchivePipeline(req) {
+      const current = await requirePipeline(req.organizationId, req.pipeline);
+      const updated = await repo.setArchived(req.organizationId, current._id, null, now());
+      if (!updated) throw failedPrecondition("Pipeline could not be unarchived.");
+      await publishChanged(SUBJECTS.pipelines.unarchived, updated);
+      return { pipeline: pipelineMessage(updated) };
+    },
+
+    async deletePipeline(req) {
+      const current = await requirePipeline(req.organizationId, req.pipeline);
+      if (!(await repo.delete(req.organizationId, current._id))) throw notFound("pipeline");
+      await events.publish(SUBJECTS.pipelines.deleted, PipelineDeletedSchema, {
+        pipelineId: current._id,
+        organizationId: current.organizationId,
+        slug: current.slug,
+      });
+      return {};
     },
   };
 }

@@ -1,3 +1,4 @@
+import type { BuildContext } from "./build-context.js";
 import {
   buildEnvValue,
   CONDITION_FUNCTIONS,
@@ -5,7 +6,6 @@ import {
   isConditionFunction,
   isConditionVariable,
 } from "./condition-variables.js";
-import type { BuildContext } from "./types.js";
 
 const full: BuildContext = {
   id: "b-1",

@@ -2,7 +2,7 @@
  * The variables and functions a conditional expression may use, and how each reads the build being created
  * (buildkite-compat.md B7). One table serves both validation (unknown names are syntax-time errors) and evaluation.
  */
-import type { BuildContext } from "./types.js";
+import type { BuildContext } from "./build-context.js";
 
 /** A value of the conditional language. Lists only come from variables (labels); there are no list literals. */
 export type ConditionValue = string | number | boolean | null | readonly string[];

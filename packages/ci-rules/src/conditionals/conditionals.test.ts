@@ -1,5 +1,5 @@
+import type { BuildContext } from "./build-context.js";
 import { conditionProblem, evaluateCondition } from "./conditionals.js";
-import type { BuildContext } from "./types.js";
 
 function context(overrides: Partial<BuildContext> = {}): BuildContext {
   return {

@@ -13,10 +13,11 @@
  *   rather than guessed at. `&&` and `||` short-circuit.
  * - Unknown variables and functions are errors when parsing, so they are reported when the pipeline is saved.
  */
+
+import type { BuildContext } from "./build-context.js";
 import { ConditionError, describeProblem } from "./condition-lexer.js";
 import { type ConditionNode, parseCondition } from "./condition-parser.js";
 import { buildEnvValue, CONDITION_VARIABLES, type ConditionValue } from "./condition-variables.js";
-import type { BuildContext } from "./types.js";
 
 /** The outcome of evaluating a condition: its value, or a message that names the column at fault. */
 export type ConditionResult = { ok: true; value: boolean } | { ok: false; error: string };

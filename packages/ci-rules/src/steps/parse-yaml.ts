@@ -22,8 +22,9 @@
  * - The nested forms of Buildkite's schema are accepted: `- wait: {continue_on_failure: true}`,
  *   `- block: {prompt: ...}`, `- command: {command: ...}`, `- trigger: {trigger: slug, ...}`.
  */
-import { branchFilterProblem } from "@conveyor/ci-rules";
+
 import { type Alias, LineCounter, parseDocument, visit, type YAMLError } from "yaml";
+import { branchFilterProblem } from "../branch-filter.js";
 import type {
   AutomaticRetryRule,
   ManualStep,

@@ -1,6 +1,6 @@
 import fjs from "fast-json-stringify";
+import { renderRestStep, restStepSchema } from "../render-steps.js";
 import { parsePipelineYaml } from "./parse-yaml.js";
-import { renderRestStep, restStepSchema } from "./render-steps.js";
 import type { PipelineStep } from "./step.js";
 
 const serialize = fjs({ type: "array", items: restStepSchema } as Parameters<typeof fjs>[0]);

@@ -17,7 +17,7 @@
  * is expected (names, env values); numbers must be numbers. Unknown fields are ignored. The pipeline's own `env` is
  * the caller's business, so the result's `env` is always {}.
  */
-import { branchFilterProblem } from "@conveyor/ci-rules";
+import { branchFilterProblem } from "../branch-filter.js";
 import type { ManualStep, PipelineStep, ScriptStep, StepCommon, StepsResult, TriggerStep, WaiterStep } from "./step.js";
 import {
   checkDependencies,

@@ -4,9 +4,8 @@
  * already scheduled or blocked.
  */
 import type { PipelineStep, TriggerStep } from "@conveyor/ci-rules";
-import { matchesBranchFilter } from "@conveyor/ci-rules";
+import { evaluateCondition, matchesBranchFilter } from "@conveyor/ci-rules";
 import { advance } from "./advance-jobs.js";
-import { evaluateCondition } from "./conditionals.js";
 import type { BrokenReason, BuildContext, JobModel, JobState, JobType } from "./types.js";
 
 /** A trigger job's target, as the step wrote it; defaults (branch, commit, message) are the caller's to fill. */

@@ -88,23 +88,7 @@ export interface JobModel {
 }
 
 /** Inputs of conditionals (`if:`) and branch filters, from the build being created. */
-export interface BuildContext {
-  /** The build's id and number, for `build.id` / `build.number`; null in conditions when not given. */
-  id?: string;
-  number?: number;
-  branch: string;
-  commit: string;
-  message: string;
-  /** webhook, api, ui, trigger_job, schedule */
-  source: string;
-  tag: string | null;
-  env: Record<string, string>;
-  pullRequest: { id: string | null; baseBranch: string | null; draft: boolean; labels: string[] } | null;
-  creator: { id: string; name: string; email: string } | null;
-  author: { name: string; email: string } | null;
-  pipeline: { slug: string; defaultBranch: string; id: string };
-  organization: { slug: string; id: string };
-}
+export type { BuildContext } from "@conveyor/ci-rules";
 
 /** The outcome of deriving a build's state from its jobs. */
 export interface DerivedBuildState {

@@ -1,7 +1,11 @@
-/** Builds the `url` (API) and `web_url` fields from the configured public base URLs. */
+/** Builds the `url` (API) and `web_url` fields, and other public links, from the configured base URLs. */
 export interface Urls {
   api(path: string): string;
   web(path: string): string;
+  /** Where the source provider delivers a pipeline's webhooks. */
+  webhook(token: string): string;
+  /** A pipeline's status badge. */
+  badge(token: string): string;
 }
 
 export function createUrls(publicUrl: string, webUrl: string): Urls {
@@ -11,6 +15,8 @@ export function createUrls(publicUrl: string, webUrl: string): Urls {
   return {
     api: (path) => `${api}/v2/${path.replace(/^\/+/, "")}`,
     web: (path) => `${web}/${path.replace(/^\/+/, "")}`,
+    webhook: (token) => `${api}/webhooks/deliver/${token}`,
+    badge: (token) => `${api}/badges/${token}.svg`,
   };
 }
 

@@ -1,0 +1,20 @@
+/**
+ * What a build's conditionals (`if:`) can see. Built by the builds service from the build being created.
+ */
+export interface BuildContext {
+  /** The build's id and number, for `build.id` / `build.number`; null in conditions when not given. */
+  id?: string;
+  number?: number;
+  branch: string;
+  commit: string;
+  message: string;
+  /** webhook, api, ui, trigger_job, schedule */
+  source: string;
+  tag: string | null;
+  env: Record<string, string>;
+  pullRequest: { id: string | null; baseBranch: string | null; draft: boolean; labels: string[] } | null;
+  creator: { id: string; name: string; email: string } | null;
+  author: { name: string; email: string } | null;
+  pipeline: { slug: string; defaultBranch: string; id: string };
+  organization: { slug: string; id: string };
+}

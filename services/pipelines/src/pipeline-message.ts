@@ -1,0 +1,53 @@
+import type { JsonObject, MessageInitShape } from "@bufbuild/protobuf";
+import type { PipelineSchema } from "@conveyor/proto/pipelines";
+import { toTimestamp } from "@conveyor/runtime";
+import type { PipelineDoc } from "./pipelines-repository.js";
+
+/** The stored definition: steps and the YAML's top-level env. */
+export function parseDefinition(doc: Pick<PipelineDoc, "definitionJson">): {
+  steps: JsonObject[];
+  env: Record<string, string>;
+} {
+  const parsed = JSON.parse(doc.definitionJson || "{}") as { steps?: JsonObject[]; env?: Record<string, string> };
+  return { steps: parsed.steps ?? [], env: parsed.env ?? {} };
+}
+
+/** A stored pipeline as the Pipeline message. */
+export function pipelineMessage(p: PipelineDoc): MessageInitShape<typeof PipelineSchema> {
+  return {
+    id: p._id,
+    organizationId: p.organizationId,
+    slug: p.slug,
+    name: p.name,
+    description: p.description ?? undefined,
+    repository: p.repository,
+    clusterId: p.clusterId ?? undefined,
+    pipelineTemplateUuid: p.pipelineTemplateUuid ?? undefined,
+    branchConfiguration: p.branchConfiguration ?? undefined,
+    defaultBranch: p.defaultBranch,
+    provider: { id: p.provider.id, settings: p.provider.settings, webhookToken: p.provider.webhookToken },
+    skipQueuedBranchBuilds: p.skipQueuedBranchBuilds,
+    skipQueuedBranchBuildsFilter: p.skipQueuedBranchBuildsFilter ?? undefined,
+    cancelRunningBranchBuilds: p.cancelRunningBranchBuilds,
+    cancelRunningBranchBuildsFilter: p.cancelRunningBranchBuildsFilter ?? undefined,
+    allowRebuilds: p.allowRebuilds,
+    createdBy: {
+      id: p.createdBy.id,
+      name: p.createdBy.name,
+      email: p.createdBy.email,
+      avatarUrl: p.createdBy.avatarUrl ?? "",
+      createdAt: toTimestamp(p.createdBy.createdAt),
+    },
+    createdAt: toTimestamp(p.createdAt),
+    updatedAt: toTimestamp(p.updatedAt),
+    archivedAt: toTimestamp(p.archivedAt),
+    env: p.env,
+    visibility: p.visibility,
+    tags: p.tags ? { values: p.tags } : undefined,
+    configuration: p.configuration,
+    steps: parseDefinition(p).steps,
+    counts: p.counts,
+    teams: p.teams,
+    badgeToken: p.badgeToken,
+  };
+}

@@ -1,0 +1,85 @@
+import { randomUUID } from "node:crypto";
+import { MongoClient } from "mongodb";
+import {
+  createMongoPipelinesRepository,
+  DuplicatePipelineError,
+  type PipelineDoc,
+  type PipelinesRepository,
+} from "./pipelines-repository.js";
+
+// Against the stack's real MongoDB-wire server, in a throwaway database.
+const dbName = `it_pipelines_${Date.now()}`;
+let client: MongoClient;
+let repo: PipelinesRepository;
+
+beforeAll(async () => {
+  client = await new MongoClient(process.env.MONGODB_URL ?? "").connect();
+  repo = await createMongoPipelinesRepository(client.db(dbName));
+});
+afterAll(async () => {
+  await client.db(dbName).dropDatabase();
+  await client.close();
+});
+
+function doc(organizationId: string, name: string, slug: string): PipelineDoc {
+  const at = new Date();
+  return {
+    _id: randomUUID(),
+    organizationId,
+    slug,
+    name,
+    nameKey: name.toLowerCase(),
+    description: null,
+    repository: "r",
+    clusterId: null,
+    pipelineTemplateUuid: null,
+    branchConfiguration: null,
+    defaultBranch: "main",
+    provider: { id: "git", settings: { build_branches: true }, webhookToken: "w" },
+    skipQueuedBranchBuilds: false,
+    skipQueuedBranchBuildsFilter: null,
+    cancelRunningBranchBuilds: false,
+    cancelRunningBranchBuildsFilter: null,
+    allowRebuilds: true,
+    createdBy: { id: "u", name: "U", email: "u@example.com", avatarUrl: null, createdAt: null },
+    createdAt: at,
+    updatedAt: at,
+    archivedAt: null,
+    env: {},
+    visibility: "private",
+    tags: null,
+    configuration: "steps: []",
+    definitionJson: '{"steps":[],"env":{"a.b":"dots are fine in JSON text"}}',
+    counts: { scheduledBuilds: 0, runningBuilds: 0, scheduledJobs: 0, runningJobs: 0, waitingJobs: 0 },
+    teams: {},
+    badgeToken: "b",
+  };
+}
+
+describe("MongoDB pipelines repository", () => {
+  it("keeps names (any case) and slugs unique per organization, not across organizations", async () => {
+    const org = randomUUID();
+    await repo.insert(doc(org, "Web", "web"));
+    await expect(repo.insert(doc(org, "WEB", "web-2"))).rejects.toMatchObject({ field: "name" });
+    await expect(repo.insert(doc(org, "Other", "web"))).rejects.toBeInstanceOf(DuplicatePipelineError);
+    await repo.insert(doc(randomUUID(), "Web", "web"));
+    expect(await repo.taken(org, "web", "nope")).toEqual({ name: true, slug: false });
+  });
+
+  it("finds by slug or id, lists by name and filters by archive state", async () => {
+    const org = randomUUID();
+    const b = doc(org, "beta", "beta");
+    await repo.insert(b);
+    await repo.insert(doc(org, "Alpha", "alpha"));
+    expect((await repo.find(org, b._id))?.slug).toBe("beta");
+    expect((await repo.find(org, "beta"))?._id).toBe(b._id);
+    expect((await repo.list(org, "active", 0, 10)).items.map((p) => p.slug)).toEqual(["alpha", "beta"]);
+    const archived = await repo.setArchived(org, b._id, new Date(), new Date());
+    expect(archived?.archivedAt).toBeInstanceOf(Date);
+    expect(await repo.setArchived(org, b._id, new Date(), new Date())).toBeNull();
+    expect((await repo.list(org, "active", 0, 10)).items.map((p) => p.slug)).toEqual(["alpha"]);
+    expect((await repo.list(org, "archived", 0, 10)).total).toBe(1);
+    expect((await repo.list(org, "all", 0, 1)).total).toBe(2);
+    expect(await repo.updateActive(org, b._id, { description: "x" })).toBeNull();
+  });
+});
