@@ -1,5 +1,6 @@
-// `npm test`: install what is missing, build, then lint, buf lint, type checks and Jest (unit tests, then
-// integration and end-to-end suites against an isolated stack on free ports that Jest's global setup starts).
+// `npm test`: install what is missing, build, then lint, buf lint, type checks and Jest: the "unit" project, then
+// the "stack" project (integration and end-to-end suites against an isolated stack on free ports that Jest's global
+// setup starts). .test-results/jest-<project>.json are Jest's reports, jest.json both combined.
 // Every step runs even if an earlier one failed; the exit code is non-zero if any failed.
 // .test-results/summary.json gets {passed, failed}: Jest's test counts plus one per check step.
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -39,29 +40,59 @@ await step("typecheck (turbo run typecheck, test/)", async () => {
   return code !== 0 ? code : testCode;
 });
 
-say("── jest (unit, then integration and end-to-end against an isolated stack)");
-const jestStarted = Date.now();
-const jestCode = await run(process.execPath, [
-  join(repoRoot, "node_modules", "jest", "bin", "jest.js"),
-  "--ci",
-  "--maxWorkers=2",
-  "--json",
-  "--outputFile",
-  jestFile,
-]);
-let jest = { passed: 0, failed: 0 };
-try {
-  const report = JSON.parse(readFileSync(jestFile, "utf8"));
-  jest = { passed: report.numPassedTests, failed: report.numFailedTests };
-  // A suite that fails to load (a syntax error, a failing beforeAll) has no failed test; count it as one.
-  const brokenSuites = report.testResults.filter(
-    (r) => r.status === "failed" && r.assertionResults.every((a) => a.status !== "failed"),
-  ).length;
-  jest.failed += brokenSuites;
-} catch {
-  jest = { passed: 0, failed: 1 };
+/**
+ * Runs one Jest project; resolves with its counts. Each project runs on its own, so that unit results still count
+ * when the stack project's global setup cannot start a stack (which aborts a Jest run as a whole).
+ */
+async function jestProject(project, label) {
+  say(`── jest ${project} (${label})`);
+  const started = Date.now();
+  const outputFile = join(resultsDir, `jest-${project}.json`);
+  rmSync(outputFile, { force: true });
+  const code = await run(process.execPath, [
+    join(repoRoot, "node_modules", "jest", "bin", "jest.js"),
+    "--ci",
+    "--selectProjects",
+    project,
+    "--maxWorkers=2",
+    "--json",
+    "--outputFile",
+    outputFile,
+  ]);
+  let report;
+  let counts = { passed: 0, failed: 1 };
+  try {
+    report = JSON.parse(readFileSync(outputFile, "utf8"));
+    // A suite that fails to load (a syntax error, a failing beforeAll) has no failed test; count it as one.
+    const brokenSuites = report.testResults.filter(
+      (r) => r.status === "failed" && r.assertionResults.every((a) => a.status !== "failed"),
+    ).length;
+    counts = { passed: report.numPassedTests, failed: report.numFailedTests + brokenSuites };
+  } catch {
+    // No report: Jest itself failed (for example the stack did not start); counted as one failure.
+  }
+  if (code !== 0 && counts.failed === 0) counts.failed = 1;
+  const seconds = Math.round((Date.now() - started) / 100) / 10;
+  say(`── jest ${project}: ${counts.passed} passed, ${counts.failed} failed in ${seconds} s`);
+  return { project, code, seconds, ...counts, report };
 }
-if (jestCode !== 0 && jest.failed === 0) jest.failed = 1;
+
+const runs = [
+  await jestProject("unit", "no servers"),
+  await jestProject("stack", "integration and end-to-end against an isolated stack on free ports"),
+];
+// One combined report in Jest's format, for tools that read .test-results/jest.json.
+const combined = { numPassedTests: 0, numFailedTests: 0, numTotalTests: 0, numFailedTestSuites: 0, testResults: [] };
+for (const r of runs) {
+  if (!r.report) continue;
+  for (const key of ["numPassedTests", "numFailedTests", "numTotalTests", "numFailedTestSuites"]) {
+    combined[key] += r.report[key];
+  }
+  combined.testResults.push(...r.report.testResults);
+}
+writeFileSync(jestFile, JSON.stringify({ ...combined, success: runs.every((r) => r.code === 0) }));
+const jestCode = runs.some((r) => r.code !== 0) ? 1 : 0;
+const jest = { passed: runs[0].passed + runs[1].passed, failed: runs[0].failed + runs[1].failed };
 
 const checkPassed = steps.filter((s) => s.ok).length;
 const checkFailed = steps.filter((s) => !s.ok).length;
@@ -69,15 +100,21 @@ const summary = {
   passed: jest.passed + checkPassed,
   failed: jest.failed + checkFailed,
   steps,
-  jest: { ...jest, exitCode: jestCode, seconds: Math.round((Date.now() - jestStarted) / 100) / 10 },
+  jest: runs.map(({ project, code, seconds, passed, failed }) => ({
+    project,
+    exitCode: code,
+    seconds,
+    passed,
+    failed,
+  })),
 };
 writeFileSync(summaryFile, `${JSON.stringify(summary, null, 2)}\n`);
 
 process.stdout.write("\n");
 for (const s of steps) say(`${s.ok ? "ok  " : "FAIL"} ${s.name} (${s.seconds} s)`);
-say(
-  `${jestCode === 0 ? "ok  " : "FAIL"} jest: ${jest.passed} passed, ${jest.failed} failed (${summary.jest.seconds} s)`,
-);
+for (const r of runs) {
+  say(`${r.code === 0 ? "ok  " : "FAIL"} jest ${r.project}: ${r.passed} passed, ${r.failed} failed (${r.seconds} s)`);
+}
 const ok = summary.failed === 0 && jestCode === 0 && buildCode === 0;
 say(ok ? "all checks passed" : "some checks FAILED");
 process.exit(ok ? 0 : 1);
