@@ -8,6 +8,7 @@ import type { GatewayConfig } from "./config.js";
 import { registerErrorHandling } from "./error-handler.js";
 import { createUrls } from "./render/urls.js";
 import { accessTokenRoutes } from "./routes/access-token.js";
+import { buildRoutes } from "./routes/builds.js";
 import type { RouteDeps } from "./routes/deps.js";
 import { memberRoutes } from "./routes/members.js";
 import { metaRoutes } from "./routes/meta.js";
@@ -69,6 +70,7 @@ export async function buildApp(deps: AppDeps): Promise<GatewayApp> {
   organizationRoutes(app, routeDeps);
   memberRoutes(app, routeDeps);
   pipelineRoutes(app, routeDeps);
+  buildRoutes(app, routeDeps);
   await app.ready();
   return { app, principals };
 }

@@ -17,6 +17,13 @@ export const ROUTE_SCOPES: Readonly<Record<string, string | null>> = {
   "POST /v2/organizations/:org/pipelines/:slug/archive": "write_pipelines",
   "POST /v2/organizations/:org/pipelines/:slug/unarchive": "write_pipelines",
   "DELETE /v2/organizations/:org/pipelines/:slug": "write_pipelines",
+  "GET /v2/builds": "read_builds",
+  "GET /v2/organizations/:org/builds": "read_builds",
+  "GET /v2/organizations/:org/pipelines/:pipeline/builds": "read_builds",
+  "GET /v2/organizations/:org/pipelines/:pipeline/builds/:number": "read_builds",
+  "POST /v2/organizations/:org/pipelines/:pipeline/builds": "write_builds",
+  "PUT /v2/organizations/:org/pipelines/:pipeline/builds/:number/cancel": "write_builds",
+  "PUT /v2/organizations/:org/pipelines/:pipeline/builds/:number/rebuild": "write_builds",
 };
 
 /** The key of a route in ROUTE_SCOPES. */

@@ -88,12 +88,18 @@ function fakeIdentity(world: FakeWorld): Partial<ServiceImpl<typeof IdentityServ
   };
 }
 
+/** In-memory implementations a test hands in for backend services other than identity (default: none). */
+export interface FakeServices {
+  pipelines?: Partial<ServiceImpl<typeof PipelinesService>>;
+  builds?: Partial<ServiceImpl<typeof BuildsService>>;
+}
+
 /** Builds the gateway app over in-memory fakes of every backend service. */
-export async function buildTestApp(world: FakeWorld) {
+export async function buildTestApp(world: FakeWorld, services: FakeServices = {}) {
   const transport = createRouterTransport((router) => {
     router.service(IdentityService, fakeIdentity(world));
-    router.service(PipelinesService, {});
-    router.service(BuildsService, {});
+    router.service(PipelinesService, services.pipelines ?? {});
+    router.service(BuildsService, services.builds ?? {});
     router.service(ArtifactsService, {});
     router.service(AgentsService, {});
   });
