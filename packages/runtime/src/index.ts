@@ -14,3 +14,4 @@ export * from "./service-main.js";
 export * from "./shutdown.js";
 export * from "./subjects.js";
 export * from "./time.js";
+export * from "./keyed-lock.js";

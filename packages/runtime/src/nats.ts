@@ -1,6 +1,6 @@
 import type { DescMessage, MessageShape } from "@bufbuild/protobuf";
 import { create, fromBinary, type MessageInitShape, toBinary } from "@bufbuild/protobuf";
-import { type JetStreamClient, jetstream, jetstreamManager } from "@nats-io/jetstream";
+import { AckPolicy, DeliverPolicy, type JetStreamClient, jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import type { Logger } from "pino";
 
@@ -55,4 +55,50 @@ export function createEventPublisher(js: JetStreamClient, logger: Logger): Event
 /** Decodes an event payload. */
 export function decodeEvent<D extends DescMessage>(schema: D, data: Uint8Array): MessageShape<D> {
   return fromBinary(schema, data);
+}
+
+/** A durable JetStream subscription: messages are handled one at a time and acked only once handled. */
+export interface EventConsumerOptions {
+  /** The durable consumer's name, for example "pipelines-counts". */
+  durable: string;
+  subject: string;
+  handle(data: Uint8Array, subject: string): Promise<void>;
+  logger: Logger;
+}
+
+/**
+ * Starts a durable consumer on the events stream (created when missing). A handler failure naks the message so it
+ * is redelivered after a pause; handlers must therefore be idempotent. Returns a function that stops consuming.
+ */
+export async function consumeEvents(nats: NatsHandle, opts: EventConsumerOptions): Promise<() => Promise<void>> {
+  const jsm = await jetstreamManager(nats.nc);
+  try {
+    await jsm.consumers.info(EVENTS_STREAM, opts.durable);
+  } catch {
+    await jsm.consumers.add(EVENTS_STREAM, {
+      durable_name: opts.durable,
+      ack_policy: AckPolicy.Explicit,
+      filter_subject: opts.subject,
+      deliver_policy: DeliverPolicy.New,
+      max_deliver: -1,
+      ack_wait: 30_000_000_000,
+    });
+  }
+  const consumer = await nats.js.consumers.get(EVENTS_STREAM, opts.durable);
+  const messages = await consumer.consume({ max_messages: 64 });
+  const done = (async () => {
+    for await (const msg of messages) {
+      try {
+        await opts.handle(msg.data, msg.subject);
+        msg.ack();
+      } catch (err) {
+        opts.logger.warn({ err, subject: msg.subject, durable: opts.durable }, "event handling failed; will retry");
+        msg.nak(1_000);
+      }
+    }
+  })();
+  return async () => {
+    await messages.close();
+    await done;
+  };
 }

@@ -13,4 +13,11 @@ export const SUBJECTS = {
     unarchived: "ci.pipelines.pipeline_unarchived",
     deleted: "ci.pipelines.pipeline_deleted",
   },
+  builds: {
+    buildCreated: "ci.builds.build_created",
+    buildStateChanged: "ci.builds.build_state_changed",
+    buildFinished: "ci.builds.build_finished",
+    jobStateChanged: "ci.builds.job_state_changed",
+    pipelineCountsChanged: "ci.builds.pipeline_counts_changed",
+  },
 } as const;

@@ -1,14 +1,14 @@
 import { BuildsService } from "@conveyor/proto/builds";
 import { runService } from "@conveyor/runtime";
-import { createMongoBuildsRepository } from "./builds-repository.js";
-import { createBuildsService } from "./builds-service.js";
+import { createMongoBuildRepository } from "./build-repository.js";
+import { createBuildService } from "./build-service.js";
 
 void runService(
   {
     name: "builds",
     serviceNames: [BuildsService.typeName],
-    async setup({ db }) {
-      const service = createBuildsService({ repo: await createMongoBuildsRepository(db) });
+    async setup({ db, events, logger }) {
+      const service = createBuildService({ repo: await createMongoBuildRepository(db), events, logger });
       return (router) => router.service(BuildsService, service);
     },
   },

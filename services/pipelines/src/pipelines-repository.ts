@@ -51,6 +51,8 @@ export interface PipelineDoc {
    */
   definitionJson: string;
   counts: PipelineCountsDoc;
+  /** When the counters were taken by the builds service. */
+  countsAt?: Date;
   /** Team UUID → access level. */
   teams: Record<string, string>;
   badgeToken: string;
@@ -86,6 +88,9 @@ export interface PipelinesRepository {
     slug: string | undefined,
     exceptId?: string,
   ): Promise<{ name: boolean; slug: boolean }>;
+  findMany(organizationIds: readonly string[], ids: readonly string[]): Promise<PipelineDoc[]>;
+  /** Sets the live counters if `at` is newer than the ones stored (events may arrive out of order). */
+  setCounts(id: string, counts: PipelineCountsDoc, at: Date): Promise<void>;
   list(
     organizationId: string,
     filter: ArchiveFilter,
@@ -152,6 +157,14 @@ export async function createMongoPipelinesRepository(db: Db): Promise<PipelinesR
     },
     find: (organizationId, idOrSlug) => pipelines.findOne(byRef(organizationId, idOrSlug)),
     taken,
+    findMany: (organizationIds, ids) =>
+      pipelines.find({ _id: { $in: [...ids] }, organizationId: { $in: [...organizationIds] } }).toArray(),
+    async setCounts(id, counts, at) {
+      await pipelines.updateOne(
+        { _id: id, $or: [{ countsAt: { $exists: false } }, { countsAt: { $lt: at } }] },
+        { $set: { counts, countsAt: at } },
+      );
+    },
     async list(organizationId, filter, skip, limit) {
       const query =
         filter === "all"

@@ -11,6 +11,7 @@ import {
 import {
   alreadyExists,
   type Client,
+  createKeyedLock,
   type EventPublisher,
   failedPrecondition,
   invalidFields,
@@ -54,6 +55,9 @@ const ARCHIVE_FILTERS: Record<ArchiveFilter, RepoArchiveFilter> = {
 export function createPipelinesService(deps: PipelinesServiceDeps): ServiceImpl<typeof PipelinesService> {
   const { repo, events } = deps;
   const now = deps.now ?? (() => new Date());
+  // Serializes read-check-write sections per pipeline; see createKeyedLock for why conditional updates alone are
+  // not enough on FerretDB.
+  const withLock = createKeyedLock();
 
   const requirePipeline = async (organizationId: string, ref: string): Promise<PipelineDoc> => {
     const pipeline = ref === "" ? null : await repo.find(organizationId, ref);
@@ -117,6 +121,11 @@ export function createPipelinesService(deps: PipelinesServiceDeps): ServiceImpl<
 
     async getPipeline(req) {
       return { pipeline: pipelineMessage(await requirePipeline(req.organizationId, req.pipeline)) };
+    },
+
+    async batchGetPipelines(req) {
+      const found = req.ids.length === 0 ? [] : await repo.findMany(req.organizationIds, req.ids);
+      return { pipelines: found.map(pipelineMessage) };
     },
 
     async createPipeline(req) {
@@ -199,60 +208,72 @@ export function createPipelinesService(deps: PipelinesServiceDeps): ServiceImpl<
     },
 
     async updatePipeline(req) {
-      const current = await requirePipeline(req.organizationId, req.pipeline);
-      if (current.archivedAt) throw failedPrecondition("Pipeline is archived: unarchive it before changing it.");
-      const attrs = req.attributes ?? { $typeName: "ci.pipelines.v1.PipelineAttributes" };
-      const { changes, errors } = resolveAttributes(attrs, current);
-      const clusterId = await checkCluster(req.organizationId, attrs.clusterId, false, errors);
-      if (clusterId !== undefined) changes.clusterId = clusterId;
-      const renamed: PipelineChanges = {};
-      if (changes.nameKey !== undefined && changes.nameKey !== current.nameKey) renamed.nameKey = changes.nameKey;
-      if (changes.slug !== undefined && changes.slug !== current.slug) renamed.slug = changes.slug;
-      await checkUnique(req.organizationId, renamed, errors, current._id);
-      if (errors.length > 0) throw invalidFields(errors);
+      const found = await requirePipeline(req.organizationId, req.pipeline);
+      return withLock(found._id, async () => {
+        const current = await requirePipeline(req.organizationId, found._id);
+        if (current.archivedAt) throw failedPrecondition("Pipeline is archived: unarchive it before changing it.");
+        const attrs = req.attributes ?? { $typeName: "ci.pipelines.v1.PipelineAttributes" };
+        const { changes, errors } = resolveAttributes(attrs, current);
+        const clusterId = await checkCluster(req.organizationId, attrs.clusterId, false, errors);
+        if (clusterId !== undefined) changes.clusterId = clusterId;
+        const renamed: PipelineChanges = {};
+        if (changes.nameKey !== undefined && changes.nameKey !== current.nameKey) renamed.nameKey = changes.nameKey;
+        if (changes.slug !== undefined && changes.slug !== current.slug) renamed.slug = changes.slug;
+        await checkUnique(req.organizationId, renamed, errors, current._id);
+        if (errors.length > 0) throw invalidFields(errors);
 
-      let updated: PipelineDoc | null;
-      try {
-        updated = await repo.updateActive(req.organizationId, current._id, { ...changes, updatedAt: now() });
-      } catch (err) {
-        throw duplicate(err);
-      }
-      if (!updated) {
-        // It was archived or deleted between our read and our write.
-        const latest = await requirePipeline(req.organizationId, current._id);
-        if (latest.archivedAt) throw failedPrecondition("Pipeline is archived: unarchive it before changing it.");
-        throw notFound("pipeline");
-      }
-      await publishChanged(SUBJECTS.pipelines.updated, updated);
-      return { pipeline: pipelineMessage(updated) };
+        let updated: PipelineDoc | null;
+        try {
+          updated = await repo.updateActive(req.organizationId, current._id, { ...changes, updatedAt: now() });
+        } catch (err) {
+          throw duplicate(err);
+        }
+        if (!updated) {
+          // It was archived or deleted between our read and our write.
+          const latest = await requirePipeline(req.organizationId, current._id);
+          if (latest.archivedAt) throw failedPrecondition("Pipeline is archived: unarchive it before changing it.");
+          throw notFound("pipeline");
+        }
+        await publishChanged(SUBJECTS.pipelines.updated, updated);
+        return { pipeline: pipelineMessage(updated) };
+      });
     },
 
     async archivePipeline(req) {
-      const current = await requirePipeline(req.organizationId, req.pipeline);
-      const at = now();
-      const updated = await repo.setArchived(req.organizationId, current._id, at, at);
-      if (!updated) throw failedPrecondition("Pipeline could not be archived.");
-      await publishChanged(SUBJECTS.pipelines.archived, updated);
-      return { pipeline: pipelineMessage(updated) };
+      const found = await requirePipeline(req.organizationId, req.pipeline);
+      return withLock(found._id, async () => {
+        const current = await requirePipeline(req.organizationId, found._id);
+        const at = now();
+        const updated = await repo.setArchived(req.organizationId, current._id, at, at);
+        if (!updated) throw failedPrecondition("Pipeline could not be archived.");
+        await publishChanged(SUBJECTS.pipelines.archived, updated);
+        return { pipeline: pipelineMessage(updated) };
+      });
     },
 
     async unarchivePipeline(req) {
-      const current = await requirePipeline(req.organizationId, req.pipeline);
-      const updated = await repo.setArchived(req.organizationId, current._id, null, now());
-      if (!updated) throw failedPrecondition("Pipeline could not be unarchived.");
-      await publishChanged(SUBJECTS.pipelines.unarchived, updated);
-      return { pipeline: pipelineMessage(updated) };
+      const found = await requirePipeline(req.organizationId, req.pipeline);
+      return withLock(found._id, async () => {
+        const current = await requirePipeline(req.organizationId, found._id);
+        const updated = await repo.setArchived(req.organizationId, current._id, null, now());
+        if (!updated) throw failedPrecondition("Pipeline could not be unarchived.");
+        await publishChanged(SUBJECTS.pipelines.unarchived, updated);
+        return { pipeline: pipelineMessage(updated) };
+      });
     },
 
     async deletePipeline(req) {
-      const current = await requirePipeline(req.organizationId, req.pipeline);
-      if (!(await repo.delete(req.organizationId, current._id))) throw notFound("pipeline");
-      await events.publish(SUBJECTS.pipelines.deleted, PipelineDeletedSchema, {
-        pipelineId: current._id,
-        organizationId: current.organizationId,
-        slug: current.slug,
+      const found = await requirePipeline(req.organizationId, req.pipeline);
+      return withLock(found._id, async () => {
+        const current = await requirePipeline(req.organizationId, found._id);
+        if (!(await repo.delete(req.organizationId, current._id))) throw notFound("pipeline");
+        await events.publish(SUBJECTS.pipelines.deleted, PipelineDeletedSchema, {
+          pipelineId: current._id,
+          organizationId: current.organizationId,
+          slug: current.slug,
+        });
+        return {};
       });
-      return {};
     },
   };
 }

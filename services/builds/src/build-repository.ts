@@ -1,0 +1,291 @@
+import { isDuplicateKeyError } from "@conveyor/runtime";
+import type { Collection, Db, Filter } from "mongodb";
+import type { BrokenReason, BuildState, JobState, JobType } from "./domain/types.js";
+
+export interface UserSnapshot {
+  id: string;
+  name: string;
+  email: string;
+  avatarUrl: string | null;
+  createdAt: Date | null;
+}
+
+export interface BuildDoc {
+  _id: string;
+  organizationId: string;
+  pipelineId: string;
+  pipelineSlug: string;
+  number: number;
+  state: BuildState;
+  blocked: boolean;
+  cancelRequested: boolean;
+  cancelReason: string | null;
+  message: string;
+  commit: string;
+  branch: string;
+  /** Build env and meta-data are user data whose keys may hold dots: stored as JSON text. */
+  envJson: string;
+  metaDataJson: string;
+  /** "key=value" pairs of the meta-data, for the meta_data filter. */
+  metaPairs: string[];
+  source: string;
+  creator: UserSnapshot | null;
+  author: { name: string; email: string } | null;
+  pullRequest: { id: string; base: string; repository: string } | null;
+  rebuiltFrom: { id: string; number: number } | null;
+  cleanCheckout: boolean;
+  createdAt: Date;
+  scheduledAt: Date;
+  startedAt: Date | null;
+  finishedAt: Date | null;
+  /** Incremented by every update: the compare-and-set guard. */
+  version: number;
+}
+
+export interface AgentSnapshot {
+  id: string;
+  name: string;
+  hostname: string;
+  ipAddress: string;
+  userAgent: string;
+  connectionState: string;
+  createdAt: Date | null;
+}
+
+export interface JobDoc {
+  _id: string;
+  buildId: string;
+  organizationId: string;
+  pipelineId: string;
+  buildNumber: number;
+  type: JobType;
+  stepIndex: number;
+  stepId: string;
+  stepKey: string | null;
+  state: JobState;
+  name: string;
+  label: string;
+  command: string | null;
+  agentQueryRules: string[];
+  envJson: string;
+  artifactPaths: string | null;
+  timeoutInMinutes: number | null;
+  priority: number;
+  parallelGroupIndex: number | null;
+  parallelGroupTotal: number | null;
+  concurrency: number | null;
+  concurrencyGroup: string | null;
+  dependsOn: string[];
+  allowDependencyFailure: boolean;
+  allowFailureOf: string[];
+  continueOnFailure: boolean;
+  blockedState: "passed" | "failed" | "running" | null;
+  isInput: boolean;
+  softFailJson: string;
+  exitStatus: number | null;
+  softFailed: boolean;
+  brokenReason: BrokenReason | null;
+  retried: boolean;
+  triggerJson: string | null;
+  stepJson: string;
+  agent: AgentSnapshot | null;
+  createdAt: Date;
+  scheduledAt: Date | null;
+  runnableAt: Date | null;
+  startedAt: Date | null;
+  finishedAt: Date | null;
+  unblockedAt: Date | null;
+}
+
+export interface BuildListFilter {
+  organizationIds: readonly string[];
+  pipelineId?: string;
+  branches?: readonly string[];
+  commits?: readonly string[];
+  createdFrom?: Date;
+  createdTo?: Date;
+  creatorId?: string;
+  finishedFrom?: Date;
+  metaPairs?: readonly string[];
+  states?: readonly BuildState[];
+}
+
+/** The fields of a build that a compare-and-set update may change. */
+export type BuildUpdate = Partial<
+  Pick<BuildDoc, "state" | "blocked" | "cancelRequested" | "cancelReason" | "startedAt" | "finishedAt">
+>;
+
+/** The fields of a job that a compare-and-set update may change. */
+export type JobUpdate = Partial<
+  Pick<
+    JobDoc,
+    | "state"
+    | "exitStatus"
+    | "softFailed"
+    | "agent"
+    | "scheduledAt"
+    | "runnableAt"
+    | "startedAt"
+    | "finishedAt"
+    | "unblockedAt"
+  >
+>;
+
+/** The unique (pipeline, number) index refused a build: another process took the number. */
+export class DuplicateBuildNumberError extends Error {
+  override name = "DuplicateBuildNumberError";
+  constructor(
+    readonly number: number,
+    options?: ErrorOptions,
+  ) {
+    super(`build number ${number} is taken`, options);
+  }
+}
+
+/** Persistence of builds, jobs and per-pipeline build numbers. */
+export interface BuildRepository {
+  /** The next build number of a pipeline: an atomic counter, so numbers never repeat (gaps are possible). */
+  nextNumber(pipelineId: string): Promise<number>;
+  /** Raises the counter to at least `number` (after another process took that number). */
+  raiseNumber(pipelineId: string, number: number): Promise<void>;
+  /** Inserts a build; a taken (pipeline, number) raises DuplicateBuildNumberError. */
+  insertBuild(build: BuildDoc): Promise<void>;
+  insertJobs(jobs: JobDoc[]): Promise<void>;
+  findBuild(pipelineId: string, number: number): Promise<BuildDoc | null>;
+  findBuildById(id: string): Promise<BuildDoc | null>;
+  listBuilds(filter: BuildListFilter, skip: number, limit: number): Promise<BuildDoc[]>;
+  jobsOf(buildIds: readonly string[]): Promise<JobDoc[]>;
+  findJob(id: string): Promise<JobDoc | null>;
+  /** Unfinished builds of a branch, for the skip/cancel intermediate rules. */
+  unfinishedOnBranch(pipelineId: string, branch: string, beforeNumber: number): Promise<BuildDoc[]>;
+  /** Updates a build only if its version is still `version`; returns the updated build or null. */
+  updateBuild(id: string, version: number, update: BuildUpdate): Promise<BuildDoc | null>;
+  /** Updates a job only if its state is still `from`; returns the updated job or null. */
+  updateJob(id: string, from: JobState, update: JobUpdate): Promise<JobDoc | null>;
+  /** Live counters of a pipeline. */
+  pipelineCounts(pipelineId: string): Promise<{
+    scheduledBuilds: number;
+    runningBuilds: number;
+    scheduledJobs: number;
+    runningJobs: number;
+    waitingJobs: number;
+  }>;
+}
+
+const RUNNING_BUILD_STATES: BuildState[] = ["running", "failing", "canceling"];
+const SCHEDULED_JOB_STATES: JobState[] = ["scheduled", "assigned"];
+const RUNNING_JOB_STATES: JobState[] = ["accepted", "running", "canceling", "timing_out"];
+const WAITING_JOB_STATES: JobState[] = ["pending", "waiting", "blocked", "limited", "limiting"];
+
+/** The MongoDB implementation; creates its indexes before returning. */
+export async function createMongoBuildRepository(db: Db): Promise<BuildRepository> {
+  const builds: Collection<BuildDoc> = db.collection("builds");
+  const jobs: Collection<JobDoc> = db.collection("jobs");
+  const counters: Collection<{ _id: string; seq: number }> = db.collection("build_numbers");
+  await Promise.all([
+    builds.createIndex({ pipelineId: 1, number: -1 }, { unique: true, name: "pipeline_number_unique" }),
+    builds.createIndex({ organizationId: 1, createdAt: -1, _id: -1 }, { name: "org_newest_first" }),
+    builds.createIndex({ pipelineId: 1, branch: 1, number: -1 }, { name: "pipeline_branch" }),
+    builds.createIndex({ organizationId: 1, branch: 1, createdAt: -1 }, { name: "org_branch" }),
+    builds.createIndex({ organizationId: 1, state: 1, createdAt: -1 }, { name: "org_state" }),
+    builds.createIndex({ pipelineId: 1, state: 1, number: -1 }, { name: "pipeline_state" }),
+    builds.createIndex({ organizationId: 1, commit: 1, createdAt: -1 }, { name: "org_commit" }),
+    builds.createIndex({ organizationId: 1, "creator.id": 1, createdAt: -1 }, { name: "org_creator" }),
+    builds.createIndex({ organizationId: 1, metaPairs: 1, createdAt: -1 }, { name: "org_meta" }),
+    builds.createIndex({ organizationId: 1, finishedAt: -1 }, { name: "org_finished" }),
+    jobs.createIndex({ buildId: 1, stepIndex: 1, parallelGroupIndex: 1 }, { name: "build_jobs" }),
+    jobs.createIndex({ pipelineId: 1, state: 1 }, { name: "pipeline_job_state" }),
+  ]);
+
+  const toQuery = (f: BuildListFilter): Filter<BuildDoc> => {
+    const q: Filter<BuildDoc> = f.pipelineId
+      ? { pipelineId: f.pipelineId, organizationId: { $in: [...f.organizationIds] } }
+      : { organizationId: { $in: [...f.organizationIds] } };
+    if (f.branches?.length) q.branch = { $in: [...f.branches] };
+    if (f.commits?.length) q.commit = { $in: [...f.commits] };
+    if (f.states?.length) q.state = { $in: [...f.states] };
+    if (f.creatorId) q["creator.id"] = f.creatorId;
+    if (f.metaPairs?.length) q.metaPairs = { $all: [...f.metaPairs] };
+    if (f.createdFrom || f.createdTo) {
+      q.createdAt = { ...(f.createdFrom ? { $gte: f.createdFrom } : {}), ...(f.createdTo ? { $lt: f.createdTo } : {}) };
+    }
+    if (f.finishedFrom) q.finishedAt = { $gte: f.finishedFrom };
+    return q;
+  };
+
+  return {
+    async nextNumber(pipelineId) {
+      // Two first builds of a pipeline may both try to insert its counter; the loser's upsert fails on the
+      // unique _id and simply increments the counter the winner created.
+      for (let attempt = 0; ; attempt++) {
+        try {
+          const doc = await counters.findOneAndUpdate(
+            { _id: pipelineId },
+            { $inc: { seq: 1 } },
+            { upsert: true, returnDocument: "after" },
+          );
+          if (!doc) throw new Error("build number counter returned nothing");
+          return doc.seq;
+        } catch (err) {
+          if (!isDuplicateKeyError(err) || attempt >= 5) throw err;
+        }
+      }
+    },
+    async raiseNumber(pipelineId, number) {
+      await counters.updateOne({ _id: pipelineId }, { $max: { seq: number } }, { upsert: true });
+    },
+    async insertBuild(build) {
+      try {
+        await builds.insertOne(build);
+      } catch (err) {
+        if (isDuplicateKeyError(err)) throw new DuplicateBuildNumberError(build.number, { cause: err });
+        throw err;
+      }
+    },
+    async insertJobs(jobDocs) {
+      if (jobDocs.length > 0) await jobs.insertMany(jobDocs);
+    },
+    findBuild: (pipelineId, number) => builds.findOne({ pipelineId, number }),
+    findBuildById: (id) => builds.findOne({ _id: id }),
+    listBuilds(filter, skip, limit) {
+      const sort: Record<string, 1 | -1> = filter.pipelineId ? { number: -1 } : { createdAt: -1, _id: -1 };
+      return builds.find(toQuery(filter)).sort(sort).skip(skip).limit(limit).toArray();
+    },
+    jobsOf: (buildIds) =>
+      buildIds.length === 0
+        ? Promise.resolve([])
+        : jobs
+            .find({ buildId: { $in: [...buildIds] } })
+            .sort({ buildId: 1, stepIndex: 1, parallelGroupIndex: 1 })
+            .toArray(),
+    findJob: (id) => jobs.findOne({ _id: id }),
+    unfinishedOnBranch: (pipelineId, branch, beforeNumber) =>
+      builds
+        .find({
+          pipelineId,
+          branch,
+          number: { $lt: beforeNumber },
+          state: { $in: ["scheduled", "running", "failing", "blocked", "passed"] },
+          finishedAt: null,
+        })
+        .toArray(),
+    updateBuild: (id, version, update) =>
+      builds.findOneAndUpdate(
+        { _id: id, version },
+        { $set: { ...update, version: version + 1 } },
+        { returnDocument: "after" },
+      ),
+    updateJob: (id, from, update) =>
+      jobs.findOneAndUpdate({ _id: id, state: from }, { $set: update }, { returnDocument: "after" }),
+    async pipelineCounts(pipelineId) {
+      const [scheduledBuilds, runningBuilds, scheduledJobs, runningJobs, waitingJobs] = await Promise.all([
+        builds.countDocuments({ pipelineId, state: "scheduled" }),
+        builds.countDocuments({ pipelineId, state: { $in: RUNNING_BUILD_STATES } }),
+        jobs.countDocuments({ pipelineId, state: { $in: SCHEDULED_JOB_STATES } }),
+        jobs.countDocuments({ pipelineId, state: { $in: RUNNING_JOB_STATES } }),
+        jobs.countDocuments({ pipelineId, state: { $in: WAITING_JOB_STATES } }),
+      ]);
+      return { scheduledBuilds, runningBuilds, scheduledJobs, runningJobs, waitingJobs };
+    },
+  };
+}
