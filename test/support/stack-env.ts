@@ -1,4 +1,5 @@
 import { AgentsService } from "@conveyor/proto/agents";
+import { BuildsService } from "@conveyor/proto/builds";
 import { IdentityService, Role } from "@conveyor/proto/identity";
 import { createServiceClient } from "@conveyor/runtime";
 
@@ -84,3 +85,6 @@ export async function arrangeMember(organizationId: string, role: Role, scopes: 
   const { secret } = await identity.createAccessToken({ userId: user?.id ?? "", scopes });
   return { user, secret };
 }
+
+/** A builds client, for driving jobs through their states (TransitionJob) as the agents service would. */
+export const builds = createServiceClient(BuildsService, need("BUILDS_URL"));
