@@ -16,6 +16,7 @@ export function jobMessage(j: JobDoc): MessageInitShape<typeof JobSchema> {
     name: j.name,
     label: j.label,
     stepKey: j.stepKey ?? "",
+    clusterId: j.clusterId ?? "",
     stepId: j.stepId,
     stepIndex: j.stepIndex,
     state: j.state,

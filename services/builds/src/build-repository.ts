@@ -62,6 +62,8 @@ export interface JobDoc {
   stepIndex: number;
   stepId: string;
   stepKey: string | null;
+  /** The cluster of the pipeline when the job was created. */
+  clusterId?: string | null;
   state: JobState;
   name: string;
   label: string;
@@ -98,7 +100,10 @@ export interface JobDoc {
 }
 
 export interface BuildListFilter {
+  /** Builds of every pipeline of these organizations… */
   organizationIds: readonly string[];
+  /** …and of these pipelines (for callers who may see only some pipelines of an organization). */
+  pipelineIds?: readonly string[];
   pipelineId?: string;
   branches?: readonly string[];
   commits?: readonly string[];
@@ -198,12 +203,23 @@ export async function createMongoBuildRepository(db: Db): Promise<BuildRepositor
   ]);
 
   const toQuery = (f: BuildListFilter): Filter<BuildDoc> => {
-    const q: Filter<BuildDoc> = f.pipelineId
-      ? { pipelineId: f.pipelineId, organizationId: { $in: [...f.organizationIds] } }
-      : { organizationId: { $in: [...f.organizationIds] } };
+    const scope: Filter<BuildDoc>[] = [];
+    if (f.organizationIds.length > 0) scope.push({ organizationId: { $in: [...f.organizationIds] } });
+    if (f.pipelineIds?.length) scope.push({ pipelineId: { $in: [...f.pipelineIds] } });
+    const q: Filter<BuildDoc> = scope.length === 1 ? { ...scope[0] } : { $or: scope };
+    if (f.pipelineId) q.pipelineId = f.pipelineId;
     if (f.branches?.length) q.branch = { $in: [...f.branches] };
     if (f.commits?.length) q.commit = { $in: [...f.commits] };
-    if (f.states?.length) q.state = { $in: [...f.states] };
+    if (f.states?.length) {
+      // A build waiting at a block step is stored with the state it shows (its blocked_state) and blocked: true;
+      // the "blocked" filter means those, and the other states mean builds that are not blocked.
+      const plain = f.states.filter((st) => st !== "blocked");
+      const byState = { state: { $in: plain }, blocked: false };
+      if (f.states.includes("blocked")) {
+        const either = plain.length > 0 ? [byState, { blocked: true }] : [{ blocked: true }];
+        q.$and = [...(q.$and ?? []), { $or: either }];
+      } else Object.assign(q, byState);
+    }
     if (f.creatorId) q["creator.id"] = f.creatorId;
     if (f.metaPairs?.length) q.metaPairs = { $all: [...f.metaPairs] };
     if (f.createdFrom || f.createdTo) {

@@ -34,7 +34,7 @@ import {
 import { planJobs } from "./domain/jobs-from-steps.js";
 import { advance, applyJobEvent, cancelPlan, deriveBuildState, type JobEvent } from "./domain/state-machine.js";
 import { buildsToSupersede } from "./domain/supersede.js";
-import { BUILD_STATES, type BuildState, FINISHED_BUILD_STATES } from "./domain/types.js";
+import { BUILD_STATES, type BuildState } from "./domain/types.js";
 import { stampsFor, toJobModel } from "./job-model.js";
 
 export interface BuildServiceDeps {
@@ -291,6 +291,7 @@ export function createBuildService(deps: BuildServiceDeps): ServiceImpl<typeof B
       stepIndex: p.stepIndex,
       stepId: stepIds[p.stepIndex] ?? newId(),
       stepKey: p.stepKey,
+      clusterId: pipeline.clusterId ?? null,
       state: p.state,
       name: p.name,
       label: p.label,
@@ -395,11 +396,10 @@ export function createBuildService(deps: BuildServiceDeps): ServiceImpl<typeof B
   /** Cancel of one build, under its lock. */
   const cancelLocked = async (pipelineId: string, number: number, reason: string) => {
     const build = await requireBuild(pipelineId, number);
-    const cancelable =
-      CANCELABLE.includes(build.state) || (build.blocked && !FINISHED_BUILD_STATES.includes(build.state));
-    if (!cancelable || build.finishedAt) {
-      throw failedPrecondition(`Build can't be canceled because it's ${build.blocked ? "blocked" : build.state}`);
-    }
+    // A build waiting at a block step shows its blocked_state (passed by default) but is not finished.
+    const cancelable = CANCELABLE.includes(build.state) || build.blocked;
+    if (!cancelable || build.finishedAt)
+      throw failedPrecondition(`Build can't be canceled because it's ${build.state}`);
     if (build.cancelRequested) {
       const current = await reconcile(build._id);
       return { build: buildMessage(current.build, current.jobs) };
@@ -425,7 +425,7 @@ export function createBuildService(deps: BuildServiceDeps): ServiceImpl<typeof B
         req.author && (req.author.name !== "" || req.author.email !== "")
           ? { name: req.author.name, email: req.author.email }
           : creator && { name: creator.name, email: creator.email };
-      const { build, jobs } = await create({
+      const { build } = await create({
         pipeline,
         organizationSlug: req.organizationSlug,
         creator,
@@ -453,7 +453,7 @@ export function createBuildService(deps: BuildServiceDeps): ServiceImpl<typeof B
     },
 
     async listBuilds(req) {
-      if (req.organizationIds.length === 0) return { builds: [], hasMore: false };
+      if (req.organizationIds.length === 0 && req.pipelineIds.length === 0) return { builds: [], hasMore: false };
       const states = new Set<BuildState>();
       for (const s of req.states) {
         if (s === "finished") for (const f of FINISHED_FILTER) states.add(f);
@@ -462,6 +462,7 @@ export function createBuildService(deps: BuildServiceDeps): ServiceImpl<typeof B
       }
       const filter: BuildListFilter = {
         organizationIds: req.organizationIds,
+        pipelineIds: req.pipelineIds,
         ...(req.pipelineId ? { pipelineId: req.pipelineId } : {}),
         branches: req.branches,
         commits: req.commits,
@@ -492,7 +493,7 @@ export function createBuildService(deps: BuildServiceDeps): ServiceImpl<typeof B
       const original = await requireBuild(pipeline.id, req.number);
       if (!pipeline.allowRebuilds) throw failedPrecondition("Rebuilds are not allowed for this pipeline.");
       if (pipeline.archivedAt) throw failedPrecondition("Pipeline is archived: unarchive it before rebuilding.");
-      const { build, jobs } = await create({
+      const { build } = await create({
         pipeline,
         organizationSlug: req.organizationSlug,
         creator: snapshot(req.creator) ?? original.creator,
