@@ -167,6 +167,8 @@ export interface BuildRepository {
   updateBuild(id: string, version: number, update: BuildUpdate): Promise<BuildDoc | null>;
   /** Updates a job only if its state is still `from`; returns the updated job or null. */
   updateJob(id: string, from: JobState, update: JobUpdate): Promise<JobDoc | null>;
+  /** Pipelines with unfinished builds, or builds finished since `since`: those whose counters may be stale. */
+  activePipelines(since: Date): Promise<string[]>;
   /** Live counters of a pipeline. */
   pipelineCounts(pipelineId: string): Promise<{
     scheduledBuilds: number;
@@ -293,6 +295,10 @@ export async function createMongoBuildRepository(db: Db): Promise<BuildRepositor
       ),
     updateJob: (id, from, update) =>
       jobs.findOneAndUpdate({ _id: id, state: from }, { $set: update }, { returnDocument: "after" }),
+    async activePipelines(since) {
+      const ids = await builds.distinct("pipelineId", { $or: [{ finishedAt: null }, { finishedAt: { $gte: since } }] });
+      return ids.map(String);
+    },
     async pipelineCounts(pipelineId) {
       const [scheduledBuilds, runningBuilds, scheduledJobs, runningJobs, waitingJobs] = await Promise.all([
         builds.countDocuments({ pipelineId, state: "scheduled" }),

@@ -6,7 +6,7 @@ import { type Pipeline, PipelineSchema } from "@conveyor/proto/pipelines";
 import { createLogger, type EventPublisher } from "@conveyor/runtime";
 import { MongoClient } from "mongodb";
 import { createMongoBuildRepository } from "./build-repository.js";
-import { createBuildService } from "./build-service.js";
+import { createBuildDomain, createBuildService } from "./build-service.js";
 
 // The builds service over its real MongoDB repository (FerretDB or mongod), served in memory.
 const dbName = `it_builds_${Date.now()}`;
@@ -191,6 +191,23 @@ describe("builds service on MongoDB", () => {
     });
     expect(again?.rebuiltFrom).toMatchObject({ id: build?.id, number: build?.number });
     expect(again?.number).toBe((build?.number ?? 0) + 1);
+  });
+
+  it("re-announces the counters of recently active pipelines", async () => {
+    const seen: Array<{ subject: string; pipelineId: string }> = [];
+    const domain = createBuildDomain({
+      repo: await createMongoBuildRepository(mongo.db(dbName)),
+      events: {
+        async publish(subject, _schema, value) {
+          seen.push({ subject, pipelineId: String((value as { pipelineId?: string }).pipelineId ?? "") });
+        },
+      },
+      logger: createLogger("test", "silent"),
+    });
+    const p = pipeline([script("a")]);
+    await client.createBuild({ pipeline: p, commit: "abc", branch: "main" });
+    await domain.republishCounts();
+    expect(seen).toContainEqual({ subject: "ci.builds.pipeline_counts_changed", pipelineId: p.id });
   });
 
   it("filters lists by branch, state, meta-data and creation time", async () => {

@@ -77,6 +77,17 @@ function snapshot(u: BuildUser | undefined): UserSnapshot | null {
 
 /** The builds service: creation from steps, the state machine, cancel, rebuild, lists, events. */
 export function createBuildService(deps: BuildServiceDeps): ServiceImpl<typeof BuildsService> {
+  return createBuildDomain(deps).service;
+}
+
+/**
+ * The builds service and its background duty: `republishCounts` re-announces the counters of every pipeline
+ * with recent activity, so a counters event lost on the way (NATS down for a moment) is corrected soon after.
+ */
+export function createBuildDomain(deps: BuildServiceDeps): {
+  service: ServiceImpl<typeof BuildsService>;
+  republishCounts(): Promise<void>;
+} {
   const { repo, events, logger } = deps;
   const now = deps.now ?? (() => new Date());
   // Serializes the compare-and-set sections per build (and numbering per pipeline); see createKeyedLock.
@@ -408,7 +419,12 @@ export function createBuildService(deps: BuildServiceDeps): ServiceImpl<typeof B
     return { build: buildMessage(result.build, result.jobs) };
   };
 
-  return {
+  const republishCounts = async () => {
+    const since = new Date(now().getTime() - 10 * 60_000);
+    for (const pipelineId of await repo.activePipelines(since)) await publishCounts(pipelineId);
+  };
+
+  const service: ServiceImpl<typeof BuildsService> = {
     async createBuild(req) {
       const problems = [];
       const commit = req.commit.trim();
@@ -554,6 +570,7 @@ export function createBuildService(deps: BuildServiceDeps): ServiceImpl<typeof B
       });
     },
   };
+  return { service, republishCounts };
 }
 
 function earliest(dates: Array<Date | null>): Date | null {
