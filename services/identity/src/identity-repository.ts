@@ -94,21 +94,11 @@ export async function createMongoIdentityRepository(db: Db): Promise<IdentityRep
     tokens.createIndex({ hash: 1 }, { unique: true, name: "hash_unique" }),
   ]);
 
-  const insert = async <T extends { _id: string }>(c: Collection<T>, doc: T, field: string) => {
-    try {
-      // biome-ignore lint/suspicious/noExplicitAny: the driver's OptionalUnlessRequiredId type does not narrow here.
-      await c.insertOne(doc as any);
-    } catch (err) {
-      if (isDuplicateKeyError(err)) throw new DuplicateError(duplicateField(err, field), { cause: err });
-      throw err;
-    }
-  };
-
   return {
-    insertUser: (user) => insert(users, user, "email"),
+    insertUser: (user) => insertUnique(users, user, "email"),
     findUser: (id) => users.findOne({ _id: id }),
     findUsers: (ids) => users.find({ _id: { $in: [...ids] } }).toArray(),
-    insertOrganization: (org) => insert(orgs, org, "slug"),
+    insertOrganization: (org) => insertUnique(orgs, org, "slug"),
     findOrganization: (by) => (by.id ? orgs.findOne({ _id: by.id }) : orgs.findOne({ slug: by.slug ?? "" })),
     findOrganizations: (ids) => orgs.find({ _id: { $in: [...ids] } }).toArray(),
     async listOrganizations(ids, skip, limit) {
@@ -146,7 +136,7 @@ export async function createMongoIdentityRepository(db: Db): Promise<IdentityRep
       ]);
       return { items, total };
     },
-    insertToken: (token) => insert(tokens, token, "token"),
+    insertToken: (token) => insertUnique(tokens, token, "token"),
     findTokenByHash: (hash) => tokens.findOne({ hash }),
     findToken: (id) => tokens.findOne({ _id: id }),
     async revokeToken(id, at) {
@@ -154,6 +144,17 @@ export async function createMongoIdentityRepository(db: Db): Promise<IdentityRep
       return tokens.findOne({ _id: id });
     },
   };
+}
+
+/** Inserts a document; a clash with a unique index is a DuplicateError naming the clashing field (or `field`). */
+export async function insertUnique<T extends { _id: string }>(c: Collection<T>, doc: T, field: string): Promise<void> {
+  try {
+    // biome-ignore lint/suspicious/noExplicitAny: the driver's OptionalUnlessRequiredId type does not narrow here.
+    await c.insertOne(doc as any);
+  } catch (err) {
+    if (isDuplicateKeyError(err)) throw new DuplicateError(duplicateField(err, field), { cause: err });
+    throw err;
+  }
 }
 
 /** Which unique index a duplicate key error came from: "_id" clashes are reported under the fallback field. */

@@ -20,7 +20,7 @@ import {
   SUBJECTS,
   toTimestamp,
 } from "@conveyor/runtime";
-import { effectiveRole, reachableOrganizations } from "./access-policy.js";
+import { accessOfLevel, effectiveRole, organizationPipelineAccess, reachableOrganizations } from "./access-policy.js";
 import {
   DuplicateError,
   type IdentityRepository,
@@ -44,7 +44,8 @@ export interface IdentityServiceDeps {
   now?: () => Date;
 }
 
-const userMessage = (u: UserDoc) => ({
+/** The User message of a stored user. */
+export const userMessage = (u: UserDoc) => ({
   id: u._id,
   name: u.name,
   email: u.email,
@@ -254,7 +255,15 @@ export function createIdentityService(deps: IdentityServiceDeps): ServiceImpl<ty
       );
       const organizations = reachable.flatMap((r) => {
         const org = orgs.get(r.organizationId);
-        return org ? [{ organization: orgMessage(org), role: r.role }] : [];
+        if (!org) return [];
+        const level = organizationPipelineAccess(r.role, org.teamsEnabled);
+        return [
+          {
+            organization: orgMessage(org),
+            role: r.role,
+            ...(level === undefined ? {} : { allPipelines: accessOfLevel(level) }),
+          },
+        ];
       });
       return { principal: { token: tokenMessage(token), user: userMessage(user), organizations } };
     },

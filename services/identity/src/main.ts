@@ -1,16 +1,37 @@
-import { IdentityService } from "@conveyor/proto/identity";
+import { IdentityService, RegistriesService, RulesService, TeamsService } from "@conveyor/proto/identity";
 import { runService } from "@conveyor/runtime";
 import { createMongoIdentityRepository } from "./identity-repository.js";
 import { createIdentityService } from "./identity-service.js";
+import { consumePipelineDeletions } from "./pipeline-deletions.js";
+import { createRegistriesService } from "./registries-service.js";
+import { createMongoRegistryRepository } from "./registry-repository.js";
+import { createMongoRuleRepository } from "./rule-repository.js";
+import { createRulesService } from "./rules-service.js";
+import { createMongoTeamRepository } from "./team-repository.js";
+import { createTeamsService } from "./teams-service.js";
 
 void runService(
   {
     name: "identity",
-    serviceNames: [IdentityService.typeName],
-    async setup({ db, events }) {
-      const repo = await createMongoIdentityRepository(db);
-      const service = createIdentityService({ repo, events });
-      return (router) => router.service(IdentityService, service);
+    serviceNames: [IdentityService.typeName, TeamsService.typeName, RulesService.typeName, RegistriesService.typeName],
+    async setup({ db, events, nats, logger }) {
+      const identity = await createMongoIdentityRepository(db);
+      const teams = await createMongoTeamRepository(db);
+      const rules = await createMongoRuleRepository(db);
+      const registries = await createMongoRegistryRepository(db);
+      await consumePipelineDeletions(nats, { teams, rules }, logger);
+      const services = {
+        identity: createIdentityService({ repo: identity, events }),
+        teams: createTeamsService({ identity, teams }),
+        rules: createRulesService({ identity, rules }),
+        registries: createRegistriesService({ identity, registries }),
+      };
+      return (router) =>
+        router
+          .service(IdentityService, services.identity)
+          .service(TeamsService, services.teams)
+          .service(RulesService, services.rules)
+          .service(RegistriesService, services.registries);
     },
   },
   process.env,

@@ -91,11 +91,13 @@ export interface PipelinesRepository {
   findMany(organizationIds: readonly string[], ids: readonly string[]): Promise<PipelineDoc[]>;
   /** Sets the live counters if `at` is newer than the ones stored (events may arrive out of order). */
   setCounts(id: string, counts: PipelineCountsDoc, at: Date): Promise<void>;
+  /** One page of an organization's pipelines by name; only those among `onlyIds` when that is not empty. */
   list(
     organizationId: string,
     filter: ArchiveFilter,
     skip: number,
     limit: number,
+    onlyIds?: readonly string[],
   ): Promise<{ items: PipelineDoc[]; total: number }>;
   /** Applies the changes to an active pipeline; null when it does not exist or is archived. */
   updateActive(organizationId: string, id: string, changes: PipelineChanges): Promise<PipelineDoc | null>;
@@ -165,13 +167,14 @@ export async function createMongoPipelinesRepository(db: Db): Promise<PipelinesR
         { $set: { counts, countsAt: at } },
       );
     },
-    async list(organizationId, filter, skip, limit) {
+    async list(organizationId, filter, skip, limit, onlyIds) {
+      const scope = onlyIds?.length ? { organizationId, _id: { $in: [...onlyIds] } } : { organizationId };
       const query =
         filter === "all"
-          ? { organizationId }
+          ? scope
           : filter === "archived"
-            ? { organizationId, archivedAt: { $ne: null } }
-            : { organizationId, archivedAt: null };
+            ? { ...scope, archivedAt: { $ne: null } }
+            : { ...scope, archivedAt: null };
       const [items, total] = await Promise.all([
         pipelines.find(query).sort({ nameKey: 1 }).skip(skip).limit(limit).toArray(),
         pipelines.countDocuments(query),

@@ -115,7 +115,13 @@ export function createPipelinesService(deps: PipelinesServiceDeps): ServiceImpl<
   return {
     async listPipelines(req) {
       const { skip, perPage } = pageWindow(req.page, req.perPage);
-      const page = await repo.list(req.organizationId, ARCHIVE_FILTERS[req.archiveFilter], skip, perPage);
+      const page = await repo.list(
+        req.organizationId,
+        ARCHIVE_FILTERS[req.archiveFilter],
+        skip,
+        perPage,
+        req.pipelineIds,
+      );
       return { pipelines: page.items.map(pipelineMessage), totalCount: page.total };
     },
 

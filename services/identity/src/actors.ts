@@ -1,0 +1,27 @@
+import { Role, TeamMemberRole } from "@conveyor/proto/identity";
+import { isUuid } from "@conveyor/runtime";
+import type { Actor } from "./access-policy.js";
+import type { IdentityRepository } from "./identity-repository.js";
+import type { TeamRepository } from "./team-repository.js";
+
+/** Looks up the facts about a requesting user that the access policy judges. */
+export function createActors(identity: IdentityRepository, teams?: TeamRepository) {
+  /** The user's role in the organization; UNSPECIFIED when not a member. */
+  const organizationRole = async (organizationId: string, userId: string): Promise<Role> => {
+    const membership = isUuid(userId) ? await identity.findMembership(organizationId, userId) : null;
+    if (!membership) return Role.UNSPECIFIED;
+    return membership.role === "admin" ? Role.ADMIN : Role.MEMBER;
+  };
+
+  /** The actor of a request, with their role in the team when one is given; an empty id is an operator tool. */
+  const actorOf = async (organizationId: string, actorId: string, teamId?: string): Promise<Actor> => {
+    if (actorId === "") return { kind: "operator" };
+    const role = await organizationRole(organizationId, actorId);
+    const membership = teams && teamId && isUuid(actorId) ? await teams.findMember(teamId, actorId) : null;
+    if (!membership) return { kind: "user", role };
+    const teamRole = membership.role === "maintainer" ? TeamMemberRole.MAINTAINER : TeamMemberRole.MEMBER;
+    return { kind: "user", role, teamRole };
+  };
+
+  return { organizationRole, actorOf };
+}

@@ -1,0 +1,226 @@
+import { Code, type ConnectError } from "@connectrpc/connect";
+import { PipelineAccessLevel, SuiteAccessLevel, TeamMemberRole, TeamPrivacy } from "@conveyor/proto/identity";
+import { fieldErrorsOf, newId } from "@conveyor/runtime";
+import { failure, setup, world } from "./test-support.js";
+
+describe("teams service", () => {
+  it("creates teams with a slug, visible by default, and refuses a taken name", async () => {
+    const w = await world();
+    const { team } = await w.teams.getTeam({ organizationId: w.orgId, actorId: w.mia, teamId: w.teamId });
+    expect(team).toMatchObject({ slug: "web-team", name: "Web Team", privacy: TeamPrivacy.VISIBLE });
+    expect((await failure(w.teams.createTeam({ organization: w.orgId, name: "web team" }))).code).toBe(
+      Code.AlreadyExists,
+    );
+    expect((await failure(w.teams.createTeam({ organization: w.orgId, name: " " }))).code).toBe(Code.InvalidArgument);
+    expect((await failure(w.teams.getTeam({ organizationId: w.otherId, actorId: "", teamId: w.teamId }))).code).toBe(
+      Code.NotFound,
+    );
+  });
+
+  it("adds, lists, updates and removes members, with created_at always set", async () => {
+    const w = await world();
+    const base = { organizationId: w.orgId, actorId: w.admin, teamId: w.teamId };
+    const added = await w.teams.addTeamMember({ ...base, userId: w.mia, role: TeamMemberRole.MAINTAINER });
+    expect(added.member).toMatchObject({ role: TeamMemberRole.MAINTAINER, user: { id: w.mia, name: "Mia" } });
+    expect(added.member?.createdAt).toBeDefined();
+    await w.teams.addTeamMember({ ...base, userId: w.max, role: TeamMemberRole.MEMBER });
+    const list = await w.teams.listTeamMembers({ ...base, perPage: 1 });
+    expect(list.totalCount).toBe(2);
+    expect(list.members.map((m) => m.user?.name)).toEqual(["Max"]);
+    const updated = await w.teams.updateTeamMember({ ...base, userId: w.max, role: TeamMemberRole.MAINTAINER });
+    expect(updated.member?.role).toBe(TeamMemberRole.MAINTAINER);
+    await w.teams.removeTeamMember({ ...base, userId: w.max });
+    expect((await failure(w.teams.getTeamMember({ ...base, userId: w.max }))).message).toBe("No team member found");
+  });
+
+  it("answers each invalid member with its reason, all at once", async () => {
+    const w = await world();
+    const base = { organizationId: w.orgId, actorId: w.admin, teamId: w.teamId };
+    const cases: Array<[object, string]> = [
+      [{ userId: w.mia }, "Validation failed: Role must be member or maintainer"],
+      [{ userId: "", role: TeamMemberRole.MEMBER }, "Validation failed: User can't be blank"],
+      [{ userId: newId(), role: TeamMemberRole.MEMBER }, "Validation failed: User could not be found"],
+      [
+        { userId: w.stranger, role: TeamMemberRole.MEMBER },
+        "Validation failed: User is not a member of this organization",
+      ],
+      [{ userId: "nope" }, "Validation failed: User could not be found, Role must be member or maintainer"],
+    ];
+    for (const [req, message] of cases) {
+      const got = await failure(w.teams.addTeamMember({ ...base, ...req }));
+      expect([req, got.code, got.message]).toEqual([req, Code.InvalidArgument, message]);
+    }
+    await w.teams.addTeamMember({ ...base, userId: w.mia, role: TeamMemberRole.MEMBER });
+    expect(await failure(w.teams.addTeamMember({ ...base, userId: w.mia, role: TeamMemberRole.MEMBER }))).toMatchObject(
+      {
+        code: Code.AlreadyExists,
+        message: "Validation failed: User is already a member of this team",
+      },
+    );
+  });
+
+  it("refuses to demote or remove the last maintainer", async () => {
+    const w = await world();
+    const base = { organizationId: w.orgId, actorId: w.admin, teamId: w.teamId };
+    await w.teams.addTeamMember({ ...base, userId: w.mia, role: TeamMemberRole.MAINTAINER });
+    expect(
+      await failure(w.teams.updateTeamMember({ ...base, userId: w.mia, role: TeamMemberRole.MEMBER })),
+    ).toMatchObject({
+      code: Code.InvalidArgument,
+      message: "Validation failed: Role can't be changed: a team needs at least one maintainer",
+    });
+    expect(await failure(w.teams.removeTeamMember({ ...base, userId: w.mia }))).toMatchObject({
+      code: Code.FailedPrecondition,
+      message: "Team member could not be removed: a team needs at least one maintainer",
+    });
+    await w.teams.addTeamMember({ ...base, userId: w.max, role: TeamMemberRole.MAINTAINER });
+    await w.teams.removeTeamMember({ ...base, userId: w.mia });
+    expect((await w.teams.listTeamMembers(base)).members.map((m) => m.user?.id)).toEqual([w.max]);
+  });
+
+  it("lets maintainers manage their team, forbids plain members, and hides secret teams from outsiders", async () => {
+    const w = await world();
+    const { team: secret } = await w.teams.createTeam({
+      organization: w.orgId,
+      name: "Secret",
+      privacy: TeamPrivacy.SECRET,
+    });
+    const teamId = secret?.id ?? "";
+    await w.teams.addTeamMember({ organizationId: w.orgId, actorId: "", teamId, userId: w.mia, role: 2 });
+    const as = (actorId: string) => ({ organizationId: w.orgId, actorId, teamId });
+    expect((await failure(w.teams.listTeamMembers(as(w.max)))).message).toBe("No team found");
+    expect((await w.teams.listTeamMembers(as(w.mia))).totalCount).toBe(1);
+    expect((await w.teams.listTeamMembers(as(w.admin))).totalCount).toBe(1);
+    await w.teams.addTeamMember({ ...as(w.mia), userId: w.max, role: TeamMemberRole.MEMBER });
+    expect(
+      (await failure(w.teams.addTeamMember({ ...as(w.max), userId: w.admin, role: TeamMemberRole.MEMBER }))).code,
+    ).toBe(Code.PermissionDenied);
+    expect((await failure(w.teams.listTeamMembers(as(w.stranger)))).code).toBe(Code.NotFound);
+  });
+
+  it("associates pipelines with access levels, once each", async () => {
+    const w = await world();
+    const base = { organizationId: w.orgId, actorId: w.admin, teamId: w.teamId };
+    const pipelineId = newId();
+    const added = await w.teams.addTeamPipeline({
+      ...base,
+      pipelineId,
+      accessLevel: PipelineAccessLevel.READ_ONLY,
+    });
+    expect(added.pipeline).toMatchObject({ pipelineId, accessLevel: PipelineAccessLevel.READ_ONLY });
+    expect(
+      await failure(w.teams.addTeamPipeline({ ...base, pipelineId, accessLevel: PipelineAccessLevel.READ_ONLY })),
+    ).toMatchObject({
+      code: Code.AlreadyExists,
+      message: "Validation failed: Pipeline has already been added to this team",
+    });
+    expect((await failure(w.teams.addTeamPipeline({ ...base, pipelineId: "" }))).message).toBe(
+      "Validation failed: Pipeline could not be found, Access level must be read_only, build_and_read or manage_build_and_read",
+    );
+    const updated = await w.teams.updateTeamPipeline({
+      ...base,
+      pipelineId,
+      accessLevel: PipelineAccessLevel.MANAGE_BUILD_AND_READ,
+    });
+    expect(updated.pipeline?.accessLevel).toBe(PipelineAccessLevel.MANAGE_BUILD_AND_READ);
+    expect((await w.teams.listTeamPipelines(base)).totalCount).toBe(1);
+    await w.teams.removeTeamPipeline({ ...base, pipelineId });
+    expect((await failure(w.teams.getTeamPipeline({ ...base, pipelineId }))).message).toBe("No team pipeline found");
+  });
+
+  it("associates suites of the same organization with read and edit levels", async () => {
+    const w = await world();
+    const base = { organizationId: w.orgId, actorId: w.admin, teamId: w.teamId };
+    const { suite } = await w.teams.createSuite({ organization: w.orgId, name: "Unit Tests" });
+    const { suite: foreign } = await w.teams.createSuite({ organization: w.otherId, name: "Unit Tests" });
+    const { EDIT, READ, UNSPECIFIED } = SuiteAccessLevel;
+    const added = await w.teams.addTeamSuite({ ...base, suiteId: suite?.id ?? "", accessLevels: [EDIT, READ, EDIT] });
+    expect(added.suite?.accessLevels).toEqual([READ, EDIT]);
+    expect(
+      (await failure(w.teams.addTeamSuite({ ...base, suiteId: foreign?.id ?? "", accessLevels: [READ] }))).message,
+    ).toBe("Validation failed: Suite could not be found");
+    expect(
+      (await failure(w.teams.updateTeamSuite({ ...base, suiteId: suite?.id ?? "", accessLevels: [UNSPECIFIED] })))
+        .message,
+    ).toBe("Validation failed: Access level must be a list of read and edit");
+    expect((await failure(w.teams.updateTeamSuite({ ...base, suiteId: suite?.id ?? "", accessLevels: [] }))).code).toBe(
+      Code.InvalidArgument,
+    );
+    const updated = await w.teams.updateTeamSuite({ ...base, suiteId: suite?.id ?? "", accessLevels: [READ] });
+    expect(updated.suite?.accessLevels).toEqual([READ]);
+    await w.teams.removeTeamSuite({ ...base, suiteId: suite?.id ?? "" });
+    expect((await w.teams.listTeamSuites(base)).totalCount).toBe(0);
+  });
+
+  it("decides pipeline access from teams, and checks the teams a new pipeline is given to", async () => {
+    const w = await world();
+    const base = { organizationId: w.orgId, actorId: "", teamId: w.teamId };
+    await w.teams.addTeamMember({ ...base, userId: w.mia, role: TeamMemberRole.MEMBER });
+    const [p1, p2, p3] = [newId(), newId(), newId()];
+    await w.teams.linkPipelineTeams({
+      organizationId: w.orgId,
+      pipelineId: p1,
+      teams: { [w.teamId]: PipelineAccessLevel.BUILD_AND_READ },
+    });
+    await w.teams.addTeamPipeline({ ...base, pipelineId: p2, accessLevel: PipelineAccessLevel.READ_ONLY });
+
+    const access = await w.teams.getPipelineAccess({
+      organizationId: w.orgId,
+      userId: w.mia,
+      pipelineIds: [p1, p2, p3],
+    });
+    expect(access.pipelines.map((a) => [a.pipelineId, a.read, a.build, a.edit])).toEqual([
+      [p1, true, true, false],
+      [p2, true, false, false],
+      [p3, false, false, false],
+    ]);
+    const admin = await w.teams.getPipelineAccess({ organizationId: w.orgId, userId: w.admin, pipelineIds: [p3] });
+    expect(admin.pipelines[0]?.edit).toBe(true);
+    const listed = await w.teams.listAccessiblePipelines({ organizationIds: [w.orgId], userId: w.mia });
+    expect(listed.pipelines.map((a) => a.pipelineId).sort()).toEqual([p1, p2].sort());
+    expect((await w.teams.listAccessiblePipelines({ organizationIds: [w.orgId], userId: w.admin })).pipelines).toEqual(
+      [],
+    );
+
+    await w.teams.checkPipelineTeams({ organizationId: w.orgId, actorId: w.mia, teamIds: [w.teamId] });
+    await w.teams.checkPipelineTeams({ organizationId: w.orgId, actorId: w.admin, teamIds: [w.teamId] });
+    const notMine = await failure(
+      w.teams.checkPipelineTeams({ organizationId: w.orgId, actorId: w.max, teamIds: [w.teamId] }),
+    );
+    expect(notMine.code).toBe(Code.InvalidArgument);
+    expect(fieldErrorsOf(notMine.err as ConnectError)).toEqual([
+      { field: "teams", code: "can only include teams you are a member of, not Web Team" },
+    ]);
+    const ghost = newId();
+    const unknown = await failure(
+      w.teams.checkPipelineTeams({ organizationId: w.otherId, actorId: "", teamIds: [w.teamId, ghost] }),
+    );
+    expect(fieldErrorsOf(unknown.err as ConnectError).map((e) => e.code)).toEqual([
+      `has no team ${w.teamId} in this organization`,
+      `has no team ${ghost} in this organization`,
+    ]);
+  });
+
+  it("gives every member read and build, and admins edit, when teams are disabled", async () => {
+    const w = await world(false);
+    const p = newId();
+    const member = await w.teams.getPipelineAccess({ organizationId: w.orgId, userId: w.max, pipelineIds: [p] });
+    expect(member.pipelines[0]).toMatchObject({ read: true, build: true, edit: false });
+    const stranger = await w.teams.getPipelineAccess({ organizationId: w.orgId, userId: w.stranger, pipelineIds: [p] });
+    expect(stranger.pipelines[0]).toMatchObject({ read: false, build: false, edit: false });
+  });
+
+  it("sets all_pipelines on a principal's organizations exactly where teams do not decide", async () => {
+    const s = setup();
+    const { organization: teamsOn } = await s.ids.createOrganization({ name: "On", teamsEnabled: true });
+    const { organization: teamsOff } = await s.ids.createOrganization({ name: "Off" });
+    const { user } = await s.ids.createUser({ name: "U", email: "u@example.com" });
+    await s.ids.addMember({ organization: teamsOn?.id ?? "", userId: user?.id ?? "" });
+    await s.ids.addMember({ organization: teamsOff?.id ?? "", userId: user?.id ?? "" });
+    const { secret } = await s.ids.createAccessToken({ userId: user?.id ?? "", scopes: ["read_pipelines"] });
+    const { principal } = await s.ids.authenticateAccessToken({ secret });
+    const bySlug = new Map(principal?.organizations.map((o) => [o.organization?.slug, o.allPipelines]));
+    expect(bySlug.get("on")).toBeUndefined();
+    expect(bySlug.get("off")).toMatchObject({ level: PipelineAccessLevel.BUILD_AND_READ, edit: false });
+  });
+});
