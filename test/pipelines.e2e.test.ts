@@ -1,5 +1,6 @@
 import { Role } from "@conveyor/proto/identity";
 import { api, arrangeCluster, arrangeMember, arrangeOrgUser, identity, send, unique } from "./support/stack-env.js";
+import { arrangeTeam, arrangeTeamMember } from "./support/teams-env.js";
 
 const ISO_MS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 const ALL = ["read_pipelines", "write_pipelines", "read_organizations"];
@@ -335,7 +336,8 @@ describe("pipelines over REST", () => {
     const refused = await send("POST", path, member.secret, body);
     expect(refused.status).toBe(422);
     expect(refused.body.errors[0].field).toBe("teams");
-    const team = "6f1c0e1a-0000-4000-8000-000000000001";
+    const team = (await arrangeTeam(teamsOrg.organization.id)).id;
+    await arrangeTeamMember(teamsOrg.organization.id, team, member.user?.id ?? "");
     expect((await send("POST", path, member.secret, { ...body, teams: { [team]: "build_and_read" } })).status).toBe(
       201,
     );
@@ -343,6 +345,23 @@ describe("pipelines over REST", () => {
     expect((await send("POST", path, member.secret, { ...body, name: unique("T"), team_uuids: [team] })).status).toBe(
       201,
     );
+    // Teams must exist in the organization, and a non-admin may only give teams they belong to.
+    const ghost = "6f1c0e1a-0000-4000-8000-000000000001";
+    const unknown = await send("POST", path, member.secret, {
+      ...body,
+      name: unique("T"),
+      teams: { [ghost]: "read_only" },
+    });
+    expect(unknown.status).toBe(422);
+    expect(unknown.body.errors).toEqual([{ field: "teams", code: `has no team ${ghost} in this organization` }]);
+    const notMine = (await arrangeTeam(teamsOrg.organization.id)).id;
+    const refusedTeam = await send("POST", path, member.secret, {
+      ...body,
+      name: unique("T"),
+      teams: { [notMine]: "read_only" },
+    });
+    expect(refusedTeam.status).toBe(422);
+    expect(refusedTeam.body.errors[0].field).toBe("teams");
   });
 
   it("checks scopes and organization reach", async () => {

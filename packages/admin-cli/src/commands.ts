@@ -1,11 +1,22 @@
 import type { AgentsService } from "@conveyor/proto/agents";
-import { type IdentityService, Role } from "@conveyor/proto/identity";
+import {
+  type IdentityService,
+  type RegistriesService,
+  Role,
+  TeamMemberRole,
+  TeamPrivacy,
+  type TeamsService,
+} from "@conveyor/proto/identity";
 import { type Client, isoTime } from "@conveyor/runtime";
 import { type CliArgs, optionalFlag, requireFlag, UsageError } from "./args.js";
 
 /** The clients a command may use; created lazily so a usage error never needs a running stack. */
 export interface CommandContext {
   identity(): Client<typeof IdentityService>;
+  /** Teams and suites, served by the identity process. */
+  teams(): Client<typeof TeamsService>;
+  /** Package registries, served by the identity process. */
+  registries(): Client<typeof RegistriesService>;
   agents(): Client<typeof AgentsService>;
 }
 
@@ -19,7 +30,7 @@ async function resolveOrganizationId(ctx: CommandContext, ref: string): Promise<
   return organization.id;
 }
 
-/** Every command, keyed "<noun> <verb>". */
+/** Every command, keyed "<noun> <verb>" (or "<noun> <noun> <verb>"). */
 export const COMMANDS: Record<string, { usage: string; run: Command }> = {
   "org create": {
     usage: "org create --name NAME [--slug SLUG] [--teams-enabled]",
@@ -96,6 +107,91 @@ export const COMMANDS: Record<string, { usage: string; run: Command }> = {
       return t && { id: t.id, user_id: t.userId, revoked_at: isoTime(t.revokedAt) };
     },
   },
+  "team create": {
+    usage: "team create --org SLUG --name NAME [--privacy visible|secret] [--description TEXT]",
+    async run(args, ctx) {
+      const privacy = optionalFlag(args, "privacy") ?? "visible";
+      if (privacy !== "visible" && privacy !== "secret") throw new UsageError("--privacy must be visible or secret");
+      const { team: t } = await ctx.teams().createTeam({
+        organization: requireFlag(args, "org"),
+        name: requireFlag(args, "name"),
+        description: optionalFlag(args, "description") ?? "",
+        privacy: privacy === "secret" ? TeamPrivacy.SECRET : TeamPrivacy.VISIBLE,
+      });
+      return (
+        t && {
+          id: t.id,
+          organization_id: t.organizationId,
+          slug: t.slug,
+          name: t.name,
+          description: t.description,
+          privacy: t.privacy === TeamPrivacy.SECRET ? "secret" : "visible",
+          created_at: isoTime(t.createdAt),
+        }
+      );
+    },
+  },
+  "team member add": {
+    usage: "team member add --org SLUG --team TEAM_ID --user USER_ID [--role member|maintainer]",
+    async run(args, ctx) {
+      const role = optionalFlag(args, "role") ?? "member";
+      if (role !== "member" && role !== "maintainer") throw new UsageError("--role must be member or maintainer");
+      const organizationId = await resolveOrganizationId(ctx, requireFlag(args, "org"));
+      const { member: m } = await ctx.teams().addTeamMember({
+        organizationId,
+        teamId: requireFlag(args, "team"),
+        userId: requireFlag(args, "user"),
+        role: role === "maintainer" ? TeamMemberRole.MAINTAINER : TeamMemberRole.MEMBER,
+      });
+      return (
+        m && {
+          team_id: m.teamId,
+          user_id: m.user?.id,
+          user_name: m.user?.name,
+          role,
+          created_at: isoTime(m.createdAt),
+        }
+      );
+    },
+  },
+  "suite create": {
+    usage: "suite create --org SLUG --name NAME",
+    async run(args, ctx) {
+      const { suite: s } = await ctx.teams().createSuite({
+        organization: requireFlag(args, "org"),
+        name: requireFlag(args, "name"),
+      });
+      return (
+        s && {
+          id: s.id,
+          organization_id: s.organizationId,
+          slug: s.slug,
+          name: s.name,
+          created_at: isoTime(s.createdAt),
+        }
+      );
+    },
+  },
+  "registry create": {
+    usage: "registry create --org SLUG --name NAME [--ecosystem npm|oci|…]",
+    async run(args, ctx) {
+      const { registry: r } = await ctx.registries().createRegistry({
+        organization: requireFlag(args, "org"),
+        name: requireFlag(args, "name"),
+        ecosystem: optionalFlag(args, "ecosystem") ?? "",
+      });
+      return (
+        r && {
+          id: r.id,
+          organization_id: r.organizationId,
+          slug: r.slug,
+          name: r.name,
+          ecosystem: r.ecosystem,
+          created_at: isoTime(r.createdAt),
+        }
+      );
+    },
+  },
   "cluster create": {
     usage: "cluster create --org SLUG --name NAME [--description TEXT]",
     async run(args, ctx) {
@@ -145,7 +241,8 @@ export function usage(): string {
     "",
     ...Object.values(COMMANDS).map((c) => `  ci-admin ${c.usage}`),
     "",
-    "Talks gRPC to the identity and agents services of the stack `npm start` runs.",
+    "Talks gRPC to the identity and agents services of the stack `npm start` runs (teams, suites and registries",
+    "belong to the identity service).",
     "Set IDENTITY_URL / AGENTS_URL to reach another stack. Prints one JSON object per call.",
   ].join("\n");
 }

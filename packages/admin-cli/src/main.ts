@@ -1,5 +1,5 @@
 import { AgentsService } from "@conveyor/proto/agents";
-import { IdentityService } from "@conveyor/proto/identity";
+import { IdentityService, RegistriesService, TeamsService } from "@conveyor/proto/identity";
 import { createEnvReader, createServiceClient, defaultServiceUrl } from "@conveyor/runtime";
 import { parseArgs } from "./args.js";
 import { COMMANDS, type CommandContext, usage } from "./commands.js";
@@ -8,13 +8,17 @@ import { describeError } from "./describe-error.js";
 const env = createEnvReader(process.env);
 const identityUrl = env.url("IDENTITY_URL", defaultServiceUrl("identity"));
 const agentsUrl = env.url("AGENTS_URL", defaultServiceUrl("agents"));
+const grpc = { protocol: "grpc", timeoutMs: 15_000 } as const;
 const ctx: CommandContext = {
-  identity: () => createServiceClient(IdentityService, identityUrl, { protocol: "grpc", timeoutMs: 15_000 }),
-  agents: () => createServiceClient(AgentsService, agentsUrl, { protocol: "grpc", timeoutMs: 15_000 }),
+  identity: () => createServiceClient(IdentityService, identityUrl, grpc),
+  teams: () => createServiceClient(TeamsService, identityUrl, grpc),
+  registries: () => createServiceClient(RegistriesService, identityUrl, grpc),
+  agents: () => createServiceClient(AgentsService, agentsUrl, grpc),
 };
 
 const args = parseArgs(process.argv.slice(2));
-const key = args.words.slice(0, 2).join(" ");
+// Most commands are "<noun> <verb>"; a few name a part of a noun first, as in "team member add".
+const key = [3, 2].map((n) => args.words.slice(0, n).join(" ")).find((k) => k in COMMANDS) ?? "";
 const command = COMMANDS[key];
 if (args.words.length === 0 || args.flags.help === true) {
   process.stdout.write(`${usage()}\n`);

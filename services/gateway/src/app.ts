@@ -2,6 +2,7 @@ import type { Logger } from "@conveyor/runtime";
 import cors from "@fastify/cors";
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from "fastify";
 import { registerAuthentication } from "./auth/authenticate.js";
+import { createPipelineAccess } from "./auth/pipeline-access.js";
 import { createPrincipalCache, identityLookup, type PrincipalCache } from "./auth/principal-cache.js";
 import type { GatewayClients } from "./clients.js";
 import type { GatewayConfig } from "./config.js";
@@ -14,6 +15,9 @@ import { memberRoutes } from "./routes/members.js";
 import { metaRoutes } from "./routes/meta.js";
 import { organizationRoutes } from "./routes/organizations.js";
 import { pipelineRoutes } from "./routes/pipelines.js";
+import { registryTokenRoutes } from "./routes/registry-tokens.js";
+import { ruleRoutes } from "./routes/rules.js";
+import { teamRoutes } from "./routes/teams.js";
 
 export interface AppDeps {
   config: Pick<GatewayConfig, "publicUrl" | "webUrl" | "tokenCacheTtlMs" | "bodyLimitBytes">;
@@ -40,6 +44,15 @@ export async function buildApp(deps: AppDeps): Promise<GatewayApp> {
   await app.register(cors, { origin: "*", exposedHeaders: ["Link"] });
   // The API takes JSON bodies only: anything else is a 415, not a string handed to a route.
   app.removeContentTypeParser("text/plain");
+  // Scripts often send `Content-Type: application/json` on every request, bodyless DELETEs included: an empty body
+  // is no body, as in Buildkite's API, rather than a JSON parse error.
+  const parseJson = app.getDefaultJsonParser("error", "error");
+  app.removeContentTypeParser("application/json");
+  app.addContentTypeParser("application/json", { parseAs: "string" }, (request, body, done) => {
+    const text = body.toString();
+    if (text.trim() === "") return done(null, undefined);
+    return parseJson(request, text, done);
+  });
   registerErrorHandling(app);
   const principals = createPrincipalCache(
     identityLookup(async (secret, requestId) => {
@@ -64,6 +77,7 @@ export async function buildApp(deps: AppDeps): Promise<GatewayApp> {
     urls: createUrls(deps.config.publicUrl, deps.config.webUrl),
     publicUrl: deps.config.publicUrl,
     principals,
+    pipelineAccess: createPipelineAccess(deps.clients),
   };
   metaRoutes(app);
   accessTokenRoutes(app, routeDeps);
@@ -71,6 +85,9 @@ export async function buildApp(deps: AppDeps): Promise<GatewayApp> {
   memberRoutes(app, routeDeps);
   pipelineRoutes(app, routeDeps);
   buildRoutes(app, routeDeps);
+  teamRoutes(app, routeDeps);
+  ruleRoutes(app, routeDeps);
+  registryTokenRoutes(app, routeDeps);
   await app.ready();
   return { app, principals };
 }

@@ -1,7 +1,7 @@
 import { AgentsService } from "@conveyor/proto/agents";
 import { ArtifactsService } from "@conveyor/proto/artifacts";
 import { BuildsService } from "@conveyor/proto/builds";
-import { IdentityService } from "@conveyor/proto/identity";
+import { IdentityService, RegistriesService, RulesService, TeamsService } from "@conveyor/proto/identity";
 import { PipelinesService } from "@conveyor/proto/pipelines";
 import { type Client, createServiceClient } from "@conveyor/runtime";
 import type { GatewayConfig } from "./config.js";
@@ -9,6 +9,10 @@ import type { GatewayConfig } from "./config.js";
 /** One client per backend service; route modules receive these, so tests can hand in other transports. */
 export interface GatewayClients {
   identity: Client<typeof IdentityService>;
+  /** Served by the identity process, like rules and registries. */
+  teams: Client<typeof TeamsService>;
+  rules: Client<typeof RulesService>;
+  registries: Client<typeof RegistriesService>;
   pipelines: Client<typeof PipelinesService>;
   builds: Client<typeof BuildsService>;
   artifacts: Client<typeof ArtifactsService>;
@@ -20,6 +24,9 @@ export function createGatewayClients(config: GatewayConfig): GatewayClients {
   const opts = { timeoutMs: config.rpcTimeoutMs };
   return {
     identity: createServiceClient(IdentityService, config.serviceUrls.identity, opts),
+    teams: createServiceClient(TeamsService, config.serviceUrls.identity, opts),
+    rules: createServiceClient(RulesService, config.serviceUrls.identity, opts),
+    registries: createServiceClient(RegistriesService, config.serviceUrls.identity, opts),
     pipelines: createServiceClient(PipelinesService, config.serviceUrls.pipelines, opts),
     builds: createServiceClient(BuildsService, config.serviceUrls.builds, opts),
     artifacts: createServiceClient(ArtifactsService, config.serviceUrls.artifacts, opts),

@@ -8,9 +8,13 @@ import {
   IdentityService,
   type Organization,
   OrganizationSchema,
+  PipelineAccessLevel,
   type Principal,
   PrincipalSchema,
+  RegistriesService,
   Role,
+  RulesService,
+  TeamsService,
   type User,
   UserSchema,
 } from "@conveyor/proto/identity";
@@ -48,11 +52,26 @@ export function makeUser(n: number, name: string): User {
   });
 }
 
+/**
+ * The organization-wide pipeline access identity puts on a principal (see identity's access policy): administrators
+ * may do everything, members of teams-disabled organizations read and build, and otherwise teams decide (unset).
+ */
+function allPipelines(organization: Organization, role: Role) {
+  if (role === Role.ADMIN)
+    return { level: PipelineAccessLevel.MANAGE_BUILD_AND_READ, read: true, build: true, edit: true };
+  if (organization.teamsEnabled) return undefined;
+  return { level: PipelineAccessLevel.BUILD_AND_READ, read: true, build: true, edit: false };
+}
+
 export function makePrincipal(user: User, scopes: string[], orgs: Array<[Organization, Role]>): Principal {
   return create(PrincipalSchema, {
     token: { id: `22222222-0000-4000-8000-${user.id.slice(-12)}`, userId: user.id, scopes, description: "test" },
     user,
-    organizations: orgs.map(([organization, role]) => ({ organization, role })),
+    organizations: orgs.map(([organization, role]) => ({
+      organization,
+      role,
+      allPipelines: allPipelines(organization, role),
+    })),
   });
 }
 
@@ -92,6 +111,9 @@ function fakeIdentity(world: FakeWorld): Partial<ServiceImpl<typeof IdentityServ
 export interface FakeServices {
   pipelines?: Partial<ServiceImpl<typeof PipelinesService>>;
   builds?: Partial<ServiceImpl<typeof BuildsService>>;
+  teams?: Partial<ServiceImpl<typeof TeamsService>>;
+  rules?: Partial<ServiceImpl<typeof RulesService>>;
+  registries?: Partial<ServiceImpl<typeof RegistriesService>>;
 }
 
 /** Builds the gateway app over in-memory fakes of every backend service. */
@@ -100,11 +122,17 @@ export async function buildTestApp(world: FakeWorld, services: FakeServices = {}
     router.service(IdentityService, fakeIdentity(world));
     router.service(PipelinesService, services.pipelines ?? {});
     router.service(BuildsService, services.builds ?? {});
+    router.service(TeamsService, services.teams ?? {});
+    router.service(RulesService, services.rules ?? {});
+    router.service(RegistriesService, services.registries ?? {});
     router.service(ArtifactsService, {});
     router.service(AgentsService, {});
   });
   const clients: GatewayClients = {
     identity: createClient(IdentityService, transport),
+    teams: createClient(TeamsService, transport),
+    rules: createClient(RulesService, transport),
+    registries: createClient(RegistriesService, transport),
     pipelines: createClient(PipelinesService, transport),
     builds: createClient(BuildsService, transport),
     artifacts: createClient(ArtifactsService, transport),

@@ -4,7 +4,7 @@ import type { OrganizationAccess } from "@conveyor/proto/identity";
 import type { Pipeline } from "@conveyor/proto/pipelines";
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import { organizationAccess } from "../auth/authenticate.js";
-import { canEditPipelines } from "../auth/pipeline-permissions.js";
+import type { PipelineAction } from "../auth/pipeline-access.js";
 import { HttpError } from "../http-error.js";
 import { linkHeader, pagingQuerySchema, parsePaging } from "../paging.js";
 import { buildSchema, renderBuild } from "../render/build.js";
@@ -90,46 +90,62 @@ function creatorOf(request: FastifyRequest): MessageInitShape<typeof BuildUserSc
 export function buildRoutes(app: FastifyInstance, deps: RouteDeps): void {
   const { clients, urls } = deps;
 
-  /** The pipeline of a build route, by slug within the organization (NotFound → 404 "No pipeline found"). */
-  const pipelineOf = async (request: FastifyRequest<{ Params: PipelineParams }>, access: OrganizationAccess) => {
+  /**
+   * The pipeline of a build route, by slug within the organization, when the caller may take `action` on it:
+   * unknown or not readable by the caller → 404 "No pipeline found", action not allowed → 403 "Forbidden".
+   */
+  const pipelineOf = async (
+    request: FastifyRequest<{ Params: PipelineParams }>,
+    access: OrganizationAccess,
+    action: PipelineAction,
+  ) => {
     const res = await clients.pipelines.getPipeline(
       { organizationId: access.organization?.id ?? "", pipeline: request.params.pipeline },
       rpcOptions(request),
     );
     if (!res.pipeline) throw new HttpError(404, "No pipeline found");
-    return res.pipeline;
+    const granted = await deps.pipelineAccess.require(request, access, res.pipeline, action);
+    return { pipeline: res.pipeline, canEdit: granted.edit };
   };
 
   /** Renders one build of a known pipeline. */
-  const renderOne = (build: Build | undefined, access: OrganizationAccess, pipeline: Pipeline, detail: JobDetail) => {
+  const renderOne = (
+    build: Build | undefined,
+    access: OrganizationAccess,
+    { pipeline, canEdit }: { pipeline: Pipeline; canEdit: boolean },
+    detail: JobDetail,
+  ) => {
     if (!build) throw NO_BUILD();
-    return renderBuild(build, {
-      urls,
-      orgSlug: access.organization?.slug ?? "",
-      pipeline,
-      canEdit: canEditPipelines(access),
-      detail,
-    });
+    return renderBuild(build, { urls, orgSlug: access.organization?.slug ?? "", pipeline, canEdit, detail });
   };
 
   /**
    * Lists one page of builds among `accesses` (optionally of one known pipeline) and renders it. The embedded
    * pipelines of an organization-wide page come from one batch lookup, unless exclude_pipeline asks for none.
+   * Organization-wide pages cover only the pipelines the caller may read.
    */
   const listPage = async (
     request: FastifyRequest<{ Querystring: RawQuery }>,
     reply: { header(name: string, value: string): unknown },
     accesses: OrganizationAccess[],
-    pipeline?: Pipeline,
+    known?: { pipeline: Pipeline; canEdit: boolean },
   ) => {
+    const pipeline = known?.pipeline;
     const paging = parsePaging(request.query as { page?: string; per_page?: string });
     const query = parseBuildListQuery(request.query);
     const orgs = new Map(accesses.flatMap((a) => (a.organization ? [[a.organization.id, a] as const] : [])));
     if (orgs.size === 0) return [];
+    const visible = known ? undefined : await deps.pipelineAccess.accessible(request, [...orgs.values()]);
+    if (visible && visible.everywhere.size === 0 && visible.pipelines.size === 0) return [];
+    const canEdit = (build: Build) =>
+      known
+        ? known.canEdit
+        : ((visible?.everywhere.get(build.organizationId) ?? visible?.pipelines.get(build.pipelineId))?.edit ?? false);
     const res = await clients.builds.listBuilds(
       {
         ...query.filters,
-        organizationIds: [...orgs.keys()],
+        organizationIds: visible ? [...visible.everywhere.keys()] : [...orgs.keys()],
+        pipelineIds: visible ? [...visible.pipelines.keys()] : [],
         pipelineId: pipeline?.id ?? "",
         page: paging.page,
         perPage: paging.perPage,
@@ -157,7 +173,7 @@ export function buildRoutes(app: FastifyInstance, deps: RouteDeps): void {
             urls,
             orgSlug: access.organization.slug,
             pipeline: query.excludePipeline ? null : (pipelines.get(build.pipelineId) ?? null),
-            canEdit: canEditPipelines(access),
+            canEdit: canEdit(build),
             detail: "list",
           },
           { excludeJobs: query.filters.excludeJobs },
@@ -183,7 +199,7 @@ export function buildRoutes(app: FastifyInstance, deps: RouteDeps): void {
     { schema: listSchema },
     async (request, reply) => {
       const access = organizationAccess(request, request.params.org);
-      const pipeline = await pipelineOf(request, access);
+      const pipeline = await pipelineOf(request, access, "read");
       return listPage(request, reply, [access], pipeline);
     },
   );
@@ -200,9 +216,9 @@ export function buildRoutes(app: FastifyInstance, deps: RouteDeps): void {
       const access = organizationAccess(request, request.params.org);
       const number = buildNumber(request.params.number);
       const includeRetriedJobs = parseBoolean("include_retried_jobs", request.query.include_retried_jobs);
-      const pipeline = await pipelineOf(request, access);
+      const pipeline = await pipelineOf(request, access, "read");
       const res = await clients.builds.getBuild(
-        { pipelineId: pipeline.id, number, includeRetriedJobs },
+        { pipelineId: pipeline.pipeline.id, number, includeRetriedJobs },
         rpcOptions(request),
       );
       return renderOne(res.build, access, pipeline, "single");
@@ -215,7 +231,7 @@ export function buildRoutes(app: FastifyInstance, deps: RouteDeps): void {
     async (request, reply) => {
       const access = organizationAccess(request, request.params.org);
       const body = request.body ?? {};
-      const pipeline = await pipelineOf(request, access);
+      const pipeline = await pipelineOf(request, access, "build");
       const creator = creatorOf(request);
       const author =
         body.author && (body.author.name || body.author.email)
@@ -223,7 +239,7 @@ export function buildRoutes(app: FastifyInstance, deps: RouteDeps): void {
           : creator && { name: creator.name, email: creator.email };
       const res = await clients.builds.createBuild(
         {
-          pipeline,
+          pipeline: pipeline.pipeline,
           organizationSlug: access.organization?.slug ?? "",
           creator,
           commit: body.commit ?? "",
@@ -252,8 +268,8 @@ export function buildRoutes(app: FastifyInstance, deps: RouteDeps): void {
     async (request) => {
       const access = organizationAccess(request, request.params.org);
       const number = buildNumber(request.params.number);
-      const pipeline = await pipelineOf(request, access);
-      const res = await clients.builds.cancelBuild({ pipelineId: pipeline.id, number }, rpcOptions(request));
+      const pipeline = await pipelineOf(request, access, "build");
+      const res = await clients.builds.cancelBuild({ pipelineId: pipeline.pipeline.id, number }, rpcOptions(request));
       return renderOne(res.build, access, pipeline, "single");
     },
   );
@@ -264,10 +280,10 @@ export function buildRoutes(app: FastifyInstance, deps: RouteDeps): void {
     async (request) => {
       const access = organizationAccess(request, request.params.org);
       const number = buildNumber(request.params.number);
-      const pipeline = await pipelineOf(request, access);
+      const pipeline = await pipelineOf(request, access, "build");
       const res = await clients.builds.rebuildBuild(
         {
-          pipeline,
+          pipeline: pipeline.pipeline,
           organizationSlug: access.organization?.slug ?? "",
           number,
           creator: creatorOf(request),

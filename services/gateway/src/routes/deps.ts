@@ -1,5 +1,6 @@
 import type { CallOptions } from "@connectrpc/connect";
 import type { FastifyRequest } from "fastify";
+import type { PipelineAccessChecks } from "../auth/pipeline-access.js";
 import type { PrincipalCache } from "../auth/principal-cache.js";
 import type { GatewayClients } from "../clients.js";
 import type { Urls } from "../render/urls.js";
@@ -10,6 +11,8 @@ export interface RouteDeps {
   urls: Urls;
   publicUrl: string;
   principals: PrincipalCache;
+  /** Team-based pipeline access, as identity's access policy decides it. */
+  pipelineAccess: PipelineAccessChecks;
 }
 
 /** Per-call options that carry the request id to the service. */

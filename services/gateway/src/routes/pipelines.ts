@@ -1,40 +1,82 @@
+import type { OrganizationAccess } from "@conveyor/proto/identity";
 import { ArchiveFilter, type Pipeline } from "@conveyor/proto/pipelines";
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import { organizationAccess } from "../auth/authenticate.js";
-import { canEditPipelines, isOrganizationAdmin } from "../auth/pipeline-permissions.js";
+import { isOrganizationAdmin } from "../auth/pipeline-access.js";
 import { HttpError } from "../http-error.js";
 import { linkHeader, pagingQuerySchema, parsePaging } from "../paging.js";
 import { type PipelineView, pipelineSchema, renderPipeline } from "../render/pipeline.js";
 import { arrayOf, errorSchema } from "../render/schemas.js";
+import { pipelineLevelOf } from "../render/team.js";
 import { type RouteDeps, rpcOptions } from "./deps.js";
 import { bodyTeams, bodyToAttributes, type PipelineBody, pipelineBodySchema } from "./pipeline-body.js";
 
 type OrgParams = { org: string };
 type PipelineParams = { org: string; slug: string };
 
-const FORBIDDEN = () => new HttpError(403, "Forbidden");
-
-/** The pipelines routes: list, get, create, update, archive, unarchive and delete. */
+/**
+ * The pipelines routes: list, get, create, update, archive, unarchive and delete. What a caller may see and do is
+ * identity's access policy's decision (deps.pipelineAccess): a pipeline they may not read is 404, an edit they may
+ * not make is 403.
+ */
 export function pipelineRoutes(app: FastifyInstance, deps: RouteDeps): void {
-  const view = (request: FastifyRequest, orgSlug: string): PipelineView => ({
-    urls: deps.urls,
-    orgSlug,
-    canEdit: canEditPipelines(organizationAccess(request, orgSlug)),
-  });
+  const { clients, pipelineAccess } = deps;
+  const view = (orgSlug: string, canEdit: boolean): PipelineView => ({ urls: deps.urls, orgSlug, canEdit });
   const orgId = (request: FastifyRequest, slug: string) => organizationAccess(request, slug).organization?.id ?? "";
   const render = (p: Pipeline | undefined, v: PipelineView) => {
     if (!p) throw new HttpError(404, "No pipeline found");
     return renderPipeline(p, v);
   };
-  /** Edits need edit permission; the pipeline must be visible first, so a hidden one stays 404. */
+  /**
+   * Edits need edit access. When the caller may edit every pipeline the service is asked directly; otherwise the
+   * pipeline is read first, so one the caller cannot see stays 404 and one they can see but not edit is 403.
+   */
   const requireEdit = async (request: FastifyRequest<{ Params: PipelineParams }>) => {
     const access = organizationAccess(request, request.params.org);
-    if (canEditPipelines(access)) return;
-    await deps.clients.pipelines.getPipeline(
+    if (access.allPipelines?.edit) return;
+    const res = await clients.pipelines.getPipeline(
       { organizationId: access.organization?.id ?? "", pipeline: request.params.slug },
       rpcOptions(request),
     );
-    throw FORBIDDEN();
+    if (!res.pipeline) throw new HttpError(404, "No pipeline found");
+    await pipelineAccess.require(request, access, res.pipeline, "edit");
+  };
+  /** Checks the teams of a create body with identity before anything is created. */
+  const checkTeams = async (request: FastifyRequest, access: OrganizationAccess, teams: Record<string, string>) => {
+    if (!access.organization?.teamsEnabled || Object.keys(teams).length === 0) return;
+    await clients.teams.checkPipelineTeams(
+      {
+        organizationId: access.organization.id,
+        actorId: request.principal?.user?.id ?? "",
+        teamIds: Object.keys(teams),
+      },
+      rpcOptions(request),
+    );
+  };
+  /** Gives the teams of a create body access to the new pipeline; the pipeline is deleted again if that fails. */
+  const linkTeams = async (
+    request: FastifyRequest,
+    access: OrganizationAccess,
+    pipeline: Pipeline,
+    teams: Record<string, string>,
+  ) => {
+    if (Object.keys(teams).length === 0) return;
+    const organizationId = access.organization?.id ?? "";
+    try {
+      await clients.teams.linkPipelineTeams(
+        {
+          organizationId,
+          pipelineId: pipeline.id,
+          teams: Object.fromEntries(Object.entries(teams).map(([team, level]) => [team, pipelineLevelOf(level)])),
+        },
+        rpcOptions(request),
+      );
+    } catch (err) {
+      await clients.pipelines
+        .deletePipeline({ organizationId, pipeline: pipeline.id }, rpcOptions(request))
+        .catch((cleanup: unknown) => request.log.error({ err: cleanup }, "could not delete an unlinked pipeline"));
+      throw err;
+    }
   };
 
   const response = (ok: object, okStatus = 200) => ({ [okStatus]: ok, "4xx": errorSchema });
@@ -54,26 +96,30 @@ export function pipelineRoutes(app: FastifyInstance, deps: RouteDeps): void {
       },
     },
     async (request, reply) => {
+      const access = organizationAccess(request, request.params.org);
       const paging = parsePaging(request.query);
+      const visible = access.allPipelines ? undefined : await pipelineAccess.accessible(request, [access]);
+      if (visible && visible.pipelines.size === 0) return [];
       const archiveFilter =
         request.query.archived === "true"
           ? ArchiveFilter.ARCHIVED
           : request.query.include_archived === "true"
             ? ArchiveFilter.ALL
             : ArchiveFilter.ACTIVE;
-      const res = await deps.clients.pipelines.listPipelines(
+      const res = await clients.pipelines.listPipelines(
         {
-          organizationId: orgId(request, request.params.org),
+          organizationId: access.organization?.id ?? "",
           archiveFilter,
           page: paging.page,
           perPage: paging.perPage,
+          pipelineIds: visible ? [...visible.pipelines.keys()] : [],
         },
         rpcOptions(request),
       );
       const link = linkHeader(deps.publicUrl, request.url, paging, { total: res.totalCount });
       if (link) reply.header("link", link);
-      const v = view(request, request.params.org);
-      return res.pipelines.map((p) => renderPipeline(p, v));
+      const canEdit = (p: Pipeline) => (access.allPipelines ?? visible?.pipelines.get(p.id))?.edit ?? false;
+      return res.pipelines.map((p) => renderPipeline(p, view(request.params.org, canEdit(p))));
     },
   );
 
@@ -81,11 +127,14 @@ export function pipelineRoutes(app: FastifyInstance, deps: RouteDeps): void {
     "/v2/organizations/:org/pipelines/:slug",
     { schema: { response: response(pipelineSchema) } },
     async (request) => {
-      const res = await deps.clients.pipelines.getPipeline(
-        { organizationId: orgId(request, request.params.org), pipeline: request.params.slug },
+      const access = organizationAccess(request, request.params.org);
+      const res = await clients.pipelines.getPipeline(
+        { organizationId: access.organization?.id ?? "", pipeline: request.params.slug },
         rpcOptions(request),
       );
-      return render(res.pipeline, view(request, request.params.org));
+      if (!res.pipeline) throw new HttpError(404, "No pipeline found");
+      const granted = await pipelineAccess.require(request, access, res.pipeline, "read");
+      return render(res.pipeline, view(request.params.org, granted.edit));
     },
   );
 
@@ -95,7 +144,9 @@ export function pipelineRoutes(app: FastifyInstance, deps: RouteDeps): void {
     async (request, reply) => {
       const access = organizationAccess(request, request.params.org);
       const user = request.principal?.user;
-      const res = await deps.clients.pipelines.createPipeline(
+      const teams = bodyTeams(request.body ?? {});
+      await checkTeams(request, access, teams);
+      const res = await clients.pipelines.createPipeline(
         {
           organizationId: access.organization?.id ?? "",
           creator: user && {
@@ -106,13 +157,16 @@ export function pipelineRoutes(app: FastifyInstance, deps: RouteDeps): void {
             createdAt: user.createdAt,
           },
           attributes: bodyToAttributes(request.body ?? {}),
-          teams: bodyTeams(request.body ?? {}),
+          teams,
           teamsEnabled: access.organization?.teamsEnabled ?? false,
           creatorIsAdmin: isOrganizationAdmin(access),
         },
         rpcOptions(request),
       );
-      return reply.status(201).send(render(res.pipeline, view(request, request.params.org)));
+      if (!res.pipeline) throw new HttpError(404, "No pipeline found");
+      await linkTeams(request, access, res.pipeline, teams);
+      const granted = await pipelineAccess.of(request, access, res.pipeline.id);
+      return reply.status(201).send(render(res.pipeline, view(request.params.org, granted.edit)));
     },
   );
 
@@ -133,7 +187,7 @@ export function pipelineRoutes(app: FastifyInstance, deps: RouteDeps): void {
           ],
         });
       }
-      const res = await deps.clients.pipelines.updatePipeline(
+      const res = await clients.pipelines.updatePipeline(
         {
           organizationId: orgId(request, request.params.org),
           pipeline: request.params.slug,
@@ -141,7 +195,7 @@ export function pipelineRoutes(app: FastifyInstance, deps: RouteDeps): void {
         },
         rpcOptions(request),
       );
-      return render(res.pipeline, view(request, request.params.org));
+      return render(res.pipeline, view(request.params.org, true));
     },
   );
 
@@ -150,11 +204,11 @@ export function pipelineRoutes(app: FastifyInstance, deps: RouteDeps): void {
     { schema: { response: response(pipelineSchema) } },
     async (request) => {
       await requireEdit(request);
-      const res = await deps.clients.pipelines.archivePipeline(
+      const res = await clients.pipelines.archivePipeline(
         { organizationId: orgId(request, request.params.org), pipeline: request.params.slug },
         rpcOptions(request),
       );
-      return render(res.pipeline, view(request, request.params.org));
+      return render(res.pipeline, view(request.params.org, true));
     },
   );
 
@@ -163,11 +217,11 @@ export function pipelineRoutes(app: FastifyInstance, deps: RouteDeps): void {
     { schema: { response: response(pipelineSchema) } },
     async (request) => {
       await requireEdit(request);
-      const res = await deps.clients.pipelines.unarchivePipeline(
+      const res = await clients.pipelines.unarchivePipeline(
         { organizationId: orgId(request, request.params.org), pipeline: request.params.slug },
         rpcOptions(request),
       );
-      return render(res.pipeline, view(request, request.params.org));
+      return render(res.pipeline, view(request.params.org, true));
     },
   );
 
@@ -176,7 +230,7 @@ export function pipelineRoutes(app: FastifyInstance, deps: RouteDeps): void {
     { schema: { response: { "4xx": errorSchema } } },
     async (request, reply) => {
       await requireEdit(request);
-      await deps.clients.pipelines.deletePipeline(
+      await clients.pipelines.deletePipeline(
         { organizationId: orgId(request, request.params.org), pipeline: request.params.slug },
         rpcOptions(request),
       );

@@ -1,0 +1,84 @@
+import { type OrganizationAccess, type PipelineAccess, Role } from "@conveyor/proto/identity";
+import type { Pipeline } from "@conveyor/proto/pipelines";
+import type { FastifyRequest } from "fastify";
+import type { GatewayClients } from "../clients.js";
+import { HttpError } from "../http-error.js";
+import { rpcOptions } from "../routes/deps.js";
+
+/** Something a caller may want to do with a pipeline: read it and its builds, build, or edit the pipeline. */
+export type PipelineAction = "read" | "build" | "edit";
+
+/** A caller's access to some pipelines: the same for every pipeline of an organization, or per pipeline. */
+export interface AccessiblePipelines {
+  /** Organizations whose every pipeline the caller may read, with what they may do there. */
+  everywhere: Map<string, PipelineAccess>;
+  /** Pipelines the caller may read through their teams, elsewhere. */
+  pipelines: Map<string, PipelineAccess>;
+}
+
+/** No access at all: a pipeline the caller must not learn exists. */
+const NONE: Pick<PipelineAccess, "read" | "build" | "edit"> = { read: false, build: false, edit: false };
+
+/**
+ * The gateway's side of pipeline access. Identity's access policy decides everything: it puts the access that holds
+ * for every pipeline of an organization on the principal (administrators; members of teams-disabled organizations),
+ * and answers per pipeline when the caller's teams decide, at most one call per request.
+ */
+export function createPipelineAccess(clients: Pick<GatewayClients, "teams">) {
+  /** The caller's access to one pipeline of an organization. */
+  const of = async (request: FastifyRequest, access: OrganizationAccess, pipelineId: string) => {
+    if (access.allPipelines) return access.allPipelines;
+    const res = await clients.teams.getPipelineAccess(
+      {
+        organizationId: access.organization?.id ?? "",
+        userId: request.principal?.user?.id ?? "",
+        pipelineIds: [pipelineId],
+      },
+      rpcOptions(request),
+    );
+    return res.pipelines[0] ?? NONE;
+  };
+
+  return {
+    of,
+
+    /**
+     * The caller's access to a pipeline they want to act on: one they may not read is 404 "No pipeline found"
+     * (as if it did not exist), an action they may not take on one they can read is 403 "Forbidden".
+     */
+    async require(request: FastifyRequest, access: OrganizationAccess, pipeline: Pipeline, action: PipelineAction) {
+      const granted = await of(request, access, pipeline.id);
+      if (!granted.read) throw new HttpError(404, "No pipeline found");
+      if (!granted[action]) throw new HttpError(403, "Forbidden");
+      return granted;
+    },
+
+    /** What the caller may see across some organizations, for lists. */
+    async accessible(request: FastifyRequest, accesses: readonly OrganizationAccess[]): Promise<AccessiblePipelines> {
+      const everywhere = new Map<string, PipelineAccess>();
+      const byTeams: string[] = [];
+      for (const a of accesses) {
+        const id = a.organization?.id;
+        if (!id) continue;
+        if (!a.allPipelines) byTeams.push(id);
+        else if (a.allPipelines.read) everywhere.set(id, a.allPipelines);
+      }
+      const pipelines = new Map<string, PipelineAccess>();
+      if (byTeams.length > 0) {
+        const res = await clients.teams.listAccessiblePipelines(
+          { organizationIds: byTeams, userId: request.principal?.user?.id ?? "" },
+          rpcOptions(request),
+        );
+        for (const p of res.pipelines) if (p.read) pipelines.set(p.pipelineId, p);
+      }
+      return { everywhere, pipelines };
+    },
+  };
+}
+
+export type PipelineAccessChecks = ReturnType<typeof createPipelineAccess>;
+
+/** Whether the caller is an administrator of the organization (who may create a pipeline without teams). */
+export function isOrganizationAdmin(access: OrganizationAccess): boolean {
+  return access.role === Role.ADMIN;
+}

@@ -1,0 +1,141 @@
+import { Code, ConnectError } from "@connectrpc/connect";
+import type { FastifyInstance, FastifyRequest } from "fastify";
+import { organizationAccess } from "../auth/authenticate.js";
+import { HttpError } from "../http-error.js";
+import { linkHeader, pagingQuerySchema, parsePaging } from "../paging.js";
+import { renderRule, ruleSchema } from "../render/rule.js";
+import { arrayOf, errorSchema } from "../render/schemas.js";
+import { type RouteDeps, rpcOptions } from "./deps.js";
+
+type OrgParams = { org: string };
+type RuleParams = { org: string; rule: string };
+
+/** A create-rule body; `value` names the source and target as the rule's type needs them. */
+export interface CreateRuleBody {
+  type?: unknown;
+  value?: unknown;
+}
+
+const response = (ok: object, okStatus = 200) => ({ [okStatus]: ok, "4xx": errorSchema });
+
+/**
+ * The pipeline reference of one side ("source" or "target") of a rule value: `<side>_pipeline` (UUID or slug, as
+ * go-buildkite and the docs send it) or `<side>_pipeline_uuid` (as the spec spells it).
+ */
+function pipelineReference(value: unknown, side: "source" | "target"): string {
+  if (typeof value !== "object" || value === null) return "";
+  const v = value as Record<string, unknown>;
+  const ref = v[`${side}_pipeline`] ?? v[`${side}_pipeline_uuid`];
+  return typeof ref === "string" ? ref.trim() : "";
+}
+
+function conditionsOf(value: unknown): string[] {
+  const conditions = typeof value === "object" && value !== null ? (value as Record<string, unknown>).conditions : [];
+  return Array.isArray(conditions) ? conditions.filter((c): c is string => typeof c === "string") : [];
+}
+
+/** The rules routes: list, get, create and delete. Identity stores rules; pipelines are resolved here first. */
+export function ruleRoutes(app: FastifyInstance, deps: RouteDeps): void {
+  const { clients, urls } = deps;
+  const orgId = (request: FastifyRequest, slug: string) => organizationAccess(request, slug).organization?.id ?? "";
+
+  /**
+   * The UUID of the pipeline one side of a rule names, when the rule type has a pipeline on that side: pipelines
+   * belong to the pipelines service, and only one of the same organization will do (else 422 with the reason).
+   * "" when nothing is named, which identity reports with the rule's other problems.
+   */
+  const resolveSide = async (
+    request: FastifyRequest,
+    organizationId: string,
+    type: string,
+    value: unknown,
+    side: "source" | "target",
+  ): Promise<string> => {
+    const parts = type.split(".");
+    if (parts.length !== 3 || parts[side === "source" ? 0 : 2] !== "pipeline") return "";
+    const ref = pipelineReference(value, side);
+    if (ref === "") return "";
+    try {
+      const res = await clients.pipelines.getPipeline({ organizationId, pipeline: ref }, rpcOptions(request));
+      return res.pipeline?.id ?? "";
+    } catch (err) {
+      if (ConnectError.from(err).code !== Code.NotFound) throw err;
+      const Side = side === "source" ? "Source" : "Target";
+      throw new HttpError(422, `${Side} pipeline ${ref} could not be found in this organization`);
+    }
+  };
+
+  app.get<{ Params: OrgParams; Querystring: { page?: string; per_page?: string } }>(
+    "/v2/organizations/:org/rules",
+    {
+      schema: {
+        querystring: { type: "object", properties: pagingQuerySchema },
+        response: response(arrayOf(ruleSchema)),
+      },
+    },
+    async (request, reply) => {
+      const paging = parsePaging(request.query);
+      const res = await clients.rules.listRules(
+        { organizationId: orgId(request, request.params.org), page: paging.page, perPage: paging.perPage },
+        rpcOptions(request),
+      );
+      const link = linkHeader(deps.publicUrl, request.url, paging, { total: res.totalCount });
+      if (link) reply.header("link", link);
+      return res.rules.map((r) => renderRule(r, urls, request.params.org));
+    },
+  );
+
+  app.get<{ Params: RuleParams }>(
+    "/v2/organizations/:org/rules/:rule",
+    { schema: { response: response(ruleSchema) } },
+    async (request) => {
+      const res = await clients.rules.getRule(
+        { organizationId: orgId(request, request.params.org), id: request.params.rule },
+        rpcOptions(request),
+      );
+      if (!res.rule) throw new HttpError(404, "No rule found");
+      return renderRule(res.rule, urls, request.params.org);
+    },
+  );
+
+  app.post<{ Params: OrgParams; Body: CreateRuleBody | undefined }>(
+    "/v2/organizations/:org/rules",
+    { schema: { response: response(ruleSchema, 201) } },
+    async (request, reply) => {
+      const organizationId = orgId(request, request.params.org);
+      const body = typeof request.body === "object" && request.body !== null ? request.body : {};
+      const type = typeof body.type === "string" ? body.type.trim() : "";
+      const sourceId = await resolveSide(request, organizationId, type, body.value, "source");
+      const targetId = await resolveSide(request, organizationId, type, body.value, "target");
+      const res = await clients.rules.createRule(
+        {
+          organizationId,
+          actorId: request.principal?.user?.id ?? "",
+          type,
+          sourceId,
+          targetId,
+          conditions: conditionsOf(body.value),
+        },
+        rpcOptions(request),
+      );
+      if (!res.rule) throw new HttpError(404, "No rule found");
+      return reply.status(201).send(renderRule(res.rule, urls, request.params.org));
+    },
+  );
+
+  app.delete<{ Params: RuleParams }>(
+    "/v2/organizations/:org/rules/:rule",
+    { schema: { response: { "4xx": errorSchema } } },
+    async (request, reply) => {
+      await clients.rules.deleteRule(
+        {
+          organizationId: orgId(request, request.params.org),
+          actorId: request.principal?.user?.id ?? "",
+          id: request.params.rule,
+        },
+        rpcOptions(request),
+      );
+      return reply.status(204).send();
+    },
+  );
+}
