@@ -32,6 +32,18 @@ async function pipeline(name = unique("Pipe")) {
   return res.body as { id: string; slug: string };
 }
 
+/** Creates a pipeline in the other organization, which this organization's teams and rules must not reach. */
+async function foreignPipeline() {
+  const res = await send("POST", `/v2/organizations/${other.organization.slug}/pipelines`, other.secret, {
+    name: unique("Foreign"),
+    repository: "r",
+    cluster_id: await arrangeCluster(other.organization.id),
+    configuration: "steps:\n  - wait\n",
+  });
+  expect(res.status).toBe(201);
+  return res.body as { id: string; slug: string };
+}
+
 beforeAll(async () => {
   org = await arrangeOrgUser({ scopes: SCOPES, role: Role.ADMIN, teamsEnabled: true });
   other = await arrangeOrgUser({ scopes: SCOPES, role: Role.ADMIN, teamsEnabled: true });
@@ -195,13 +207,7 @@ describe("team pipelines over REST", () => {
     const team = await arrangeTeam(org.organization.id);
     const base = `${teamPath(team.id)}/pipelines`;
     const p = await pipeline();
-    const foreignCluster = await arrangeCluster(other.organization.id);
-    const foreign = await send("POST", `/v2/organizations/${other.organization.slug}/pipelines`, other.secret, {
-      name: unique("Foreign"),
-      repository: "r",
-      cluster_id: foreignCluster,
-      configuration: "steps:\n  - wait\n",
-    });
+    const foreign = await foreignPipeline();
     const level = "Access level must be read_only, build_and_read or manage_build_and_read";
     const cases: Array<[string, unknown, string]> = [
       ["bad level", { pipeline_id: p.id, access_level: "admin" }, `Validation failed: ${level}`],
@@ -213,7 +219,7 @@ describe("team pipelines over REST", () => {
       ],
       [
         "pipeline of another organization",
-        { pipeline_id: foreign.body.id, access_level: "read_only" },
+        { pipeline_id: foreign.id, access_level: "read_only" },
         "Validation failed: Pipeline could not be found",
       ],
       ["nothing", {}, `Validation failed: Pipeline could not be found, ${level}`],
@@ -361,13 +367,7 @@ describe("rules over REST", () => {
   it("answers 422 {message} for unknown types, unknown or foreign pipelines and duplicates", async () => {
     const [a, b] = [await pipeline(), await pipeline()];
     const base = `/v2/organizations/${slug()}/rules`;
-    const foreignCluster = await arrangeCluster(other.organization.id);
-    const foreign = await send("POST", `/v2/organizations/${other.organization.slug}/pipelines`, other.secret, {
-      name: unique("Foreign"),
-      repository: "r",
-      cluster_id: foreignCluster,
-      configuration: "steps:\n  - wait\n",
-    });
+    const foreign = await foreignPipeline();
     const trigger = "pipeline.trigger_build.pipeline";
     const cases: Array<[string, unknown, RegExp]> = [
       [
@@ -383,7 +383,7 @@ describe("rules over REST", () => {
       ],
       [
         "foreign target",
-        { type: trigger, value: { source_pipeline: a.id, target_pipeline: foreign.body.id } },
+        { type: trigger, value: { source_pipeline: a.id, target_pipeline: foreign.id } },
         /^Target pipeline .* could not be found/,
       ],
       ["no value", { type: trigger }, /^Source pipeline can't be blank, Target pipeline can't be blank$/],

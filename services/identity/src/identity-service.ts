@@ -30,6 +30,7 @@ import {
   type TokenDoc,
   type UserDoc,
 } from "./identity-repository.js";
+import { requireOrganization as requireOrganizationIn } from "./organization-records.js";
 import { parseScopes } from "./scopes.js";
 import { deriveSlug, slugProblem } from "./slug.js";
 
@@ -91,13 +92,7 @@ export function createIdentityService(deps: IdentityServiceDeps): ServiceImpl<ty
     return user;
   };
 
-  const requireOrganization = async (idOrSlug: string): Promise<OrganizationDoc> => {
-    const org = isUuid(idOrSlug)
-      ? await repo.findOrganization({ id: idOrSlug })
-      : await repo.findOrganization({ slug: idOrSlug });
-    if (!org) throw notFound("organization");
-    return org;
-  };
+  const requireOrganization = (idOrSlug: string) => requireOrganizationIn(repo, idOrSlug);
 
   const unauthenticated = () => new ConnectError("invalid or revoked access token", Code.Unauthenticated);
 

@@ -1,7 +1,6 @@
 import { Code, ConnectError, type ServiceImpl } from "@connectrpc/connect";
 import type { RegistriesService } from "@conveyor/proto/identity";
 import {
-  alreadyExists,
   hashSecret,
   invalidFields,
   isUuid,
@@ -13,10 +12,10 @@ import {
 } from "@conveyor/runtime";
 import { canManageOrganizationSettings } from "./access-policy.js";
 import { createActors } from "./actors.js";
-import { DuplicateError, type IdentityRepository, type UserDoc } from "./identity-repository.js";
+import type { IdentityRepository, UserDoc } from "./identity-repository.js";
 import { userMessage } from "./identity-service.js";
+import { insertNamed, nameAndSlug, requireOrganization } from "./organization-records.js";
 import type { RegistryDoc, RegistryRepository, RegistryTokenDoc } from "./registry-repository.js";
-import { deriveSlug, slugProblem } from "./slug.js";
 
 /** Prefix of registry token secrets, so a leaked one is recognisable. */
 export const REGISTRY_TOKEN_PREFIX = "bkpt_";
@@ -51,14 +50,6 @@ export function createRegistriesService(deps: RegistriesServiceDeps): ServiceImp
   const now = deps.now ?? (() => new Date());
 
   const { actorOf } = createActors(identity);
-
-  const requireOrganization = async (idOrSlug: string) => {
-    const org = isUuid(idOrSlug)
-      ? await identity.findOrganization({ id: idOrSlug })
-      : await identity.findOrganization({ slug: idOrSlug });
-    if (!org) throw notFound("organization");
-    return org;
-  };
 
   const requireRegistry = async (organizationId: string, ref: string) => {
     const registry =
@@ -95,12 +86,8 @@ export function createRegistriesService(deps: RegistriesServiceDeps): ServiceImp
 
   return {
     async createRegistry(req) {
-      const org = await requireOrganization(req.organization);
-      const name = req.name.trim();
-      if (name === "") throw invalidFields([{ field: "name", code: "can't be blank" }]);
-      const slug = deriveSlug(name);
-      const slugIssue = slugProblem(slug);
-      if (slugIssue) throw invalidFields([{ field: "name", code: `gives an unusable slug: ${slugIssue}` }]);
+      const org = await requireOrganization(identity, req.organization);
+      const { name, slug } = nameAndSlug(req.name);
       const registry: RegistryDoc = {
         _id: newId(),
         organizationId: org._id,
@@ -109,12 +96,7 @@ export function createRegistriesService(deps: RegistriesServiceDeps): ServiceImp
         ecosystem: req.ecosystem.trim(),
         createdAt: now(),
       };
-      try {
-        await registries.insertRegistry(registry);
-      } catch (err) {
-        if (err instanceof DuplicateError) throw alreadyExists("name", "has already been taken", err);
-        throw err;
-      }
+      await insertNamed(() => registries.insertRegistry(registry));
       return { registry: registryMessage(registry) };
     },
 

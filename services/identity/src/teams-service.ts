@@ -8,7 +8,6 @@ import {
   type TeamsService,
 } from "@conveyor/proto/identity";
 import {
-  alreadyExists,
   createKeyedLock,
   failedPrecondition,
   invalidFields,
@@ -28,9 +27,9 @@ import {
   pipelineAccessLevel,
 } from "./access-policy.js";
 import { createActors } from "./actors.js";
-import { DuplicateError, type IdentityRepository, type OrganizationDoc, type UserDoc } from "./identity-repository.js";
+import { DuplicateError, type IdentityRepository, type UserDoc } from "./identity-repository.js";
 import { userMessage } from "./identity-service.js";
-import { deriveSlug, slugProblem } from "./slug.js";
+import { insertNamed, nameAndSlug, requireOrganization } from "./organization-records.js";
 import type {
   PipelineLevelName,
   SuiteDoc,
@@ -141,14 +140,6 @@ export function createTeamsService(deps: TeamsServiceDeps): ServiceImpl<typeof T
   // Serializes read-check-write sections per team (the last-maintainer rule); see createKeyedLock for why.
   const withLock = createKeyedLock();
 
-  const requireOrganization = async (idOrSlug: string): Promise<OrganizationDoc> => {
-    const org = isUuid(idOrSlug)
-      ? await identity.findOrganization({ id: idOrSlug })
-      : await identity.findOrganization({ slug: idOrSlug });
-    if (!org) throw notFound("organization");
-    return org;
-  };
-
   const { organizationRole, actorOf } = createActors(identity, teams);
 
   /** The team and the actor; a team the actor may not see does not exist for them. */
@@ -214,16 +205,8 @@ export function createTeamsService(deps: TeamsServiceDeps): ServiceImpl<typeof T
 
   return {
     async createTeam(req) {
-      const org = await requireOrganization(req.organization);
-      const name = req.name.trim();
-      const slug = deriveSlug(name);
-      const problems = [];
-      if (name === "") problems.push({ field: "name", code: "can't be blank" });
-      else {
-        const slugIssue = slugProblem(slug);
-        if (slugIssue) problems.push({ field: "name", code: `gives an unusable slug: ${slugIssue}` });
-      }
-      if (problems.length > 0) throw invalidFields(problems);
+      const org = await requireOrganization(identity, req.organization);
+      const { name, slug } = nameAndSlug(req.name);
       const team: TeamDoc = {
         _id: newId(),
         organizationId: org._id,
@@ -233,12 +216,7 @@ export function createTeamsService(deps: TeamsServiceDeps): ServiceImpl<typeof T
         privacy: req.privacy === TeamPrivacy.SECRET ? "secret" : "visible",
         createdAt: now(),
       };
-      try {
-        await teams.insertTeam(team);
-      } catch (err) {
-        if (err instanceof DuplicateError) throw alreadyExists("name", "has already been taken", err);
-        throw err;
-      }
+      await insertNamed(() => teams.insertTeam(team));
       return { team: teamMessage(team) };
     },
 
@@ -247,19 +225,10 @@ export function createTeamsService(deps: TeamsServiceDeps): ServiceImpl<typeof T
     },
 
     async createSuite(req) {
-      const org = await requireOrganization(req.organization);
-      const name = req.name.trim();
-      const slug = deriveSlug(name);
-      if (name === "") throw invalidFields([{ field: "name", code: "can't be blank" }]);
-      const slugIssue = slugProblem(slug);
-      if (slugIssue) throw invalidFields([{ field: "name", code: `gives an unusable slug: ${slugIssue}` }]);
+      const org = await requireOrganization(identity, req.organization);
+      const { name, slug } = nameAndSlug(req.name);
       const suite: SuiteDoc = { _id: newId(), organizationId: org._id, slug, name, createdAt: now() };
-      try {
-        await teams.insertSuite(suite);
-      } catch (err) {
-        if (err instanceof DuplicateError) throw alreadyExists("name", "has already been taken", err);
-        throw err;
-      }
+      await insertNamed(() => teams.insertSuite(suite));
       return { suite: suiteMessage(suite) };
     },
 
