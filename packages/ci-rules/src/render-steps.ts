@@ -8,71 +8,10 @@
  * clients ignore keys they do not know.
  */
 
-interface RenderCommon {
-  key?: string;
-  depends_on?: Array<{ step: string; allow_failure: boolean }>;
-  allow_dependency_failure?: boolean;
-  if?: string;
-  branch_configuration?: string;
-  skip?: boolean | string;
-  group?: { label: string; key?: string };
-}
+import type { PipelineStep, StepCommon } from "./steps/step.js";
 
-export interface RenderScriptStep extends RenderCommon {
-  type: "script";
-  name: string;
-  command: string;
-  artifact_paths?: string;
-  env?: Record<string, string>;
-  timeout_in_minutes?: number;
-  agent_query_rules: string[];
-  concurrency?: number;
-  concurrency_group?: string;
-  concurrency_method?: string;
-  parallelism?: number;
-  priority?: number;
-  retry?: unknown;
-  soft_fail?: unknown;
-  cancel_on_build_failing?: boolean;
-  plugins?: unknown;
-  matrix?: unknown;
-}
-
-export interface RenderWaiterStep extends RenderCommon {
-  type: "waiter";
-  continue_on_failure?: boolean;
-}
-
-export interface RenderManualStep extends RenderCommon {
-  type: "manual";
-  label: string;
-  is_input?: boolean;
-  prompt?: string;
-  blocked_state?: string;
-  fields?: unknown;
-  submit?: string;
-  allowed_teams?: string[];
-}
-
-export interface RenderTriggerStep extends RenderCommon {
-  type: "trigger";
-  label: string;
-  pipeline: string;
-  build?: {
-    message?: string;
-    branch?: string;
-    commit?: string;
-    env?: Record<string, string>;
-    meta_data?: Record<string, string>;
-  };
-  async: boolean;
-  concurrency?: number;
-  parallelism?: number;
-  soft_fail?: unknown;
-}
-
-/** A step as rendering reads it; the pipelines service's PipelineStep is assignable to it. */
-export type RenderableStep = RenderScriptStep | RenderWaiterStep | RenderManualStep | RenderTriggerStep;
+/** What rendering reads: the pipeline step model. */
+export type RenderableStep = PipelineStep;
 
 /** One element of the REST `steps` array. */
 export type RestStep = Record<string, unknown> & { type: string };
@@ -81,7 +20,7 @@ function setIfDefined(out: Record<string, unknown>, name: string, value: unknown
   if (value !== undefined) out[name] = value;
 }
 
-function addCommon(out: Record<string, unknown>, step: RenderCommon, withBranches: boolean): void {
+function addCommon(out: Record<string, unknown>, step: StepCommon, withBranches: boolean): void {
   setIfDefined(out, "key", step.key);
   if (step.depends_on !== undefined) {
     out.depends_on = step.depends_on.map((d) => ({ step: d.step, allow_failure: d.allow_failure === true }));

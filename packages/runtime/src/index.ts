@@ -10,6 +10,7 @@ export * from "./mongo.js";
 export * from "./nats.js";
 export * from "./paging.js";
 export * from "./rpc-server.js";
+export * from "./scopes.js";
 export * from "./service-config.js";
 export * from "./service-main.js";
 export * from "./shutdown.js";

@@ -1,23 +1,6 @@
-/** Every API access token scope the service knows, in the order the REST API documents them. */
-export const ALL_SCOPES = [
-  "read_builds",
-  "write_builds",
-  "read_pipelines",
-  "write_pipelines",
-  "read_artifacts",
-  "write_artifacts",
-  "read_organizations",
-  "view_teams",
-  "write_teams",
-  "read_rules",
-  "write_rules",
-  "read_registries",
-  "write_registries",
-  "read_agents",
-  "write_agents",
-  "read_clusters",
-  "write_clusters",
-] as const;
+import { ALL_SCOPES } from "@conveyor/runtime";
+
+export { ALL_SCOPES };
 
 export type Scope = (typeof ALL_SCOPES)[number];
 

@@ -1,5 +1,6 @@
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import { type Timestamp, timestampFromDate } from "@bufbuild/protobuf/wkt";
+import { BUILD_STATES } from "@conveyor/ci-rules";
 import type { ListBuildsRequestSchema } from "@conveyor/proto/builds";
 import { HttpError } from "../http-error.js";
 
@@ -7,20 +8,7 @@ import { HttpError } from "../http-error.js";
 export type RawQuery = Record<string, string | string[] | undefined>;
 
 /** The build states a list may filter by; `finished` stands for passed, failed, blocked and canceled. */
-export const LIST_BUILD_STATES = [
-  "creating",
-  "scheduled",
-  "running",
-  "passed",
-  "failing",
-  "failed",
-  "blocked",
-  "canceling",
-  "canceled",
-  "skipped",
-  "not_run",
-  "finished",
-] as const;
+export const LIST_BUILD_STATES = [...BUILD_STATES, "finished"] as const;
 
 /** The filters of the three build list routes, as ListBuildsRequest fields, plus what only the gateway uses. */
 export interface BuildListQuery {
