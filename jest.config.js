@@ -43,6 +43,8 @@ const common = {
 
 /** @type {import('jest').Config} */
 export default {
+  // A global option (Jest ignores it inside projects): the stack suites drive real servers on 2 cores.
+  testTimeout: 30_000,
   projects: [
     {
       ...common,
@@ -58,7 +60,6 @@ export default {
       testMatch: ["<rootDir>/**/src/**/*.int.test.ts", "<rootDir>/test/**/*.test.ts"],
       globalSetup: "<rootDir>/test/setup/global-setup.ts",
       globalTeardown: "<rootDir>/test/setup/global-teardown.ts",
-      testTimeout: 30_000,
     },
   ],
 };
