@@ -4,8 +4,10 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
+import { AgentsService } from "@conveyor/proto/agents";
+import { createServiceClient } from "@conveyor/runtime";
 import autocannon from "autocannon";
-import { BENCH_ROUTES, type BenchContext, type BenchRoute } from "./bench-routes.js";
+import { BENCH_ROUTES, type BenchContext, type BenchRoute, ensureBenchPipeline } from "./bench-routes.js";
 import { type BenchSettings, benchSettings, median } from "./bench-stats.js";
 import { bootstrapStack } from "./bootstrap.js";
 import { type Env, envValue } from "./paths.js";
@@ -117,12 +119,27 @@ export async function runBench(repoRoot: string, env: Env = process.env): Promis
       orgSlug = credentials.organization.slug;
     }
     hello = await startHello();
-    const ctx: BenchContext = { orgSlug };
+    const agentsUrl = stack?.info.serviceUrls.agents ?? envValue(env, "AGENTS_URL");
+    const createCluster = agentsUrl
+      ? async () => {
+          const agents = createServiceClient(AgentsService, agentsUrl);
+          const orgs = (await (
+            await fetch(`${apiUrl}/v2/organizations/${orgSlug}`, { headers: { authorization: `Bearer ${token}` } })
+          ).json()) as { id: string };
+          const { cluster } = await agents.createCluster({ organizationId: orgs.id, name: `bench-${Date.now()}` });
+          return cluster?.id ?? "";
+        }
+      : undefined;
+    const pipelineSlug = await ensureBenchPipeline(apiUrl, token, orgSlug, createCluster);
+    if (!pipelineSlug)
+      say("no pipeline with a build to measure (set AGENTS_URL so the bench can make one): pipeline routes skipped");
+    const ctx: BenchContext = { orgSlug, ...(pipelineSlug ? { pipelineSlug } : {}) };
     const headers = { authorization: `Bearer ${token}` };
     const helloTarget: Target = { name: "fastify hello-world", url: hello.url, headers: {} };
-    const routeTargets = BENCH_ROUTES.map(
-      (r: BenchRoute): Target => ({ name: r.name, url: `${apiUrl}${r.path(ctx)}`, headers }),
-    );
+    const routeTargets = BENCH_ROUTES.flatMap((r: BenchRoute): Target[] => {
+      const path = r.path(ctx);
+      return path ? [{ name: r.name, url: `${apiUrl}${path}`, headers }] : [];
+    });
 
     for (const t of routeTargets) {
       const res = await fetch(t.url, { headers: t.headers });
