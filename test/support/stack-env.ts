@@ -51,10 +51,13 @@ export async function api(path: string, token?: string, init: RequestInit = {}) 
 }
 
 let seq = 0;
-/** A unique suffix for names and emails, so suites can share one stack. */
+/**
+ * A unique suffix for names and emails, so suites can share one stack. Jest runs suites in several worker
+ * processes at once, so the time and a per-process counter alone can repeat: the process id tells them apart.
+ */
 export function unique(prefix: string): string {
   seq += 1;
-  return `${prefix}-${Date.now().toString(36)}-${seq}`;
+  return `${prefix}-${Date.now().toString(36)}-${process.pid.toString(36)}-${seq}`;
 }
 
 /** Creates an organization, a user with the given role in it, and a token with the given scopes. */
