@@ -13,8 +13,11 @@ export interface ToolSpec {
   readonly envVar: string;
   /** How long a first build roughly takes, for the progress message. */
   readonly buildTime: string;
-  /** `go install` of a module path at a version, or FerretDB's special build (see go-build.ts). */
-  readonly build: { kind: "go-install"; pkg: string } | { kind: "ferretdb"; module: string };
+  /**
+   * `go install` of a module path at a version, or FerretDB's special build (see go-build.ts): the module's source
+   * with our patches (files in deploy/ferretdb/) applied.
+   */
+  readonly build: { kind: "go-install"; pkg: string } | { kind: "ferretdb"; module: string; patches: string[] };
 }
 
 export const NATS_SERVER: ToolSpec = {
@@ -26,13 +29,18 @@ export const NATS_SERVER: ToolSpec = {
   build: { kind: "go-install", pkg: "github.com/nats-io/nats-server/v2@v2.14.5" },
 };
 
+/**
+ * FerretDB v1.24.2 with deploy/ferretdb/index-pushdown.patch, which lets SQLite use the indexes (upstream never
+ * does, so every query read the whole collection). The "-conveyor.N" suffix names the patch level: raise it
+ * whenever a patch changes, so that machines rebuild their cached binary.
+ */
 export const FERRETDB: ToolSpec = {
   name: "ferretdb",
-  version: "v1.24.2",
+  version: "v1.24.2-conveyor.1",
   binary: "ferretdb",
   envVar: "FERRETDB_BIN",
   buildTime: "~1 min",
-  build: { kind: "ferretdb", module: "github.com/FerretDB/FerretDB@v1.24.2" },
+  build: { kind: "ferretdb", module: "github.com/FerretDB/FerretDB@v1.24.2", patches: ["index-pushdown.patch"] },
 };
 
 export const VERSITYGW: ToolSpec = {
