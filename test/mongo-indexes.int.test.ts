@@ -68,26 +68,24 @@ const cases: { name: string; filter: Document; sort: Sort; skip?: number; limit?
 ];
 
 describe("the MongoDB-wire server's indexed queries", () => {
-  it.each(cases)("$name: find returns what the server's own evaluation returns", async ({
-    filter,
-    sort,
-    skip,
-    limit,
-  }) => {
-    const c = mongo.db(dbName).collection("docs");
-    let cursor = c.find(filter).sort(sort);
-    if (skip) cursor = cursor.skip(skip);
-    if (limit) cursor = cursor.limit(limit);
-    const found = (await cursor.toArray()).map((d) => d._id);
+  it.each(cases)(
+    "$name: find returns what the server's own evaluation returns",
+    async ({ filter, sort, skip, limit }) => {
+      const c = mongo.db(dbName).collection("docs");
+      let cursor = c.find(filter).sort(sort);
+      if (skip) cursor = cursor.skip(skip);
+      if (limit) cursor = cursor.limit(limit);
+      const found = (await cursor.toArray()).map((d) => d._id);
 
-    const stages: Document[] = [{ $match: { $and: [filter] } }, { $sort: sort }];
-    if (skip) stages.push({ $skip: skip });
-    if (limit) stages.push({ $limit: limit });
-    const expected = (await c.aggregate(stages).toArray()).map((d) => d._id);
+      const stages: Document[] = [{ $match: { $and: [filter] } }, { $sort: sort }];
+      if (skip) stages.push({ $skip: skip });
+      if (limit) stages.push({ $limit: limit });
+      const expected = (await c.aggregate(stages).toArray()).map((d) => d._id);
 
-    expect(expected.length).toBeGreaterThan(0);
-    expect(found).toEqual(expected);
-  });
+      expect(expected.length).toBeGreaterThan(0);
+      expect(found).toEqual(expected);
+    },
+  );
 
   it("counts, updates and deletes by indexed conditions like the server's own evaluation", async () => {
     const c = mongo.db(dbName).collection("counted");
@@ -105,13 +103,7 @@ describe("the MongoDB-wire server's indexed queries", () => {
   });
 
   it("answers an equality-and-sort page from an index, without reading or sorting the collection", async () => {
-    const plan = await mongo
-      .db(dbName)
-      .collection("docs")
-      .find({ a: "x" })
-      .sort({ n: -1 })
-      .limit(10)
-      .explain();
+    const plan = await mongo.db(dbName).collection("docs").find({ a: "x" }).sort({ n: -1 }).limit(10).explain();
     const text = JSON.stringify(plan);
     if (isFerret) {
       expect(text).toMatch(/USING INDEX \S+_a_n/);
