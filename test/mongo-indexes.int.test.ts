@@ -9,9 +9,10 @@ let mongo: MongoClient;
 let isFerret = false;
 
 const letters = ["x", "y", "z"];
-const docs: Document[] = [];
+type Doc = Document & { _id: string };
+const docs: Doc[] = [];
 for (let i = 0; i < 240; i++) {
-  const doc: Document = {
+  const doc: Doc = {
     _id: `d${String(i).padStart(3, "0")}`,
     a: letters[i % 3],
     n: i % 7 === 0 ? i + 0.5 : (i * 37) % 50,
@@ -30,7 +31,7 @@ beforeAll(async () => {
   mongo = await new MongoClient(process.env.MONGODB_URL ?? "").connect();
   const info = await mongo.db("admin").command({ buildInfo: 1 });
   isFerret = "ferretdb" in info || JSON.stringify(info).toLowerCase().includes("ferretdb");
-  const c = mongo.db(dbName).collection("docs");
+  const c = mongo.db(dbName).collection<Doc>("docs");
   await c.createIndex({ a: 1, n: -1 }, { name: "a_n" });
   await c.createIndex({ d: -1, _id: -1 }, { name: "d_id" });
   await c.createIndex({ s: 1 }, { name: "s" });
@@ -63,7 +64,19 @@ const cases: { name: string; filter: Document; sort: Sort; skip?: number; limit?
   { name: "ObjectId equality", filter: { oid: new ObjectId(`${"0".repeat(22)}1a`) }, sort: { _id: 1 } },
   { name: "array membership with $all", filter: { tags: { $all: ["t1", "t2"] } }, sort: { d: -1, _id: -1 } },
   { name: "dotted path", filter: { "nested.k": "y", a: "z" }, sort: { n: -1, _id: 1 } },
-  { name: "$or stays with the server", filter: { $or: [{ a: "x" }, { n: { $lt: 5 } }] }, sort: { n: 1, _id: 1 } },
+  { name: "$or of indexed conditions", filter: { $or: [{ a: "x" }, { n: { $lt: 5 } }] }, sort: { n: 1, _id: 1 } },
+  { name: "$or with null", filter: { $or: [{ s: null }, { n: { $gte: 40 } }] }, sort: { d: -1, _id: -1 } },
+  {
+    name: "$and with a nested $or",
+    filter: { $and: [{ a: "x" }, { $or: [{ b: true }, { s: "s1" }] }] },
+    sort: { _id: 1 },
+  },
+  {
+    name: "$or with a branch kept by the server",
+    filter: { $or: [{ a: "x" }, { "nested.k": "y" }] },
+    sort: { _id: -1 },
+  },
+  { name: "$nor and $ne stay with the server", filter: { $nor: [{ a: "x" }], s: { $ne: null } }, sort: { _id: 1 } },
   { name: "$in mixing types", filter: { a: { $in: ["y", 1] } }, sort: { _id: 1 }, limit: 30 },
 ];
 
@@ -88,7 +101,7 @@ describe("the MongoDB-wire server's indexed queries", () => {
   );
 
   it("counts, updates and deletes by indexed conditions like the server's own evaluation", async () => {
-    const c = mongo.db(dbName).collection("counted");
+    const c = mongo.db(dbName).collection<Doc>("counted");
     await c.createIndex({ a: 1, b: 1 }, { name: "a_b" });
     await c.insertMany(docs);
     const model = async (filter: Document) => c.countDocuments({ $and: [filter] });

@@ -200,6 +200,8 @@ export async function createMongoBuildRepository(db: Db): Promise<BuildRepositor
     builds.createIndex({ organizationId: 1, "creator.id": 1, createdAt: -1 }, { name: "org_creator" }),
     builds.createIndex({ organizationId: 1, metaPairs: 1, createdAt: -1 }, { name: "org_meta" }),
     builds.createIndex({ organizationId: 1, finishedAt: -1 }, { name: "org_finished" }),
+    // activePipelines: unfinished (finishedAt null) and recently finished builds, every 30 s
+    builds.createIndex({ finishedAt: -1 }, { name: "finished" }),
     jobs.createIndex({ buildId: 1, stepIndex: 1, parallelGroupIndex: 1 }, { name: "build_jobs" }),
     jobs.createIndex({ pipelineId: 1, state: 1 }, { name: "pipeline_job_state" }),
   ]);
