@@ -184,6 +184,40 @@ const SCHEDULED_JOB_STATES: JobState[] = ["scheduled", "assigned"];
 const RUNNING_JOB_STATES: JobState[] = ["accepted", "running", "canceling", "timing_out"];
 const WAITING_JOB_STATES: JobState[] = ["pending", "waiting", "blocked", "limited", "limiting"];
 
+/**
+ * The filter and sort of a build list: a pipeline's builds by number, others newest first. Every combination is
+ * served by one of the indexes createMongoBuildRepository makes (build-repository.int.test.ts checks the plans).
+ */
+export function buildListQuery(f: BuildListFilter): { filter: Filter<BuildDoc>; sort: Record<string, 1 | -1> } {
+  const scope: Filter<BuildDoc>[] = [];
+  if (f.organizationIds.length > 0) scope.push({ organizationId: { $in: [...f.organizationIds] } });
+  if (f.pipelineIds?.length) scope.push({ pipelineId: { $in: [...f.pipelineIds] } });
+  const q: Filter<BuildDoc> = scope.length === 1 ? { ...scope[0] } : { $or: scope };
+  if (f.pipelineId) q.pipelineId = f.pipelineId;
+  if (f.branches?.length) q.branch = { $in: [...f.branches] };
+  if (f.commits?.length) q.commit = { $in: [...f.commits] };
+  if (f.states?.length) {
+    // A build waiting at a block step is stored with the state it shows (its blocked_state) and blocked: true;
+    // the "blocked" filter means those, and the other states mean builds that are not blocked.
+    const plain = f.states.filter((st) => st !== "blocked");
+    const byState = { state: { $in: plain }, blocked: false };
+    if (f.states.includes("blocked")) {
+      const either = plain.length > 0 ? [byState, { blocked: true }] : [{ blocked: true }];
+      q.$and = [...(q.$and ?? []), { $or: either }];
+    } else Object.assign(q, byState);
+  }
+  if (f.creatorId) q["creator.id"] = f.creatorId;
+  if (f.metaPairs?.length) q.metaPairs = { $all: [...f.metaPairs] };
+  if (f.createdFrom || f.createdTo) {
+    q.createdAt = { ...(f.createdFrom ? { $gte: f.createdFrom } : {}), ...(f.createdTo ? { $lt: f.createdTo } : {}) };
+  }
+  if (f.finishedFrom) q.finishedAt = { $gte: f.finishedFrom };
+  const sort: Record<string, 1 | -1> = f.pipelineId ? { number: -1 } : { createdAt: -1, _id: -1 };
+  return { filter: q, sort };
+}
+
+const RETIRED_BUILD_INDEXES = ["org_finished"];
+
 /** The MongoDB implementation; creates its indexes before returning. */
 export async function createMongoBuildRepository(db: Db): Promise<BuildRepository> {
   const builds: Collection<BuildDoc> = db.collection("builds");
@@ -199,39 +233,15 @@ export async function createMongoBuildRepository(db: Db): Promise<BuildRepositor
     builds.createIndex({ organizationId: 1, commit: 1, createdAt: -1 }, { name: "org_commit" }),
     builds.createIndex({ organizationId: 1, "creator.id": 1, createdAt: -1 }, { name: "org_creator" }),
     builds.createIndex({ organizationId: 1, metaPairs: 1, createdAt: -1 }, { name: "org_meta" }),
-    builds.createIndex({ organizationId: 1, finishedAt: -1 }, { name: "org_finished" }),
     // activePipelines: unfinished (finishedAt null) and recently finished builds, every 30 s
     builds.createIndex({ finishedAt: -1 }, { name: "finished" }),
     jobs.createIndex({ buildId: 1, stepIndex: 1, parallelGroupIndex: 1 }, { name: "build_jobs" }),
     jobs.createIndex({ pipelineId: 1, state: 1 }, { name: "pipeline_job_state" }),
   ]);
-
-  const toQuery = (f: BuildListFilter): Filter<BuildDoc> => {
-    const scope: Filter<BuildDoc>[] = [];
-    if (f.organizationIds.length > 0) scope.push({ organizationId: { $in: [...f.organizationIds] } });
-    if (f.pipelineIds?.length) scope.push({ pipelineId: { $in: [...f.pipelineIds] } });
-    const q: Filter<BuildDoc> = scope.length === 1 ? { ...scope[0] } : { $or: scope };
-    if (f.pipelineId) q.pipelineId = f.pipelineId;
-    if (f.branches?.length) q.branch = { $in: [...f.branches] };
-    if (f.commits?.length) q.commit = { $in: [...f.commits] };
-    if (f.states?.length) {
-      // A build waiting at a block step is stored with the state it shows (its blocked_state) and blocked: true;
-      // the "blocked" filter means those, and the other states mean builds that are not blocked.
-      const plain = f.states.filter((st) => st !== "blocked");
-      const byState = { state: { $in: plain }, blocked: false };
-      if (f.states.includes("blocked")) {
-        const either = plain.length > 0 ? [byState, { blocked: true }] : [{ blocked: true }];
-        q.$and = [...(q.$and ?? []), { $or: either }];
-      } else Object.assign(q, byState);
-    }
-    if (f.creatorId) q["creator.id"] = f.creatorId;
-    if (f.metaPairs?.length) q.metaPairs = { $all: [...f.metaPairs] };
-    if (f.createdFrom || f.createdTo) {
-      q.createdAt = { ...(f.createdFrom ? { $gte: f.createdFrom } : {}), ...(f.createdTo ? { $lt: f.createdTo } : {}) };
-    }
-    if (f.finishedFrom) q.finishedAt = { $gte: f.finishedFrom };
-    return q;
-  };
+  // Indexes an earlier version made and lists no longer use. "org_finished" (organization, finishedAt) served
+  // finished_from by sorting every match; org_newest_first serves it in order, reading only up to the page's end.
+  const existing = new Set((await builds.listIndexes().toArray()).map((index) => String(index.name)));
+  for (const name of RETIRED_BUILD_INDEXES) if (existing.has(name)) await builds.dropIndex(name);
 
   return {
     async nextNumber(pipelineId) {
@@ -267,9 +277,9 @@ export async function createMongoBuildRepository(db: Db): Promise<BuildRepositor
     },
     findBuild: (pipelineId, number) => builds.findOne({ pipelineId, number }),
     findBuildById: (id) => builds.findOne({ _id: id }),
-    listBuilds(filter, skip, limit) {
-      const sort: Record<string, 1 | -1> = filter.pipelineId ? { number: -1 } : { createdAt: -1, _id: -1 };
-      return builds.find(toQuery(filter)).sort(sort).skip(skip).limit(limit).toArray();
+    listBuilds(f, skip, limit) {
+      const { filter, sort } = buildListQuery(f);
+      return builds.find(filter).sort(sort).skip(skip).limit(limit).toArray();
     },
     jobsOf: (buildIds) =>
       buildIds.length === 0
