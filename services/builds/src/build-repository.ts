@@ -216,6 +216,44 @@ export function buildListQuery(f: BuildListFilter): { filter: Filter<BuildDoc>; 
   return { filter: q, sort };
 }
 
+/** Above this many organizations a list is one query (sorted in full) rather than one query per organization. */
+const MAX_SPLIT_ORGANIZATIONS = 16;
+
+/**
+ * The queries of one build list. A list across several organizations (a user's or token's `/v2/builds`) is one
+ * query per organization (and one for extra pipelines), because an index gives one organization's builds newest
+ * first, while a single `organizationId $in` query must sort every match. mergeBuildPages puts them together.
+ */
+export function splitBuildList(f: BuildListFilter): BuildListFilter[] {
+  if (f.pipelineId || f.organizationIds.length + (f.pipelineIds?.length ? 1 : 0) <= 1) return [f];
+  if (f.organizationIds.length > MAX_SPLIT_ORGANIZATIONS) return [f];
+  const parts: BuildListFilter[] = f.organizationIds.map((id) => ({ ...f, organizationIds: [id], pipelineIds: [] }));
+  if (f.pipelineIds?.length) parts.push({ ...f, organizationIds: [], pipelineIds: f.pipelineIds });
+  return parts;
+}
+
+/**
+ * One page (skip, limit) of the builds of several lists, each already newest first and holding at least its own
+ * first skip + limit builds: newest first by createdAt then _id (the lists' own order), a build once.
+ */
+export function mergeBuildPages<T extends { _id: string; createdAt: Date }>(
+  pages: readonly (readonly T[])[],
+  skip: number,
+  limit: number,
+): T[] {
+  const seen = new Set<string>();
+  const all: T[] = [];
+  for (const page of pages) {
+    for (const build of page) {
+      if (seen.has(build._id)) continue;
+      seen.add(build._id);
+      all.push(build);
+    }
+  }
+  all.sort((a, b) => b.createdAt.getTime() - a.createdAt.getTime() || (a._id < b._id ? 1 : a._id > b._id ? -1 : 0));
+  return all.slice(skip, skip + limit);
+}
+
 const RETIRED_BUILD_INDEXES = ["org_finished"];
 
 /** The MongoDB implementation; creates its indexes before returning. */
@@ -277,9 +315,23 @@ export async function createMongoBuildRepository(db: Db): Promise<BuildRepositor
     },
     findBuild: (pipelineId, number) => builds.findOne({ pipelineId, number }),
     findBuildById: (id) => builds.findOne({ _id: id }),
-    listBuilds(f, skip, limit) {
-      const { filter, sort } = buildListQuery(f);
-      return builds.find(filter).sort(sort).skip(skip).limit(limit).toArray();
+    async listBuilds(f, skip, limit) {
+      const parts = splitBuildList(f);
+      if (parts.length === 1) {
+        const { filter, sort } = buildListQuery(f);
+        return builds.find(filter).sort(sort).skip(skip).limit(limit).toArray();
+      }
+      const pages = await Promise.all(
+        parts.map((part) => {
+          const { filter, sort } = buildListQuery(part);
+          return builds
+            .find(filter)
+            .sort(sort)
+            .limit(skip + limit)
+            .toArray();
+        }),
+      );
+      return mergeBuildPages(pages, skip, limit);
     },
     jobsOf: (buildIds) =>
       buildIds.length === 0
