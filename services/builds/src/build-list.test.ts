@@ -3,12 +3,12 @@ import { type BuildListFilter, mergeBuildPages, splitBuildList } from "./build-r
 describe("splitBuildList", () => {
   const f = (extra: Partial<BuildListFilter>): BuildListFilter => ({ organizationIds: ["o1"], ...extra });
 
-  it("keeps a list of one organization, or of one pipeline, as one query", () => {
+  it("keeps a list of one organization, of one pipeline, or of one pipeline among several as one query", () => {
     expect(splitBuildList(f({}))).toEqual([f({})]);
     const pipeline = f({ organizationIds: ["o1", "o2"], pipelineId: "p" });
     expect(splitBuildList(pipeline)).toEqual([pipeline]);
-    const onlyPipelines = f({ organizationIds: [], pipelineIds: ["p1", "p2"] });
-    expect(splitBuildList(onlyPipelines)).toEqual([onlyPipelines]);
+    const onePipeline = f({ organizationIds: [], pipelineIds: ["p1"] });
+    expect(splitBuildList(onePipeline)).toEqual([onePipeline]);
   });
 
   it("splits several organizations into one query each, with every other filter kept", () => {
@@ -19,18 +19,20 @@ describe("splitBuildList", () => {
     ]);
   });
 
-  it("gives extra pipelines a query of their own", () => {
+  it("gives each readable pipeline a query of its own", () => {
     const list = f({ organizationIds: ["o1"], pipelineIds: ["p1", "p2"], commits: ["c"] });
     expect(splitBuildList(list)).toEqual([
       { ...list, organizationIds: ["o1"], pipelineIds: [] },
-      { ...list, organizationIds: [], pipelineIds: ["p1", "p2"] },
+      { ...list, organizationIds: [], pipelineIds: ["p1"] },
+      { ...list, organizationIds: [], pipelineIds: ["p2"] },
     ]);
   });
 
-  it("leaves very many organizations to one query", () => {
-    const many = f({ organizationIds: Array.from({ length: 17 }, (_, i) => `o${i}`) });
+  it("leaves more than 32 organizations and pipelines to one query", () => {
+    const ids = (prefix: string, n: number) => Array.from({ length: n }, (_, i) => `${prefix}${i}`);
+    const many = f({ organizationIds: ids("o", 20), pipelineIds: ids("p", 13) });
     expect(splitBuildList(many)).toEqual([many]);
-    expect(splitBuildList(f({ organizationIds: many.organizationIds.slice(0, 16) }))).toHaveLength(16);
+    expect(splitBuildList(f({ organizationIds: ids("o", 20), pipelineIds: ids("p", 12) }))).toHaveLength(32);
   });
 });
 

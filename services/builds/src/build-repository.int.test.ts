@@ -46,6 +46,8 @@ const lists: Array<[string, BuildListFilter]> = [
   ["a state and a branch together", { ...org, states: ["passed"], branches: ["main"], createdFrom: day }],
   ["the builds of two organizations", { organizationIds: ["org-1", "org-2"] }],
   ["two organizations' builds in a state", { organizationIds: ["org-1", "org-2"], states: ["failed"] }],
+  ["a team member's pipelines", { organizationIds: [], pipelineIds: ["p-1", "p-2", "p-3"] }],
+  ["one organization and pipelines of another", { ...org, pipelineIds: ["p-1", "p-2"], branches: ["main"] }],
 ];
 
 describe("build lists", () => {

@@ -216,20 +216,22 @@ export function buildListQuery(f: BuildListFilter): { filter: Filter<BuildDoc>; 
   return { filter: q, sort };
 }
 
-/** Above this many organizations a list is one query (sorted in full) rather than one query per organization. */
-const MAX_SPLIT_ORGANIZATIONS = 16;
+/** Above this many organizations and pipelines a list is one query (sorted in full) rather than one per scope. */
+const MAX_SPLIT_SCOPES = 32;
 
 /**
- * The queries of one build list. A list across several organizations (a user's or token's `/v2/builds`) is one
- * query per organization (and one for extra pipelines), because an index gives one organization's builds newest
- * first, while a single `organizationId $in` query must sort every match. mergeBuildPages puts them together.
+ * The queries of one build list. A list across several organizations or pipelines (a user's `/v2/builds`, or the
+ * pipelines a team member may read) is one query per organization and per pipeline, because an index gives one
+ * organization's or one pipeline's builds newest first, while a single `$in` query must sort every match.
+ * mergeBuildPages puts them together.
  */
 export function splitBuildList(f: BuildListFilter): BuildListFilter[] {
-  if (f.pipelineId || f.organizationIds.length + (f.pipelineIds?.length ? 1 : 0) <= 1) return [f];
-  if (f.organizationIds.length > MAX_SPLIT_ORGANIZATIONS) return [f];
-  const parts: BuildListFilter[] = f.organizationIds.map((id) => ({ ...f, organizationIds: [id], pipelineIds: [] }));
-  if (f.pipelineIds?.length) parts.push({ ...f, organizationIds: [], pipelineIds: f.pipelineIds });
-  return parts;
+  if (f.pipelineId) return [f];
+  const scopes: BuildListFilter[] = [
+    ...f.organizationIds.map((id) => ({ ...f, organizationIds: [id], pipelineIds: [] })),
+    ...(f.pipelineIds ?? []).map((id) => ({ ...f, organizationIds: [], pipelineIds: [id] })),
+  ];
+  return scopes.length <= 1 || scopes.length > MAX_SPLIT_SCOPES ? [f] : scopes;
 }
 
 /**
@@ -264,6 +266,7 @@ export async function createMongoBuildRepository(db: Db): Promise<BuildRepositor
   await Promise.all([
     builds.createIndex({ pipelineId: 1, number: -1 }, { unique: true, name: "pipeline_number_unique" }),
     builds.createIndex({ organizationId: 1, createdAt: -1, _id: -1 }, { name: "org_newest_first" }),
+    builds.createIndex({ pipelineId: 1, createdAt: -1, _id: -1 }, { name: "pipeline_newest_first" }),
     builds.createIndex({ pipelineId: 1, branch: 1, number: -1 }, { name: "pipeline_branch" }),
     builds.createIndex({ organizationId: 1, branch: 1, createdAt: -1 }, { name: "org_branch" }),
     builds.createIndex({ organizationId: 1, state: 1, createdAt: -1 }, { name: "org_state" }),
