@@ -30,17 +30,22 @@ export const NATS_SERVER: ToolSpec = {
 };
 
 /**
- * FerretDB v1.24.2 with deploy/ferretdb/index-pushdown.patch, which lets SQLite use the indexes (upstream never
- * does, so every query read the whole collection). The "-conveyor.N" suffix names the patch level: raise it
- * whenever a patch changes, so that machines rebuild their cached binary.
+ * FerretDB v1.24.2 with our patches in deploy/ferretdb: index-pushdown.patch lets SQLite use the indexes (upstream
+ * never does, so every query read the whole collection); atomic-updates.patch makes conditional updates atomic
+ * (upstream lets concurrent read-modify-writes of one document both win). The "-conveyor.N" suffix names the patch
+ * level: raise it whenever a patch changes, so that machines rebuild their cached binary.
  */
 export const FERRETDB: ToolSpec = {
   name: "ferretdb",
-  version: "v1.24.2-conveyor.1",
+  version: "v1.24.2-conveyor.2",
   binary: "ferretdb",
   envVar: "FERRETDB_BIN",
   buildTime: "~1 min",
-  build: { kind: "ferretdb", module: "github.com/FerretDB/FerretDB@v1.24.2", patches: ["index-pushdown.patch"] },
+  build: {
+    kind: "ferretdb",
+    module: "github.com/FerretDB/FerretDB@v1.24.2",
+    patches: ["index-pushdown.patch", "atomic-updates.patch"],
+  },
 };
 
 export const VERSITYGW: ToolSpec = {

@@ -1,11 +1,12 @@
 /**
  * Runs async work one at a time per key, in arrival order, within this process.
  *
- * Why: FerretDB on SQLite (the embedded default) does not apply a conditional update atomically — concurrent
- * `findOneAndUpdate({_id, state: "a"}, …)` calls can all "win", and concurrent `$inc`s lose updates (measured; see
- * the builds service's integration tests). On MongoDB the conditional updates alone are atomic. Serializing the
- * compare-and-set sections per record inside each service process makes FerretDB deployments (one replica per
- * service) correct too, while unique indexes stay the cross-process guard for invariants such as build numbers.
+ * Why: upstream FerretDB v1 does not apply a conditional update atomically — concurrent
+ * `findOneAndUpdate({_id, state: "a"}, …)` calls can all "win", and concurrent `$inc`s lose updates (measured). The
+ * bundled FerretDB carries a patch that makes them atomic (deploy/ferretdb/atomic-updates.patch), and on MongoDB
+ * they are atomic anyway; serializing the compare-and-set sections per record inside each service process keeps a
+ * service correct on an unpatched FerretDB too, and spares the database contention on hot records. Unique indexes
+ * stay the cross-process guard for invariants such as build numbers.
  * Not re-entrant: never take the same key twice in one call chain.
  */
 export function createKeyedLock() {
