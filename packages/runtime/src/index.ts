@@ -1,4 +1,5 @@
 export * from "./clients.js";
+export * from "./coalesce.js";
 export * from "./config.js";
 export * from "./defaults.js";
 export * from "./errors.js";

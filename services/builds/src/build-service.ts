@@ -11,6 +11,7 @@ import {
 } from "@conveyor/proto/builds";
 import type { Pipeline } from "@conveyor/proto/pipelines";
 import {
+  createCoalescer,
   createKeyedLock,
   type EventPublisher,
   failedPrecondition,
@@ -99,7 +100,7 @@ export function createBuildDomain(deps: BuildServiceDeps): {
     return build;
   };
 
-  const publishCounts = async (pipelineId: string) => {
+  const publishCountsNow = async (pipelineId: string) => {
     try {
       const at = now();
       const counts = await repo.pipelineCounts(pipelineId);
@@ -112,6 +113,11 @@ export function createBuildDomain(deps: BuildServiceDeps): {
       logger.warn({ err, pipelineId }, "pipeline counters not published");
     }
   };
+
+  // Counters are recounted in the background after a change, one recount per pipeline at a time: under load the
+  // recounts coalesce, and the change that asked for one (a create, a job transition) does not wait for it.
+  const counts = createCoalescer(publishCountsNow);
+  const publishCounts = (pipelineId: string) => counts.request(pipelineId);
 
   const publishBuild = async (subject: string, build: BuildDoc, previousState: string) => {
     await events.publish(subject, BuildChangedSchema, { build: buildMessage(build), previousState });
@@ -166,7 +172,7 @@ export function createBuildDomain(deps: BuildServiceDeps): {
         startedAt?.getTime() === build.startedAt?.getTime() &&
         finishedAt?.getTime() === build.finishedAt?.getTime()
       ) {
-        if (changedJobs.length > 0) await publishCounts(build.pipelineId);
+        if (changedJobs.length > 0) publishCounts(build.pipelineId);
         return { build, jobs };
       }
       const updated = await repo.updateBuild(build._id, build.version, {
@@ -179,7 +185,7 @@ export function createBuildDomain(deps: BuildServiceDeps): {
       if (updated.state !== build.state) await publishBuild(SUBJECTS.builds.buildStateChanged, updated, build.state);
       if (updated.finishedAt && !build.finishedAt)
         await publishBuild(SUBJECTS.builds.buildFinished, updated, build.state);
-      await publishCounts(build.pipelineId);
+      publishCounts(build.pipelineId);
       return { build: updated, jobs };
     }
     throw new Error(`build ${buildId} kept changing under ${MAX_ATTEMPTS} reconciliations`);
@@ -388,7 +394,7 @@ export function createBuildDomain(deps: BuildServiceDeps): {
     if (!build) throw new Error(`build ${buildId} changed while it was being created`);
     await publishBuild(SUBJECTS.builds.buildCreated, build, "");
     await supersede(build, pipeline);
-    await publishCounts(pipeline.id);
+    publishCounts(pipeline.id);
     return { build, jobs: jobDocs };
   };
 
@@ -421,7 +427,8 @@ export function createBuildDomain(deps: BuildServiceDeps): {
 
   const republishCounts = async () => {
     const since = new Date(now().getTime() - 10 * 60_000);
-    for (const pipelineId of await repo.activePipelines(since)) await publishCounts(pipelineId);
+    for (const pipelineId of await repo.activePipelines(since)) publishCounts(pipelineId);
+    await counts.idle();
   };
 
   const service: ServiceImpl<typeof BuildsService> = {
