@@ -15,12 +15,16 @@ import { startStack } from "./stack.js";
  * versus 100,000, measured in the same run on one stack. Two organizations each get one pipeline with a few real
  * builds made through the REST API; their stored build and job documents are then cloned directly in the builds
  * database up to the target counts (going through the API for 100,000 builds would take an hour). Each list route is
- * requested alternately against the small and the large organization, and the medians are compared.
+ * requested alternately against the small and the large organization, and the medians are compared; then builds are
+ * created on both pipelines in alternating rounds and the time per create is compared the same way.
  */
 
 const SMALL = 100;
 const DEFAULT_LARGE = 100_000;
 const SAMPLES = 7;
+const CREATES = 200;
+const CREATE_ROUNDS = 4;
+const CREATE_CONCURRENCY = 10;
 
 interface Side {
   label: string;
@@ -132,6 +136,25 @@ export async function runBuildsBench(repoRoot: string, env: Env = process.env): 
         `${route.name.padEnd(32)} ${`${small.toFixed(1)} ms`.padStart(12)} ${`${big.toFixed(1)} ms`.padStart(14)} ${`${(big / small).toFixed(2)}×`.padStart(12)}`,
       );
     }
+    // Creating builds: CREATES per side, CREATE_CONCURRENCY at a time, in alternating rounds; the time per create
+    // must not grow with the history either (a create recounts nothing on its request path).
+    const createMs: Record<string, number[]> = { small: [], large: [] };
+    for (let round = 0; round < CREATE_ROUNDS; round++) {
+      for (const side of sides) {
+        const t0 = performance.now();
+        await createBuilds(api, side, CREATES / CREATE_ROUNDS);
+        createMs[side.label]?.push((performance.now() - t0) / (CREATES / CREATE_ROUNDS));
+      }
+    }
+    const smallCreate = median(createMs.small ?? []);
+    const largeCreate = median(createMs.large ?? []);
+    const createRoute = `POST builds (${CREATE_CONCURRENCY} at a time)`;
+    rows.push({ route: createRoute, smallMs: smallCreate, largeMs: largeCreate, ratio: largeCreate / smallCreate });
+    say(
+      `${createRoute.padEnd(32)} ${`${smallCreate.toFixed(1)} ms`.padStart(12)} ${`${largeCreate.toFixed(1)} ms`.padStart(14)} ${`${(largeCreate / smallCreate).toFixed(2)}×`.padStart(12)}`,
+    );
+    say(`  (time per create: ${CREATES} creates per side in ${CREATE_ROUNDS} alternating rounds)`);
+
     const out = join(repoRoot, ".test-results", "bench-builds.json");
     mkdirSync(dirname(out), { recursive: true });
     writeFileSync(
@@ -145,6 +168,23 @@ export async function runBuildsBench(repoRoot: string, env: Env = process.env): 
     await stack.stop();
     rmSync(dataDir, { recursive: true, force: true });
   }
+}
+
+/** Creates `count` builds on a side's pipeline through the REST API, CREATE_CONCURRENCY requests at a time. */
+async function createBuilds(api: (path: string, init?: RequestInit) => Promise<Response>, side: Side, count: number) {
+  let left = count;
+  const path = `/v2/organizations/${side.orgSlug}/pipelines/${side.pipelineSlug}/builds`;
+  const body = JSON.stringify({ commit: "0123456789abcdef0123456789abcdef01234567", branch: "main", message: "bench" });
+  await Promise.all(
+    Array.from({ length: CREATE_CONCURRENCY }, async () => {
+      while (left > 0) {
+        left--;
+        const res = await api(path, { method: "POST", body });
+        if (res.status !== 201) throw new Error(`create on ${side.label}: ${res.status} ${await res.text()}`);
+        await res.text();
+      }
+    }),
+  );
 }
 
 /** Clones a pipeline's real builds (and their jobs) until it holds `count` builds, numbered on from the last. */
