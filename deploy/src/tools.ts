@@ -37,7 +37,7 @@ export const NATS_SERVER: ToolSpec = {
  */
 export const FERRETDB: ToolSpec = {
   name: "ferretdb",
-  version: "v1.24.2-conveyor.2",
+  version: "v1.24.2-conveyor.3",
   binary: "ferretdb",
   envVar: "FERRETDB_BIN",
   buildTime: "~1 min",
