@@ -64,3 +64,31 @@ describe("ci-admin against the running stack", () => {
     expect(res.stderr).toContain("npm start");
   });
 });
+
+describe("ci-admin agent tokens", () => {
+  it("creates, lists and revokes a cluster's registration token; a revoked token registers no agent", async () => {
+    const org = ciAdmin("org", "create", "--name", unique("Agent Org"));
+    const cluster = ciAdmin("cluster", "create", "--org", org.json.slug, "--name", "Builders");
+    expect(ciAdmin("cluster", "list", "--org", org.json.slug).json.clusters).toEqual([
+      expect.objectContaining({ id: cluster.json.id, name: "Builders" }),
+    ]);
+    const created = ciAdmin("agent-token", "create", "--org", org.json.slug, "--cluster", cluster.json.id);
+    expect(created.code).toBe(0);
+    expect(created.json).toMatchObject({ cluster_id: cluster.json.id, revoked_at: null });
+    expect(created.json.token).toMatch(/^bkat_/);
+    const listed = ciAdmin("agent-token", "list", "--org", org.json.slug);
+    expect(listed.json.tokens).toEqual([expect.objectContaining({ id: created.json.id, cluster_id: cluster.json.id })]);
+    expect(JSON.stringify(listed.json)).not.toContain(created.json.token);
+
+    const register = () =>
+      fetch(`${stack.agentUrl}/register`, {
+        method: "POST",
+        headers: { authorization: `Token ${created.json.token}`, "content-type": "application/json" },
+        body: JSON.stringify({ name: unique("cli-agent"), meta_data: ["queue=default"] }),
+      });
+    expect((await register()).status).toBe(200);
+    const revoked = ciAdmin("agent-token", "revoke", "--org", org.json.slug, "--id", created.json.id);
+    expect(revoked.json.revoked_at).toMatch(/Z$/);
+    expect((await register()).status).toBe(401);
+  });
+});

@@ -70,3 +70,22 @@ describe("conditional updates under concurrency", () => {
     }
   });
 });
+
+describe("update commands with many statements", () => {
+  // Upstream FerretDB v1 kept every statement's query of one update command open until the command ended; past the
+  // SQLite pool's 100 connections the command waited forever, and with the collection locked every other write
+  // waited too (found when 500 agents' sightings were written in one bulk). deploy/ferretdb/update-statements.patch.
+  it("applies a bulk of 250 updates to one collection, and other writes to it go on", async () => {
+    const c = mongo.db(dbName).collection<Doc>("bulk");
+    await c.insertMany(Array.from({ length: 250 }, (_, i) => ({ _id: `d${i}`, n: 0 })));
+    const bulk = c.bulkWrite(
+      Array.from({ length: 250 }, (_, i) => ({ updateOne: { filter: { _id: `d${i}` }, update: { $inc: { n: 1 } } } })),
+      { ordered: false },
+    );
+    const other = c.findOneAndUpdate({ _id: "d0" }, { $inc: { n: 10 } }, { returnDocument: "after" });
+    const [result] = await Promise.all([bulk, other]);
+    expect(result.modifiedCount).toBe(250);
+    expect(await c.countDocuments({ n: { $gte: 1 } })).toBe(250);
+    expect((await c.findOne({ _id: "d0" }))?.n).toBe(11);
+  }, 20_000);
+});

@@ -1,5 +1,36 @@
+import { request } from "node:http";
 import { Role } from "@conveyor/proto/identity";
 import { api, arrangeOrgUser, identity, stack, unique } from "./support/stack-env.js";
+
+/**
+ * A request announcing a body of `length` bytes and sending none: the gateway answers from the Content-Length alone
+ * (a body over the limit is refused before it is read, with `Connection: close`), then the request is dropped.
+ */
+function announceBody(path: string, method: string, length: number): Promise<{ status: number; text: string }> {
+  return new Promise((resolve, reject) => {
+    const req = request(`${stack.apiUrl}${path}`, {
+      method,
+      headers: {
+        authorization: `Bearer ${stack.apiToken}`,
+        "content-type": "application/json",
+        "content-length": length,
+      },
+    });
+    req.on("response", (res) => {
+      let text = "";
+      res.setEncoding("utf8");
+      res.on("data", (d: string) => {
+        text += d;
+      });
+      res.on("end", () => {
+        resolve({ status: res.statusCode ?? 0, text });
+        req.destroy();
+      });
+    });
+    req.on("error", reject);
+    req.flushHeaders();
+  });
+}
 
 const ISO_MS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
@@ -115,21 +146,17 @@ describe("organizations and members over REST", () => {
       ["/v2/no-such-route", {}, 404],
       ["/v2/access-token", { method: "DELETE", headers: { "content-type": "application/json" }, body: "{oops" }, 400],
       ["/v2/access-token", { method: "DELETE", headers: { "content-type": "application/xml" }, body: "<a/>" }, 415],
-      [
-        "/v2/access-token",
-        {
-          method: "DELETE",
-          headers: { "content-type": "application/json" },
-          body: JSON.stringify({ x: "y".repeat(3_000_000) }),
-        },
-        413,
-      ],
     ];
     for (const [path, init, status] of cases) {
       const res = await api(path, stack.apiToken, init);
       expect([path, res.status]).toEqual([path, status]);
       expect(typeof res.body.message).toBe("string");
     }
+    // A body over the limit is answered 413 as soon as its Content-Length shows it, before it is read (sending it
+    // with fetch races the early answer and the closed connection: EPIPE now and then).
+    const tooLarge = await announceBody("/v2/access-token", "DELETE", 3_000_000);
+    expect(tooLarge.status).toBe(413);
+    expect(typeof JSON.parse(tooLarge.text).message).toBe("string");
     // The bootstrap token survived every malformed DELETE.
     expect((await api("/v2/access-token", stack.apiToken)).status).toBe(200);
   });

@@ -7,6 +7,7 @@ import { fileURLToPath } from "node:url";
 import { AgentsService } from "@conveyor/proto/agents";
 import { createServiceClient } from "@conveyor/runtime";
 import autocannon from "autocannon";
+import { type AgentBenchResult, type AgentBenchTarget, runAgentBench } from "./bench-agents.js";
 import { BENCH_ROUTES, type BenchContext, type BenchRoute, ensureBenchPipeline } from "./bench-routes.js";
 import { type BenchSettings, benchSettings, median } from "./bench-stats.js";
 import { bootstrapStack } from "./bootstrap.js";
@@ -30,6 +31,8 @@ export interface Summary {
   reqPerSec: number;
   p50Ms: number;
   p99Ms: number;
+  /** The median time of one request at a time on the otherwise idle stack (GET routes only). */
+  idleMs?: number;
   /** req/s as a share of the hello-world baseline's req/s. */
   shareOfHello: number;
 }
@@ -38,14 +41,25 @@ interface Target {
   name: string;
   url: string;
   headers: Record<string, string>;
+  /** A POST target (build creation) and its body; GET otherwise. */
+  post?: string;
+  /** Connections for this target, when not the setting's (creates run at 10, as the issue measures them). */
+  connections?: number;
 }
+
+/** How many sequential requests measure a route's latency on an idle stack. */
+const IDLE_REQUESTS = 30;
+
+/** Build creation is measured at this concurrency. */
+const CREATE_CONNECTIONS = 10;
 
 async function measure(target: Target, trial: number, settings: BenchSettings, durationSec = settings.durationSec) {
   const result = await autocannon({
     url: target.url,
-    connections: settings.connections,
+    connections: target.connections ?? settings.connections,
     duration: durationSec,
-    headers: target.headers,
+    headers: target.post ? { ...target.headers, "content-type": "application/json" } : target.headers,
+    ...(target.post ? { method: "POST" as const, body: target.post } : {}),
   });
   const m: Measurement = {
     target: target.name,
@@ -110,8 +124,13 @@ export async function runBench(repoRoot: string, env: Env = process.env): Promis
     } else {
       dataDir = mkdtempSync(join(tmpdir(), "conveyor-bench-"));
       say("starting an isolated stack on free ports…");
-      // Per-request logging is not what is measured; errors still reach the logs.
-      const stackEnv = { ...env, LOG_LEVEL: envValue(env, "LOG_LEVEL") ?? "warn" };
+      // Per-request logging is not what is measured; errors still reach the logs. The real agent of the dispatch
+      // benchmark pings every second.
+      const stackEnv = {
+        ...env,
+        LOG_LEVEL: envValue(env, "LOG_LEVEL") ?? "warn",
+        AGENT_PING_INTERVAL_S: envValue(env, "AGENT_PING_INTERVAL_S") ?? "1",
+      };
       stack = await startStack({ repoRoot, dataDir, ports: "free", env: stackEnv, log: (l) => say(`  ${l}`) });
       const { credentials } = await bootstrapStack(stack.info, { env });
       apiUrl = stack.info.apiUrl;
@@ -140,11 +159,30 @@ export async function runBench(repoRoot: string, env: Env = process.env): Promis
       const path = r.path(ctx);
       return path ? [{ name: r.name, url: `${apiUrl}${path}`, headers }] : [];
     });
+    if (pipelineSlug) {
+      routeTargets.push({
+        name: `POST …/builds (create, c=${CREATE_CONNECTIONS})`,
+        url: `${apiUrl}/v2/organizations/${orgSlug}/pipelines/${pipelineSlug}/builds`,
+        headers,
+        post: JSON.stringify({ commit: "HEAD", branch: "bench-create", message: "bench create" }),
+        connections: CREATE_CONNECTIONS,
+      });
+    }
 
+    const idleMs = new Map<string, number>();
     for (const t of routeTargets) {
+      if (t.post) continue;
       const res = await fetch(t.url, { headers: t.headers });
       if (res.status !== 200)
         throw new Error(`${t.name}: ${t.url} answered ${res.status}, not 200: ${await res.text()}`);
+      await res.arrayBuffer();
+      const times: number[] = [];
+      for (let i = 0; i < IDLE_REQUESTS; i++) {
+        const started = performance.now();
+        await (await fetch(t.url, { headers: t.headers })).arrayBuffer();
+        times.push(performance.now() - started);
+      }
+      idleMs.set(t.name, median(times));
     }
     say(
       `\n${settings.trials} interleaved trials, ${settings.connections} connections, ${settings.durationSec} s per run ` +
@@ -174,6 +212,7 @@ export async function runBench(repoRoot: string, env: Env = process.env): Promis
         reqPerSec: median(runs.map((r) => r.reqPerSec)),
         p50Ms: median(runs.map((r) => r.p50Ms)),
         p99Ms: median(runs.map((r) => r.p99Ms)),
+        ...(idleMs.has(name) ? { idleMs: idleMs.get(name) } : {}),
         shareOfHello: 1,
       };
     };
@@ -183,16 +222,31 @@ export async function runBench(repoRoot: string, env: Env = process.env): Promis
       shareOfHello: x.reqPerSec / base.reqPerSec,
     }));
     say(
-      `\nmedians${" ".repeat(27)} ${"req/s".padStart(9)} ${"p50 ms".padStart(7)} ${"p99 ms".padStart(7)}  share of hello-world`,
+      `\nmedians${" ".repeat(27)} ${"req/s".padStart(9)} ${"p50 ms".padStart(7)} ${"p99 ms".padStart(7)} ${"idle ms".padStart(8)}  share of hello-world`,
     );
     for (const x of summary) {
+      const idle = x.idleMs === undefined ? "" : fmt(x.idleMs, 1);
       say(
-        `${x.target.padEnd(34)} ${fmt(x.reqPerSec).padStart(9)} ${ms(x.p50Ms).padStart(7)} ${ms(x.p99Ms).padStart(7)}  ${fmt(x.shareOfHello * 100, 1)}%`,
+        `${x.target.padEnd(34)} ${fmt(x.reqPerSec).padStart(9)} ${ms(x.p50Ms).padStart(7)} ${ms(x.p99Ms).padStart(7)} ${idle.padStart(8)}  ${fmt(x.shareOfHello * 100, 1)}%`,
+      );
+    }
+    const agentTarget = agentBenchTarget(stack, env, { apiUrl, token, orgSlug });
+    let agents: AgentBenchResult | undefined;
+    if (agentTarget) {
+      say("");
+      agents = await runAgentBench(agentTarget, env, (l) => say(`  ${l}`));
+      printAgentRows(agents, say);
+    } else {
+      say(
+        "\nagent rows skipped: set AGENTS_URL, NATS_URL and CONVEYOR_AGENT_BIN to measure an external stack's agents",
       );
     }
     const out = join(repoRoot, ".test-results", "bench.json");
     mkdirSync(dirname(out), { recursive: true });
-    writeFileSync(out, `${JSON.stringify({ settings, at: new Date().toISOString(), results, summary }, null, 2)}\n`);
+    writeFileSync(
+      out,
+      `${JSON.stringify({ settings, at: new Date().toISOString(), results, summary, agents }, null, 2)}\n`,
+    );
     say(`\nresults written to ${out}`);
     const bad = results.some((r) => r.bad > 0);
     if (bad) say("some runs had non-2xx responses or errors: their figures are not valid");
@@ -204,4 +258,47 @@ export async function runBench(repoRoot: string, env: Env = process.env): Promis
     await stack?.stop();
     if (dataDir) rmSync(dataDir, { recursive: true, force: true });
   }
+}
+
+/** What the agent benchmarks need: the stack this bench started, or an external one named by the environment. */
+function agentBenchTarget(
+  stack: Stack | undefined,
+  env: Env,
+  api: { apiUrl: string; token: string; orgSlug: string },
+): AgentBenchTarget | undefined {
+  const base = { apiUrl: api.apiUrl, apiToken: api.token, orgSlug: api.orgSlug };
+  if (stack) {
+    return {
+      ...base,
+      agentsUrl: stack.info.serviceUrls.agents,
+      natsUrl: stack.info.natsUrl,
+      agentBin: stack.info.agentBin,
+      pids: Object.fromEntries(stack.processes.map((p) => [p.name, p.pid])),
+      agentsStatsUrl: `http://127.0.0.1:${stack.info.ports.health.agents}/stats`,
+    };
+  }
+  const agentsUrl = envValue(env, "AGENTS_URL");
+  const natsUrl = envValue(env, "NATS_URL");
+  const agentBin = envValue(env, "CONVEYOR_AGENT_BIN");
+  return agentsUrl && natsUrl && agentBin ? { ...base, agentsUrl, natsUrl, agentBin, pids: {} } : undefined;
+}
+
+/** The agent rows of the summary. */
+function printAgentRows(r: AgentBenchResult, say: (line: string) => void): void {
+  const f = (n: number) => (Number.isFinite(n) ? n.toFixed(n < 10 ? 1 : 0) : "–");
+  say(`\nagents${" ".repeat(28)} ${"count".padStart(9)} ${"p50 ms".padStart(7)} ${"p99 ms".padStart(7)}`);
+  say(
+    `${"dispatch: create → accepted".padEnd(34)} ${String(r.dispatch.builds).padStart(9)} ${f(r.dispatch.p50Ms).padStart(7)} ${f(r.dispatch.p99Ms).padStart(7)}`,
+  );
+  const p = r.pings;
+  say(
+    `${`ping, ${p.agents} idle agents / ${p.intervalMs / 1000} s`.padEnd(34)} ${String(p.idle.pings).padStart(9)} ${f(p.idle.p50Ms).padStart(7)} ${f(p.idle.p99Ms).padStart(7)}${p.idle.errors ? `   (${p.idle.errors} errors!)` : ""}`,
+  );
+  say(
+    `${"ping, while builds run".padEnd(34)} ${String(p.withBuilds.pings).padStart(9)} ${f(p.withBuilds.p50Ms).padStart(7)} ${f(p.withBuilds.p99Ms).padStart(7)}${p.withBuilds.errors ? `   (${p.withBuilds.errors} errors!)` : ""}`,
+  );
+  if (p.idle.mongoCommandsPerPing !== undefined)
+    say(`database commands per idle ping (agents service): ${p.idle.mongoCommandsPerPing.toFixed(3)}`);
+  const cpu = Object.entries(p.cpuMsPerPing).filter(([, ms]) => Number.isFinite(ms) && ms > 0.0005);
+  if (cpu.length > 0) say(`CPU ms per idle ping: ${cpu.map(([name, ms]) => `${name} ${ms.toFixed(3)}`).join(", ")}`);
 }

@@ -1,4 +1,4 @@
-import { Code, ConnectError } from "@connectrpc/connect";
+import { type Client, Code, ConnectError } from "@connectrpc/connect";
 import { AgentsService } from "@conveyor/proto/agents";
 import { IdentityService, Role } from "@conveyor/proto/identity";
 import { createServiceClient } from "@conveyor/runtime";
@@ -6,6 +6,7 @@ import {
   accessTokenReusable,
   agentTokenReusable,
   type Credentials,
+  DEFAULT_CLUSTER_NAME,
   readCredentials,
   writeCredentials,
 } from "./credentials.js";
@@ -45,8 +46,9 @@ function isCode(err: unknown, code: Code): boolean {
 }
 
 /**
- * Makes sure the organization, its admin user, an API token with every scope and an agent registration token
- * exist, reusing what credentials.json names when the services still accept it. Idempotent.
+ * Makes sure the organization, its admin user, its cluster "Default", an API token with every scope and an agent
+ * registration token of that cluster exist, reusing what credentials.json names when the services still accept it.
+ * Idempotent.
  */
 export async function bootstrap(opts: BootstrapOptions): Promise<BootstrapResult> {
   const env = opts.env ?? process.env;
@@ -95,6 +97,8 @@ export async function bootstrap(opts: BootstrapOptions): Promise<BootstrapResult
   await identity.addMember({ organization: org.id, userId: user.id, role: Role.ADMIN });
   user = (await identity.getUser({ id: user.id })).user ?? user;
 
+  const { cluster } = await ensureCluster(agents, org.id, saved?.cluster, log);
+
   let apiToken = saved?.apiToken;
   if (apiToken?.secret) {
     const principal = await identity
@@ -141,15 +145,16 @@ export async function bootstrap(opts: BootstrapOptions): Promise<BootstrapResult
       clusterId: token.clusterId,
       revoked: token.revokedAt !== undefined,
     };
-    if (!agentTokenReusable(view, org.id)) agentToken = undefined;
+    if (!agentTokenReusable(view, { organizationId: org.id, clusterId: cluster.id })) agentToken = undefined;
   } else {
     agentToken = undefined;
   }
   if (agentToken === undefined) {
     reused.agentToken = false;
-    log("creating an agent registration token");
+    log(`creating an agent registration token of cluster "${cluster.name}"`);
     const created = await agents.createAgentToken({
       organizationId: org.id,
+      clusterId: cluster.id,
       description: "Default agent token (created by npm start)",
     });
     agentToken = { id: created.token?.id ?? "", secret: created.secret };
@@ -160,6 +165,7 @@ export async function bootstrap(opts: BootstrapOptions): Promise<BootstrapResult
     agentUrl: opts.agentUrl,
     organization: { id: org.id, slug: org.slug, name: org.name },
     user: { id: user.id, email: user.email, name: user.name },
+    cluster,
     apiToken,
     agentToken,
     updatedAt: new Date().toISOString(),
@@ -184,6 +190,59 @@ export function bootstrapStack(
 }
 
 type IdentityClient = ReturnType<typeof createServiceClient<typeof IdentityService>>;
+
+/** The agents RPCs ensureCluster uses. */
+export type ClusterClient = Pick<Client<typeof AgentsService>, "createCluster" | "getCluster" | "listClusters">;
+
+/**
+ * The bootstrap organization's cluster: the one credentials.json names while the agents service still has it (under
+ * whatever name it has now); else the cluster named "Default", created unless it exists (credentials.json deleted
+ * or the cluster made by hand), in which case it is found by name and adopted.
+ */
+export async function ensureCluster(
+  agents: ClusterClient,
+  organizationId: string,
+  saved: { id?: string; name?: string } | undefined,
+  log: (line: string) => void = () => {},
+): Promise<{ cluster: { id: string; name: string }; reused: boolean }> {
+  if (saved?.id) {
+    const found = await agents
+      .getCluster({ organizationId, id: saved.id })
+      .then((r) => r.cluster)
+      .catch((err: unknown) => {
+        if (isCode(err, Code.NotFound)) return undefined;
+        throw err;
+      });
+    if (found) return { cluster: { id: found.id, name: found.name }, reused: true };
+    log(`the saved cluster ${saved.name ? `"${saved.name}" ` : ""}(${saved.id}) no longer exists`);
+  }
+  // Create first, list only when the name is taken: the agents service's unique name index settles a race.
+  for (let attempt = 0; attempt < 3; attempt++) {
+    const created = await agents
+      .createCluster({
+        organizationId,
+        name: DEFAULT_CLUSTER_NAME,
+        description: "Created by npm start (bootstrap) for its agents",
+      })
+      .then((r) => r.cluster)
+      .catch((err: unknown) => {
+        if (isCode(err, Code.AlreadyExists)) return undefined;
+        throw err;
+      });
+    if (created) {
+      log(`created cluster "${created.name}"`);
+      return { cluster: { id: created.id, name: created.name }, reused: false };
+    }
+    const { clusters } = await agents.listClusters({ organizationId });
+    const existing = clusters.find((c) => c.name === DEFAULT_CLUSTER_NAME);
+    if (existing) {
+      log(`using the existing cluster "${existing.name}" (${existing.id})`);
+      return { cluster: { id: existing.id, name: existing.name }, reused: true };
+    }
+    // Deleted between the create and the list: try again.
+  }
+  throw new Error(`Could not create or find the cluster "${DEFAULT_CLUSTER_NAME}" of the bootstrap organization`);
+}
 
 /**
  * The admin user exists already (a duplicate email): take its id from credentials.json when that is the same user,

@@ -23,6 +23,8 @@ export interface ManagedProcess {
   stop(graceMs?: number): Promise<ExitStatus>;
   /** Sends SIGKILL at once, synchronously (for the process "exit" handler). */
   killNow(): void;
+  /** Sends a signal if the process still runs. */
+  kill(signal: NodeJS.Signals): void;
   /** The last lines this process wrote to its log during this run. */
   logTail(lines?: number): string;
 }
@@ -97,6 +99,7 @@ export function spawnManaged(opts: SpawnOptions): ManagedProcess {
       }
     },
     killNow: () => signal("SIGKILL"),
+    kill: signal,
     logTail: (lines = 30) => readTail(opts.logFile, startOffset, lines),
   };
 }

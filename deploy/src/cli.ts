@@ -1,12 +1,24 @@
 #!/usr/bin/env node
 import { realpathSync } from "node:fs";
+import { hostname } from "node:os";
 import { dirname, isAbsolute, relative } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { fileURLToPath } from "node:url";
 import { bootstrapStack } from "./bootstrap.js";
 import { describeExit } from "./child.js";
 import type { Credentials } from "./credentials.js";
+import { firstBuildWalkthrough } from "./first-build.js";
 import { ToolchainError } from "./go-build.js";
+import {
+  agentConfigFile,
+  agentDirs,
+  agentStartArgs,
+  type LocalAgents,
+  LocalAgentsConfigError,
+  localAgentCount,
+  shellCommandLines,
+  startLocalAgents,
+} from "./local-agents.js";
 import { formatLogTail } from "./log-format.js";
 import { dataPaths, defaultDataDir, findRepoRoot } from "./paths.js";
 import { type Stack, startStack } from "./stack.js";
@@ -76,7 +88,14 @@ async function start(repoRoot: string, dataDir: string): Promise<number> {
   orphanWatch.unref();
 
   let stack: Stack | undefined;
+  let agents: LocalAgents | undefined;
+  // Stops the local agents first (they disconnect from the gateway), then the stack.
+  const stopAll = async () => {
+    await agents?.stop();
+    await stack?.stop();
+  };
   try {
+    const agentCount = localAgentCount(process.env);
     say(`data directory ${shortPath(dataDir)}`);
     stack = await startStack({
       repoRoot,
@@ -92,21 +111,37 @@ async function start(repoRoot: string, dataDir: string): Promise<number> {
     }
     say("bootstrapping the organization, admin user and tokens…");
     const { credentials } = await bootstrapStack(stack.info, { log: (line) => say(`  ${line}`) });
-    if (!signalled) printSummary(stack.info, credentials);
+    if (!signalled) {
+      const running = stack;
+      if (agentCount > 0) say(`starting ${agentCount} local agent${agentCount === 1 ? "" : "s"}…`);
+      agents = startLocalAgents({
+        count: agentCount,
+        bin: running.info.agentBin,
+        endpoint: running.info.agentUrl,
+        token: credentials.agentToken.secret,
+        dataDir: running.info.dataDir,
+        logsDir: running.info.logsDir,
+        env: process.env,
+        detached: true,
+        log: say,
+        onSpawn: (proc) => running.adopt(proc),
+      });
+      printSummary(running.info, credentials, agents);
+    }
     const outcome = await Promise.race([signalReceived.then(() => undefined), stack.unexpectedExit]);
     if (outcome) {
       fail(`${outcome.proc.name} ${describeExit(outcome.status)} unexpectedly; its log is ${outcome.proc.logFile}`);
       printTail(outcome.proc.logTail());
       fail("stopping the rest of the stack");
-      await stack.stop();
+      await stopAll();
       return 1;
     }
-    await stack.stop();
+    await stopAll();
     return 0;
   } catch (err) {
-    await stack?.stop();
+    await stopAll();
     if (signalled) return 0;
-    if (err instanceof StackAlreadyRunningError) {
+    if (err instanceof StackAlreadyRunningError || err instanceof LocalAgentsConfigError) {
       fail(err.message);
       return 1;
     }
@@ -139,24 +174,51 @@ function printTail(tail: string): void {
   );
 }
 
-function printSummary(info: StackInfo, creds: Credentials): void {
+function printSummary(info: StackInfo, creds: Credentials, agents: LocalAgents): void {
   const credFile = shortPath(dataPaths(info.dataDir).credentialsFile);
   const logs = shortPath(info.logsDir);
+  const localAgents =
+    agents.agents.length === 0
+      ? ["  Local agents  none (CONVEYOR_LOCAL_AGENTS=0)"]
+      : agents.agents.map(
+          (a, i) => `${i === 0 ? "  Local agents" : "              "}  ${a.name}   (log: ${shortPath(a.logFile)})`,
+        );
+  const manualArgs = agentStartArgs({
+    token: creds.agentToken.secret,
+    endpoint: info.agentUrl,
+    name: `${hostname()}-manual-1`,
+    dirs: agentDirs(info.dataDir, "manual-1"),
+    config: agentConfigFile(info.dataDir),
+  });
+  const manual = shellCommandLines(info.agentBin, manualArgs);
+  const walkthrough = firstBuildWalkthrough({
+    apiUrl: info.apiUrl,
+    orgSlug: creds.organization.slug,
+    apiToken: creds.apiToken.secret,
+    clusterId: creds.cluster.id,
+  });
   const lines = [
     "",
     "conveyor is running.",
     "",
     `  REST API      ${info.apiUrl}/v2/…   (header: Authorization: Bearer <API token>)`,
-    `  Agent API     ${info.agentUrl}   (registration tokens work; agents cannot run jobs yet)`,
+    `  Agent API     ${info.agentUrl}`,
     `  Organization  ${creds.organization.slug}   (${creds.organization.name}, id ${creds.organization.id})`,
+    `  Cluster       ${creds.cluster.name}   (id ${creds.cluster.id}; pipelines need a cluster_id)`,
     `  Admin user    ${creds.user.email}   (id ${creds.user.id})`,
     `  API token     ${creds.apiToken.secret}   (every scope)`,
-    `  Agent token   ${creds.agentToken.secret}`,
+    `  Agent token   ${creds.agentToken.secret}   (registration token of cluster ${creds.cluster.name})`,
+    ...localAgents,
     "",
-    "  Try it:",
-    `    curl -H "Authorization: Bearer ${creds.apiToken.secret}" ${info.apiUrl}/v2/organizations/${creds.organization.slug}`,
+    "  One more agent, by hand (change --name and the paths for each further one):",
+    ...manual.map((line) => `    ${line}`),
+    "",
+    "  Your first build (paste these lines into a shell, as they are):",
+    "",
+    ...walkthrough,
+    "",
+    "  More:",
     `    npx ci-admin user create --name "Jane Doe" --email jane@example.com`,
-    `    npx ci-admin cluster create --org ${creds.organization.slug} --name default   # pipelines need a cluster`,
     "",
     `  Credentials are saved in ${credFile} and reused by the next \`npm start\`; logs are in ${logs}/.`,
     "  Press Ctrl-C to stop.",

@@ -36,13 +36,25 @@ describe("accessTokenReusable", () => {
 });
 
 describe("agentTokenReusable", () => {
-  it("reuses an active unclustered token of the organization only", () => {
-    const token = { organizationId: "o1", clusterId: "", revoked: false };
-    expect(agentTokenReusable(token, "o1")).toBe(true);
-    expect(agentTokenReusable(undefined, "o1")).toBe(false);
-    expect(agentTokenReusable({ ...token, revoked: true }, "o1")).toBe(false);
-    expect(agentTokenReusable({ ...token, clusterId: "c1" }, "o1")).toBe(false);
-    expect(agentTokenReusable(token, "o2")).toBe(false);
+  const wantToken = { organizationId: "o1", clusterId: "c1" };
+  const token = { organizationId: "o1", clusterId: "c1", revoked: false };
+
+  it("reuses an active token of the bootstrap cluster", () => {
+    expect(agentTokenReusable(token, wantToken)).toBe(true);
+  });
+
+  it.each<[string, typeof token | undefined]>([
+    ["unknown to the agents service", undefined],
+    ["revoked", { ...token, revoked: true }],
+    ["unclustered (saved by an older npm start)", { ...token, clusterId: "" }],
+    ["of another cluster", { ...token, clusterId: "c2" }],
+    ["of another organization", { ...token, organizationId: "o2" }],
+  ])("replaces a token %s", (_why, t) => {
+    expect(agentTokenReusable(t, wantToken)).toBe(false);
+  });
+
+  it("never reuses an unclustered token for want of a cluster", () => {
+    expect(agentTokenReusable({ ...token, clusterId: "" }, { organizationId: "o1", clusterId: "" })).toBe(false);
   });
 });
 
@@ -57,6 +69,7 @@ describe("credentials.json", () => {
       agentUrl: "http://127.0.0.1:8080/v3",
       organization: { id: "o1", slug: "conveyor", name: "Conveyor" },
       user: { id: "u1", email: "admin@conveyor.local", name: "Admin" },
+      cluster: { id: "c1", name: "Default" },
       apiToken: { id: "t1", secret: "bkua_x", scopes: [...ALL_SCOPES] },
       agentToken: { id: "a1", secret: "bkat_y" },
       updatedAt: new Date().toISOString(),

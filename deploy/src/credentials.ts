@@ -6,6 +6,8 @@ export interface Credentials {
   agentUrl: string;
   organization: { id: string; slug: string; name: string };
   user: { id: string; email: string; name: string };
+  /** The cluster bootstrap keeps for the organization ("Default"); pipelines need one, agents join it. */
+  cluster: { id: string; name: string };
   apiToken: { id: string; secret: string; scopes: string[] };
   agentToken: { id: string; secret: string };
   updatedAt: string;
@@ -49,10 +51,22 @@ export function accessTokenReusable(
   return token.reachableOrganizationIds.includes(want.organizationId);
 }
 
-/** A saved agent token is reused when it is still active, unclustered and of the same organization. */
+/**
+ * A saved agent registration token is reused when it is still active and belongs to the organization's bootstrap
+ * cluster; an unclustered one (saved before bootstrap kept a cluster) or one of another cluster is replaced.
+ */
 export function agentTokenReusable(
   token: { organizationId: string; clusterId: string; revoked: boolean } | undefined,
-  organizationId: string,
+  want: { organizationId: string; clusterId: string },
 ): boolean {
-  return token !== undefined && !token.revoked && token.clusterId === "" && token.organizationId === organizationId;
+  return (
+    token !== undefined &&
+    !token.revoked &&
+    token.organizationId === want.organizationId &&
+    want.clusterId !== "" &&
+    token.clusterId === want.clusterId
+  );
 }
+
+/** The name of the cluster bootstrap creates. */
+export const DEFAULT_CLUSTER_NAME = "Default";

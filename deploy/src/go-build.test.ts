@@ -1,7 +1,7 @@
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { FERRETDB_PATCHES_DIR } from "./go-build.js";
-import { FERRETDB } from "./tools.js";
+import { FERRETDB_PATCHES_DIR, goModuleDir, goVersionAtLeast, MIN_GO } from "./go-build.js";
+import { BUILDKITE_AGENT, FERRETDB } from "./tools.js";
 
 describe("FerretDB patches", () => {
   const patches = FERRETDB.build.kind === "ferretdb" ? FERRETDB.build.patches : [];
@@ -17,5 +17,45 @@ describe("FerretDB patches", () => {
 
   it("mark the cached binary with a patch level, so a changed patch is rebuilt", () => {
     expect(FERRETDB.version).toMatch(/^v1\.24\.2-conveyor\.\d+$/);
+  });
+});
+
+describe("the buildkite-agent build module", () => {
+  const build = BUILDKITE_AGENT.build;
+  const dir = build.kind === "go-module" ? goModuleDir(build.dir) : "";
+
+  it("is deploy/buildkite-agent: a go.mod that pins the agent version the tool spec names, and the zzglob adapter", () => {
+    expect(build).toEqual({ kind: "go-module", dir: "buildkite-agent", pkg: "github.com/buildkite/agent/v3" });
+    const goMod = readFileSync(join(dir, "go.mod"), "utf8");
+    const upstream = BUILDKITE_AGENT.version.replace(/-conveyor\.\d+$/, "");
+    expect(goMod).toContain(`github.com/buildkite/agent/v3 ${upstream}`);
+    expect(goMod).toMatch(/^replace drjosh\.dev\/zzglob => \.\/zzglob$/m);
+    expect(existsSync(join(dir, "go.sum"))).toBe(true);
+    expect(existsSync(join(dir, "zzglob", "zzglob.go"))).toBe(true);
+  });
+
+  it("marks the cached binary with the build module's level, so a changed adapter is rebuilt", () => {
+    expect(BUILDKITE_AGENT.version).toMatch(/^v3\.137\.0-conveyor\.\d+$/);
+  });
+
+  it("asks for the Go its go.mod requires", () => {
+    const goLine = /^go (\S+)$/m.exec(readFileSync(join(dir, "go.mod"), "utf8"))?.[1];
+    expect(BUILDKITE_AGENT.minGo).toBe(goLine);
+  });
+});
+
+describe("goVersionAtLeast", () => {
+  it.each([
+    ["go1.26.8", "1.26.5", true],
+    ["go1.26.5", "1.26.5", true],
+    ["go1.26.4", "1.26.5", false],
+    ["go1.27", "1.26.5", true],
+    ["go1.26rc1", "1.26.0", false],
+    ["go1.24.0", MIN_GO, true],
+    ["go1.23.9", MIN_GO, false],
+    ["go2.0.0", MIN_GO, true],
+    ["devel +abc", MIN_GO, true],
+  ])("%s against %s: %s", (version, minimum, ok) => {
+    expect(goVersionAtLeast(version, minimum)).toBe(ok);
   });
 });

@@ -30,21 +30,42 @@ export class ToolchainError extends Error {
   override name = "ToolchainError";
 }
 
-/** Checks that `go` (1.24 or newer) is on PATH. */
+/** The oldest Go the launcher builds its tools with; a tool may need a newer one (ToolSpec.minGo). */
+export const MIN_GO = "1.24";
+
+/** Whether a Go version ("go1.26.8", "go1.26rc1", "go1.24") is at least a minimum ("1.26.5"); unknown forms pass. */
+export function goVersionAtLeast(goVersion: string, minimum: string): boolean {
+  const have = /^go(\d+)\.(\d+)(?:\.(\d+))?/.exec(goVersion);
+  if (!have) return true;
+  const want = minimum.split(".").map(Number);
+  // A release candidate of 1.26 ("go1.26rc1") comes before 1.26.0: count its patch level as -1.
+  const patch = have[3] !== undefined ? Number(have[3]) : /^go\d+\.\d+(rc|beta)/.test(goVersion) ? -1 : 0;
+  const got = [Number(have[1]), Number(have[2]), patch];
+  for (let i = 0; i < 3; i++) {
+    const a = got[i] ?? 0;
+    const b = want[i] ?? 0;
+    if (a !== b) return a > b;
+  }
+  return true;
+}
+
+/** Checks that `go` (1.24 or newer, or the tool's own minimum) is on PATH. */
 export function checkGo(tool: ToolSpec, env: Env): void {
+  const minimum = tool.minGo ?? MIN_GO;
   let version: string;
   try {
-    version = execFileSync("go", ["env", "GOVERSION"], { env: { ...env }, encoding: "utf8" }).trim();
+    // A build module is built with the local toolchain (GOTOOLCHAIN=local, below), so that is the one to check.
+    const goEnv = tool.build.kind === "go-module" ? { ...env, GOTOOLCHAIN: "local" } : { ...env };
+    version = execFileSync("go", ["env", "GOVERSION"], { env: goEnv, encoding: "utf8" }).trim();
   } catch {
     throw new ToolchainError(
-      `${tool.name} ${tool.version} is not built yet and Go is not installed. Install Go 1.24 or newer ` +
+      `${tool.name} ${tool.version} is not built yet and Go is not installed. Install Go ${minimum} or newer ` +
         `(https://go.dev/dl/), or set ${tool.envVar} to a ${tool.name} binary you already have.`,
     );
   }
-  const match = /^go(\d+)\.(\d+)/.exec(version);
-  if (match && (Number(match[1]) < 1 || (Number(match[1]) === 1 && Number(match[2]) < 24))) {
+  if (!goVersionAtLeast(version, minimum)) {
     throw new ToolchainError(
-      `${tool.name} needs Go 1.24 or newer to build, found ${version}. Upgrade Go or set ${tool.envVar}.`,
+      `${tool.name} needs Go ${minimum} or newer to build, found ${version}. Upgrade Go or set ${tool.envVar}.`,
     );
   }
 }
@@ -77,8 +98,10 @@ export async function ensureTool(tool: ToolSpec, ctx: BuildContext): Promise<str
         logFile,
         signal: ctx.signal,
       });
-    } else {
+    } else if (tool.build.kind === "ferretdb") {
       await buildFerretDb(tool, tool.build.module, tool.build.patches, work, goEnv, logFile, ctx.signal);
+    } else {
+      await buildGoModule(tool, tool.build.dir, tool.build.pkg, work, goEnv, logFile, ctx.signal);
     }
     mkdirSync(dirname(target), { recursive: true });
     renameSync(join(work, tool.binary), target);
@@ -142,6 +165,41 @@ async function buildFerretDb(
     command: "go",
     args: ["build", "-o", join(work, tool.binary), "./cmd/ferretdb"],
     env: { ...goEnv, GOFLAGS: "-mod=mod" },
+    cwd: src,
+    logFile,
+    signal,
+  });
+}
+
+/** The folder of our Go build modules (deploy/<dir>, beside src/ and dist/), for example deploy/buildkite-agent. */
+export function goModuleDir(dir: string): string {
+  return fileURLToPath(new URL(`../${dir}/`, import.meta.url));
+}
+
+/**
+ * Builds a package with one of our build modules: the folder (go.mod, go.sum, replaced packages) is copied into the
+ * work folder, so that the checkout stays untouched, and `go build` runs there. GOFLAGS=-mod=mod lets Go add a
+ * go.sum line the copy lacks instead of failing; GOTOOLCHAIN=local keeps Go from trying to download the toolchain
+ * the go.mod names (checkGo has made sure the local one is new enough).
+ */
+async function buildGoModule(
+  tool: ToolSpec,
+  dir: string,
+  pkg: string,
+  work: string,
+  goEnv: NodeJS.ProcessEnv,
+  logFile: string,
+  signal: AbortSignal | undefined,
+): Promise<void> {
+  const src = join(work, "src");
+  cpSync(goModuleDir(dir), src, { recursive: true });
+  makeWritable(src);
+  await runToCompletion({
+    name: `build-${tool.name}`,
+    what: `building ${tool.name}`,
+    command: "go",
+    args: ["build", "-o", join(work, tool.binary), pkg],
+    env: { ...goEnv, GOFLAGS: "-mod=mod", GOTOOLCHAIN: "local" },
     cwd: src,
     logFile,
     signal,

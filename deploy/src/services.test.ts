@@ -67,6 +67,22 @@ describe("processEnv", () => {
   });
 });
 
+describe("a replica's environment and readiness", () => {
+  const slot = { name: "builds-2", port: 40001, healthPort: 40002 };
+
+  it("listens on its slot's ports and reaches the other services through their usual ports (the balancers)", () => {
+    expect(processEnv("builds", topo, {}, slot)).toMatchObject({
+      PORT: "40001",
+      HEALTH_PORT: "40002",
+      BUILDS_URL: "http://127.0.0.1:7103",
+      PIPELINES_URL: "http://127.0.0.1:7102",
+    });
+    expect(processEnv("gateway", topo, {}, slot)).toMatchObject({ PORT: "40001", PUBLIC_URL: "http://127.0.0.1:8080" });
+    expect(readinessUrl("builds", ports, slot)).toBe("http://127.0.0.1:40002/readyz");
+    expect(readinessUrl("gateway", ports, slot)).toBe("http://127.0.0.1:40001/healthz");
+  });
+});
+
 describe("readinessUrl", () => {
   it("asks backends on their health port and the gateway on its own", () => {
     expect(readinessUrl("builds", ports)).toBe("http://127.0.0.1:7203/readyz");

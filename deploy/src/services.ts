@@ -54,8 +54,22 @@ export function serviceUrls(ports: StackPorts): Record<BackendService, string> {
   return urls;
 }
 
-/** The environment of one process: the launcher's, minus per-process settings, plus its own configuration. */
-export function processEnv(name: ProcessName, topo: Topology, base: Env): NodeJS.ProcessEnv {
+/**
+ * One replica of a process when the stack runs several (CONVEYOR_REPLICAS): its own name (for example
+ * "builds-2", also its log file's) and ports; a balancer listens on the process's usual ports in front of them.
+ */
+export interface ReplicaSlot {
+  name: string;
+  port: number;
+  /** The health port of a backend replica (unused for the gateway). */
+  healthPort: number;
+}
+
+/**
+ * The environment of one process: the launcher's, minus per-process settings, plus its own configuration. A replica
+ * listens on its slot's ports; the other services' URLs stay the usual ports, where the balancers are.
+ */
+export function processEnv(name: ProcessName, topo: Topology, base: Env, slot?: ReplicaSlot): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = { ...base };
   for (const key of PER_PROCESS_VARS) delete env[key];
   const urls = serviceUrls(topo.ports);
@@ -67,14 +81,17 @@ export function processEnv(name: ProcessName, topo: Topology, base: Env): NodeJS
     NODE_ENV: base.NODE_ENV ?? "production",
   });
   if (name === "gateway") {
-    Object.assign(env, { HOST: topo.gatewayHost, PORT: String(topo.ports.gateway), PUBLIC_URL: topo.publicUrl });
+    const port = slot?.port ?? topo.ports.gateway;
+    Object.assign(env, { HOST: topo.gatewayHost, PORT: String(port), PUBLIC_URL: topo.publicUrl });
+    // Signed artifact URLs point at the store (or S3_PUBLIC_URL), and ARTIFACTS_PROXY forwards to it.
+    Object.assign(env, { S3_ENDPOINT: topo.s3.endpoint, S3_BUCKET: topo.s3.bucket });
     if (topo.webUrl !== undefined) env.WEB_URL = topo.webUrl;
     return env;
   }
   Object.assign(env, {
     HOST: "127.0.0.1",
-    PORT: String(topo.ports[name]),
-    HEALTH_PORT: String(topo.ports.health[name]),
+    PORT: String(slot?.port ?? topo.ports[name]),
+    HEALTH_PORT: String(slot?.healthPort ?? topo.ports.health[name]),
   });
   if (name === "artifacts") {
     Object.assign(env, {
@@ -88,11 +105,11 @@ export function processEnv(name: ProcessName, topo: Topology, base: Env): NodeJS
   return env;
 }
 
-/** The URL that answers 200 once a process is ready. */
-export function readinessUrl(name: ProcessName, ports: StackPorts): string {
+/** The URL that answers 200 once a process (or one replica of it) is ready. */
+export function readinessUrl(name: ProcessName, ports: StackPorts, slot?: ReplicaSlot): string {
   return name === "gateway"
-    ? `http://127.0.0.1:${ports.gateway}/healthz`
-    : `http://127.0.0.1:${ports.health[name]}/readyz`;
+    ? `http://127.0.0.1:${slot?.port ?? ports.gateway}/healthz`
+    : `http://127.0.0.1:${slot?.healthPort ?? ports.health[name]}/readyz`;
 }
 
 export interface ProcessContext {
@@ -105,25 +122,34 @@ export interface ProcessContext {
   track(proc: ManagedProcess): void;
 }
 
-/** Starts one of the six processes (`node services/<name>/dist/main.js`) and waits until it is ready. */
-export async function startProcess(name: ProcessName, topo: Topology, ctx: ProcessContext): Promise<ManagedProcess> {
+/**
+ * Starts one of the six processes (`node services/<name>/dist/main.js`), or one replica of it, and waits until it
+ * is ready.
+ */
+export async function startProcess(
+  name: ProcessName,
+  topo: Topology,
+  ctx: ProcessContext,
+  slot?: ReplicaSlot,
+): Promise<ManagedProcess> {
   const main = join(ctx.repoRoot, "services", name, "dist", "main.js");
   if (!existsSync(main)) {
     throw new StackStartError(`${main} is missing: run \`npm run build\` first (\`npm start\` builds for you)`);
   }
+  const procName = slot?.name ?? name;
   const proc = spawnManaged({
-    name,
+    name: procName,
     command: process.execPath,
     args: ["--enable-source-maps", main],
-    env: processEnv(name, topo, ctx.env),
+    env: processEnv(name, topo, ctx.env, slot),
     cwd: ctx.repoRoot,
-    logFile: join(ctx.logsDir, `${name}.log`),
+    logFile: join(ctx.logsDir, `${procName}.log`),
     detached: ctx.detached,
   });
   ctx.track(proc);
-  const url = readinessUrl(name, topo.ports);
+  const url = readinessUrl(name, topo.ports, slot);
   await waitUntil(async () => (await httpStatus(url)) === 200, {
-    what: name,
+    what: procName,
     proc,
     timeoutMs: ctx.timeoutMs,
     signal: ctx.signal,

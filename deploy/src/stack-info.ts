@@ -26,4 +26,8 @@ export interface StackInfo {
   ports: StackPorts;
   dataDir: string;
   logsDir: string;
+  /** The buildkite-agent binary (BUILDKITE_AGENT_BIN, on PATH, or built into the cache); the stack runs none. */
+  agentBin: string;
+  /** Replicas of each backend service and of the gateway (CONVEYOR_REPLICAS), when more than one. */
+  replicas?: number;
 }

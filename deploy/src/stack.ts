@@ -1,10 +1,12 @@
 import { mkdirSync } from "node:fs";
 import { BACKEND_SERVICES } from "@conveyor/runtime";
+import type { Balancer } from "./balancer.js";
 import { describeExit, type ExitStatus, type ManagedProcess } from "./child.js";
 import { type BuildContext, ensureTool } from "./go-build.js";
 import { cacheDir, type DataPaths, dataPaths, type Env } from "./paths.js";
 import {
   allocateFreePorts,
+  getFreePort,
   isPortFree,
   PORT_KEYS,
   type PortKey,
@@ -12,11 +14,20 @@ import {
   portVar,
   type StackPorts,
 } from "./ports.js";
-import { type ServerContext, s3Settings, startMongo, startNats, startS3 } from "./servers.js";
-import { createTopology, type ProcessContext, serviceUrls, startProcess } from "./services.js";
+import { type ReplicaSet, replicaCount, replicaSlots, startReplicaBalancers, startReplicaSet } from "./replicas.js";
+import { resolveBinary, type ServerContext, s3Settings, startMongo, startNats, startS3 } from "./servers.js";
+import {
+  createTopology,
+  type ProcessContext,
+  type ProcessName,
+  readinessUrl,
+  serviceUrls,
+  startProcess,
+  type Topology,
+} from "./services.js";
 import { claimDataDir, recordProcess, releaseDataDir, type StackRecord, writeStackFile } from "./stack-file.js";
 import type { StackInfo } from "./stack-info.js";
-import { type BinaryChoice, createMachineProbe, planMongo, planNats, planS3 } from "./tools.js";
+import { type BinaryChoice, createMachineProbe, planAgent, planMongo, planNats, planS3 } from "./tools.js";
 import { StackStartError } from "./wait.js";
 
 export interface StartStackOptions {
@@ -45,10 +56,23 @@ export interface StartStackOptions {
 export interface Stack {
   readonly info: StackInfo;
   readonly processes: readonly ManagedProcess[];
-  /** Resolves when one of the processes exits while the stack is not stopping. */
+  /**
+   * Resolves when one of the processes exits while the stack is not stopping (with CONVEYOR_REPLICAS above 1, a
+   * replica that exits is started again instead).
+   */
   readonly unexpectedExit: Promise<{ proc: ManagedProcess; status: ExitStatus }>;
+  /** With CONVEYOR_REPLICAS above 1: the replicas of each backend service and of the gateway; else empty. */
+  readonly replicaSets: readonly ReplicaSet[];
+  /** With CONVEYOR_REPLICAS above 1: the balancers on the usual ports in front of the replicas; else empty. */
+  readonly balancers: readonly Balancer[];
   /** Stops the six processes, then the servers; SIGKILL after 10 s. Safe to call more than once. */
   stop(): Promise<void>;
+  /**
+   * Records a process started beside the stack (a local agent) in stack.json, under its name (replacing an earlier
+   * process of that name), so that `status` shows it and a later launcher stops it if this one dies; and kills it if
+   * the launcher exits without stopping. Its owner stops it, before stop().
+   */
+  adopt(proc: ManagedProcess): void;
 }
 
 const SERVER_NAMES = new Set(["ferretdb", "mongod", "nats-server", "versitygw", "minio"]);
@@ -67,21 +91,36 @@ export async function startStack(opts: StartStackOptions): Promise<Stack> {
 
   const record = await claimDataDir(paths, log);
   const procs: ManagedProcess[] = [];
+  const adopted = new Map<string, ManagedProcess>();
+  const replicaSets: ReplicaSet[] = [];
+  const balancers: Balancer[] = [];
   let stopping = false;
   let stopped: Promise<void> | undefined;
   const killAll = () => {
-    for (const p of procs) p.killNow();
+    for (const p of [...adopted.values(), ...procs]) p.killNow();
   };
   // A launcher that exits without stopping (an uncaught error, process.exit) must not leave servers behind.
   process.on("exit", killAll);
   const track = (proc: ManagedProcess) => {
     procs.push(proc);
+    // A replica started again replaces its earlier record.
+    record.processes = record.processes.filter((r) => r.name !== proc.name);
+    record.processes.push(recordProcess(proc.name, proc.pid));
+    writeStackFile(paths, record);
+  };
+  const adopt = (proc: ManagedProcess) => {
+    adopted.set(proc.name, proc);
+    record.processes = record.processes.filter((r) => r.name !== proc.name);
     record.processes.push(recordProcess(proc.name, proc.pid));
     writeStackFile(paths, record);
   };
   const stop = () => {
     stopping = true;
-    stopped ??= stopAll(procs, paths, log).finally(() => process.off("exit", killAll));
+    for (const set of replicaSets) set.close();
+    const closeBalancers = async () => {
+      await Promise.all(balancers.map((b) => b.close()));
+    };
+    stopped ??= stopAll(procs, paths, log, closeBalancers).finally(() => process.off("exit", killAll));
     return stopped;
   };
 
@@ -92,6 +131,7 @@ export async function startStack(opts: StartStackOptions): Promise<Stack> {
     const mongoPlan = planMongo(env, cache, probe);
     const natsPlan = planNats(env, cache, probe);
     const s3Plan = planS3(env, cache, probe);
+    const agentChoice = planAgent(env, cache, probe);
     if (opts.ports === "default")
       await checkPortsFree(ports, { mongo: mongoPlan.kind, nats: natsPlan.kind, s3: s3Plan.kind });
 
@@ -103,10 +143,12 @@ export async function startStack(opts: StartStackOptions): Promise<Stack> {
       log,
       ...(opts.signal ? { signal: opts.signal } : {}),
     };
-    for (const plan of [natsPlan, mongoPlan, s3Plan]) {
+    for (const plan of [natsPlan, mongoPlan, s3Plan, { binary: agentChoice }]) {
       const choice: BinaryChoice | undefined = "binary" in plan ? plan.binary : undefined;
       if (choice?.source === "build" && choice.spec) await ensureTool(choice.spec, build);
     }
+    // The stack runs no agent itself: `npm start` starts local agents after bootstrap, the tests their own.
+    const agentBin = await resolveBinary(agentChoice, build);
 
     const serverCtx: ServerContext = {
       paths,
@@ -141,17 +183,31 @@ export async function startStack(opts: StartStackOptions): Promise<Stack> {
       track,
       ...(opts.signal ? { signal: opts.signal } : {}),
     };
-    log(`starting ${BACKEND_SERVICES.join(", ")}…`);
+    const replicas = replicaCount(env);
     const t1 = Date.now();
-    await Promise.all(
-      BACKEND_SERVICES.map(async (name) => {
-        await startProcess(name, topo, procCtx);
-        log(`  ${name} ready on 127.0.0.1:${ports[name]} (health :${ports.health[name]})`);
-      }),
-    );
-    log("starting gateway…");
-    await startProcess("gateway", topo, procCtx);
-    log(`all six processes ready in ${((Date.now() - t1) / 1000).toFixed(1)} s`);
+    if (replicas === 1) {
+      log(`starting ${BACKEND_SERVICES.join(", ")}…`);
+      await Promise.all(
+        BACKEND_SERVICES.map(async (name) => {
+          await startProcess(name, topo, procCtx);
+          log(`  ${name} ready on 127.0.0.1:${ports[name]} (health :${ports.health[name]})`);
+        }),
+      );
+      log("starting gateway…");
+      await startProcess("gateway", topo, procCtx);
+      log(`all six processes ready in ${((Date.now() - t1) / 1000).toFixed(1)} s`);
+    } else {
+      const start = (name: ProcessName) =>
+        startReplicas(name, replicas, topo, procCtx, { stopping: () => stopping, log }).then(({ set, started }) => {
+          replicaSets.push(set);
+          balancers.push(...started);
+        });
+      log(`starting ${replicas} replicas each of ${BACKEND_SERVICES.join(", ")}, each set behind a balancer…`);
+      await Promise.all(BACKEND_SERVICES.map(start));
+      log(`starting ${replicas} gateways behind a balancer…`);
+      await start("gateway");
+      log(`all ${replicas * 6} processes ready in ${((Date.now() - t1) / 1000).toFixed(1)} s`);
+    }
 
     const apiUrl = `http://127.0.0.1:${ports.gateway}`;
     const info: StackInfo = {
@@ -165,19 +221,23 @@ export async function startStack(opts: StartStackOptions): Promise<Stack> {
       ports,
       dataDir: paths.root,
       logsDir: paths.logs,
+      agentBin,
+      ...(replicas > 1 ? { replicas } : {}),
     };
     record.state = "running";
     record.info = info;
     writeStackFile(paths, record);
 
+    const supervised = new Set(replicaSets.flatMap((set) => set.slots.map((slot) => slot.name)));
     const unexpectedExit = new Promise<{ proc: ManagedProcess; status: ExitStatus }>((resolve) => {
       for (const proc of procs) {
+        if (supervised.has(proc.name)) continue;
         void proc.exited.then((status) => {
           if (!stopping) resolve({ proc, status });
         });
       }
     });
-    return { info, processes: procs, unexpectedExit, stop };
+    return { info, processes: procs, unexpectedExit, replicaSets, balancers, stop, adopt };
   } catch (err) {
     if (procs.length > 0) {
       log(`${opts.signal?.aborted ? "start interrupted" : "start failed"}; stopping what was started…`);
@@ -185,6 +245,38 @@ export async function startStack(opts: StartStackOptions): Promise<Stack> {
     await stop();
     throw err;
   }
+}
+
+/**
+ * Starts the replicas of one process on free ports, kept running by a replica set, and the balancers on the
+ * process's usual ports in front of them (the gateway's on GATEWAY_HOST, the backends' on 127.0.0.1).
+ */
+async function startReplicas(
+  name: ProcessName,
+  count: number,
+  topo: Topology,
+  ctx: ProcessContext,
+  supervision: { stopping(): boolean; log(line: string): void },
+): Promise<{ set: ReplicaSet; started: Balancer[] }> {
+  const slots = await replicaSlots(name, count, getFreePort);
+  const set = await startReplicaSet({
+    name,
+    slots,
+    readinessUrl: (slot) => readinessUrl(name, topo.ports, slot),
+    start: (slot) => startProcess(name, topo, ctx, slot),
+    ...supervision,
+  });
+  const started =
+    name === "gateway"
+      ? await startReplicaBalancers(set, { host: topo.gatewayHost, port: topo.ports.gateway })
+      : await startReplicaBalancers(set, {
+          host: "127.0.0.1",
+          port: topo.ports[name],
+          healthPort: topo.ports.health[name],
+        });
+  const where = slots.map((s) => `:${s.port}`).join(", ");
+  supervision.log(`  ${name}: ${count} replicas (${where}) behind 127.0.0.1:${topo.ports[name]}`);
+  return { set, started };
 }
 
 async function resolvePorts(spec: StartStackOptions["ports"], env: Env): Promise<StackPorts> {
@@ -217,14 +309,24 @@ async function checkPortsFree(ports: StackPorts, kinds: { mongo: string; nats: s
   }
 }
 
-/** Stops the gateway, then the backends, then the servers, and releases the data directory. */
-async function stopAll(procs: readonly ManagedProcess[], paths: DataPaths, log: (line: string) => void) {
+/**
+ * Stops the gateway (every replica), then the backends, then the balancers in front of them, then the servers, and
+ * releases the data directory.
+ */
+async function stopAll(
+  procs: readonly ManagedProcess[],
+  paths: DataPaths,
+  log: (line: string) => void,
+  closeBalancers: () => Promise<void>,
+) {
   const running = procs.filter((p) => p.running());
   if (running.length > 0) log("stopping…");
-  const gateway = running.filter((p) => p.name === "gateway");
-  const backends = running.filter((p) => p.name !== "gateway" && !SERVER_NAMES.has(p.name));
+  const isGateway = (p: ManagedProcess) => p.name === "gateway" || p.name.startsWith("gateway-");
+  const gateway = running.filter(isGateway);
+  const backends = running.filter((p) => !isGateway(p) && !SERVER_NAMES.has(p.name));
   const servers = running.filter((p) => SERVER_NAMES.has(p.name));
   for (const group of [gateway, backends, servers]) {
+    if (group === servers) await closeBalancers();
     const results = await Promise.all(group.map(async (p) => ({ p, status: await p.stop() })));
     for (const { p, status } of results) {
       if (status.signal === "SIGKILL") log(`  ${p.name} did not stop within 10 s and was killed`);

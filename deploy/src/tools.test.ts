@@ -1,9 +1,12 @@
 import { join } from "node:path";
 import {
+  BUILDKITE_AGENT,
   cachedToolPath,
   FERRETDB,
   type MachineProbe,
+  MINIO,
   NATS_SERVER,
+  planAgent,
   planMongo,
   planNats,
   planS3,
@@ -21,9 +24,12 @@ function probe(opts: { onPath?: string[]; files?: string[] } = {}): MachineProbe
 
 describe("cachedToolPath", () => {
   it("puts each tool in a folder named with its version", () => {
-    expect(cachedToolPath(cache, FERRETDB)).toBe(join(cache, "bin", "ferretdb-v1.24.2-conveyor.3", "ferretdb"));
+    expect(cachedToolPath(cache, FERRETDB)).toBe(join(cache, "bin", "ferretdb-v1.24.2-conveyor.5", "ferretdb"));
     expect(cachedToolPath(cache, NATS_SERVER)).toBe(join(cache, "bin", "nats-server-v2.14.5", "nats-server"));
     expect(cachedToolPath(cache, VERSITYGW)).toBe(join(cache, "bin", "versitygw-v1.7.0", "versitygw"));
+    expect(cachedToolPath(cache, BUILDKITE_AGENT)).toBe(
+      join(cache, "bin", "buildkite-agent-v3.137.0-conveyor.1", "buildkite-agent"),
+    );
   });
 });
 
@@ -105,5 +111,60 @@ describe("planS3", () => {
       kind: "versitygw",
       binary: { path: cached, source: "cache" },
     });
+  });
+});
+
+describe("planS3 with CONVEYOR_S3=minio", () => {
+  it("builds MinIO into the cache (or uses the cached one); MINIO_BIN and S3_ENDPOINT still win", () => {
+    const cached = cachedToolPath(cache, MINIO);
+    expect(cached).toBe(join(cache, "bin", "minio-v0.0.0-20260212201848-7aac2a2c5b7c", "minio"));
+    expect(planS3({ CONVEYOR_S3: "minio" }, cache, probe())).toMatchObject({
+      kind: "minio",
+      binary: { path: cached, source: "build", spec: MINIO },
+    });
+    expect(planS3({ CONVEYOR_S3: "minio" }, cache, probe({ files: [cached] }))).toMatchObject({
+      kind: "minio",
+      binary: { source: "cache" },
+    });
+    expect(planS3({ CONVEYOR_S3: "minio", MINIO_BIN: "/m" }, cache, probe())).toMatchObject({
+      binary: { path: "/m", source: "env" },
+    });
+    expect(planS3({ CONVEYOR_S3: "minio", S3_ENDPOINT: "http://s3" }, cache, probe()).kind).toBe("external");
+  });
+});
+
+describe("planAgent", () => {
+  const cached = cachedToolPath(cache, BUILDKITE_AGENT);
+
+  it("uses BUILDKITE_AGENT_BIN first, even when one is on PATH or cached", () => {
+    const plan = planAgent(
+      { BUILDKITE_AGENT_BIN: "/opt/bk" },
+      cache,
+      probe({ onPath: ["buildkite-agent"], files: [cached] }),
+    );
+    expect(plan).toMatchObject({ tool: "buildkite-agent", path: "/opt/bk", source: "env" });
+  });
+
+  it("then a buildkite-agent on PATH, before the cache", () => {
+    expect(planAgent({}, cache, probe({ onPath: ["buildkite-agent"], files: [cached] }))).toEqual({
+      tool: "buildkite-agent",
+      path: "/usr/bin/buildkite-agent",
+      source: "path",
+    });
+  });
+
+  it("then the cached build, or plans to build it from deploy/buildkite-agent", () => {
+    expect(planAgent({}, cache, probe({ files: [cached] }))).toMatchObject({ path: cached, source: "cache" });
+    expect(planAgent({ BUILDKITE_AGENT_BIN: " " }, cache, probe())).toEqual({
+      tool: "buildkite-agent",
+      path: cached,
+      source: "build",
+      spec: BUILDKITE_AGENT,
+    });
+  });
+
+  it("keeps the binary's name, which jobs call it by", () => {
+    expect(BUILDKITE_AGENT.binary).toBe("buildkite-agent");
+    expect(cached.endsWith("/buildkite-agent")).toBe(true);
   });
 });

@@ -13,11 +13,17 @@ export interface ToolSpec {
   readonly envVar: string;
   /** How long a first build roughly takes, for the progress message. */
   readonly buildTime: string;
+  /** The oldest Go that builds it, when newer than the launcher's general minimum (1.24). */
+  readonly minGo?: string;
   /**
-   * `go install` of a module path at a version, or FerretDB's special build (see go-build.ts): the module's source
-   * with our patches (files in deploy/ferretdb/) applied.
+   * `go install` of a module path at a version; FerretDB's special build (see go-build.ts): the module's source
+   * with our patches (files in deploy/ferretdb/) applied; or `go build` of a package inside a build module of ours
+   * (a folder of deploy/, copied and built there, so that its go.mod and replace directives apply).
    */
-  readonly build: { kind: "go-install"; pkg: string } | { kind: "ferretdb"; module: string; patches: string[] };
+  readonly build:
+    | { kind: "go-install"; pkg: string }
+    | { kind: "ferretdb"; module: string; patches: string[] }
+    | { kind: "go-module"; dir: string; pkg: string };
 }
 
 export const NATS_SERVER: ToolSpec = {
@@ -30,21 +36,25 @@ export const NATS_SERVER: ToolSpec = {
 };
 
 /**
- * FerretDB v1.24.2 with our patches in deploy/ferretdb: index-pushdown.patch lets SQLite use the indexes (upstream
- * never does, so every query read the whole collection); atomic-updates.patch makes conditional updates atomic
- * (upstream lets concurrent read-modify-writes of one document both win). The "-conveyor.N" suffix names the patch
+ * FerretDB v1.24.2 with our patches in deploy/ferretdb: index-pushdown.patch lets SQLite use the indexes for
+ * filters (upstream never does, so every query read the whole collection), with conditions that keep every document
+ * that can match; sort-pushdown.patch lets SQLite sort (and stream a page from an index) when it orders exactly as
+ * FerretDB does, and leaves the sort to FerretDB otherwise; atomic-updates.patch makes conditional updates atomic
+ * (upstream lets concurrent read-modify-writes of one document both win); update-statements.patch closes each
+ * statement's query of an update command before the next (upstream held them all, so a command of over 100
+ * statements waited forever for a SQLite connection). The "-conveyor.N" suffix names the patch
  * level: raise it whenever a patch changes, so that machines rebuild their cached binary.
  */
 export const FERRETDB: ToolSpec = {
   name: "ferretdb",
-  version: "v1.24.2-conveyor.3",
+  version: "v1.24.2-conveyor.5",
   binary: "ferretdb",
   envVar: "FERRETDB_BIN",
   buildTime: "~1 min",
   build: {
     kind: "ferretdb",
     module: "github.com/FerretDB/FerretDB@v1.24.2",
-    patches: ["index-pushdown.patch", "atomic-updates.patch"],
+    patches: ["index-pushdown.patch", "sort-pushdown.patch", "atomic-updates.patch", "update-statements.patch"],
   },
 };
 
@@ -55,6 +65,66 @@ export const VERSITYGW: ToolSpec = {
   envVar: "VERSITYGW_BIN",
   buildTime: "~2 min",
   build: { kind: "go-install", pkg: "github.com/versity/versitygw/cmd/versitygw@v1.7.0" },
+};
+
+/**
+ * MinIO, the design's named store: its community edition is source only and the module proxy refuses its RELEASE
+ * tags, so it is this pseudo-version (its @latest, verified to build and serve). A cold build takes about ten
+ * minutes; later runs reuse the cached binary. Chosen by CONVEYOR_S3=minio (or MINIO_BIN), and by the artifact
+ * suites, which run beside the stack's versitygw.
+ */
+export const MINIO: ToolSpec = {
+  name: "minio",
+  version: "v0.0.0-20260212201848-7aac2a2c5b7c",
+  binary: "minio",
+  envVar: "MINIO_BIN",
+  buildTime: "~10 min",
+  build: { kind: "go-install", pkg: "github.com/minio/minio@v0.0.0-20260212201848-7aac2a2c5b7c" },
+};
+
+/**
+ * The unmodified buildkite-agent v3.137.0, built from our build module deploy/buildkite-agent: every agent release
+ * imports drjosh.dev/zzglob, which the Go module proxy refuses, so the module replaces it with our adapter over
+ * doublestar (deploy/buildkite-agent/zzglob). The "-conveyor.N" suffix names the level of that build module, like
+ * FerretDB's patch level: the adapter is compiled into the binary, so raise N whenever go.mod, go.sum or the adapter
+ * changes, and machines rebuild their cached agent. The binary must be called buildkite-agent: jobs run
+ * `buildkite-agent meta-data …` and the like by that name. Go 1.26.5 or newer: the agent's go.mod requires it.
+ */
+export const BUILDKITE_AGENT: ToolSpec = {
+  name: "buildkite-agent",
+  version: "v3.137.0-conveyor.1",
+  binary: "buildkite-agent",
+  envVar: "BUILDKITE_AGENT_BIN",
+  buildTime: "~4 min",
+  minGo: "1.26.5",
+  build: { kind: "go-module", dir: "buildkite-agent", pkg: "github.com/buildkite/agent/v3" },
+};
+
+/**
+ * Helm v4, for the offline checks of the chart deploy/helm/conveyor (helm lint, helm template); a cold build takes
+ * several minutes, and Helm 4 needs Go 1.26. Remote chart repositories are unreachable: the chart vendors nothing.
+ */
+export const HELM: ToolSpec = {
+  name: "helm",
+  version: "v4.2.4",
+  binary: "helm",
+  envVar: "HELM_BIN",
+  buildTime: "~5–10 min",
+  minGo: "1.26",
+  build: { kind: "go-install", pkg: "helm.sh/helm/v4/cmd/helm@v4.2.4" },
+};
+
+/**
+ * kubectl-validate validates rendered manifests against Kubernetes' own OpenAPI schemas, offline with its built-in
+ * ones (up to 1.30; later versions are downloaded). v0.0.4 is the only version the Go module proxy serves.
+ */
+export const KUBECTL_VALIDATE: ToolSpec = {
+  name: "kubectl-validate",
+  version: "v0.0.4",
+  binary: "kubectl-validate",
+  envVar: "KUBECTL_VALIDATE_BIN",
+  buildTime: "~5–10 min",
+  build: { kind: "go-install", pkg: "sigs.k8s.io/kubectl-validate@v0.0.4" },
 };
 
 /** Where a tool's binary lives in the cache: <cache>/bin/<name>-<version>/<binary>. */
@@ -75,7 +145,7 @@ export interface BinaryChoice {
   readonly tool: string;
   readonly path: string;
   readonly source: "env" | "path" | "cache" | "build";
-  /** The spec to build from when source is "build". */
+  /** The spec to build from when source is "build" (also set when the env var of a spec names the binary). */
   readonly spec?: ToolSpec;
 }
 
@@ -84,6 +154,11 @@ function chooseTool(tool: ToolSpec, env: Env, cache: string, probe: MachineProbe
   if (fromEnv !== undefined) return { tool: tool.name, path: fromEnv, source: "env" };
   const cached = cachedToolPath(cache, tool);
   return { tool: tool.name, path: cached, source: probe.exists(cached) ? "cache" : "build", spec: tool };
+}
+
+/** A tool the launcher builds with Go when needed (helm, kubectl-validate): its env var, else the cache. */
+export function planTool(tool: ToolSpec, env: Env, cache: string, probe: MachineProbe): BinaryChoice {
+  return chooseTool(tool, env, cache, probe);
 }
 
 export type MongoPlan =
@@ -122,13 +197,26 @@ export function planNats(env: Env, cache: string, probe: MachineProbe): NatsPlan
   return { kind: "nats-server", binary: chooseTool(NATS_SERVER, env, cache, probe) };
 }
 
-/** S3: S3_ENDPOINT (an existing server) wins, then MINIO_BIN, then VERSITYGW_BIN or versitygw from the cache. */
+/**
+ * S3: S3_ENDPOINT (an existing server) wins, then MINIO_BIN, then MinIO from the cache (built on first use) when
+ * CONVEYOR_S3=minio, then VERSITYGW_BIN or versitygw from the cache.
+ */
 export function planS3(env: Env, cache: string, probe: MachineProbe): S3Plan {
   const endpoint = envValue(env, "S3_ENDPOINT");
   if (endpoint !== undefined) return { kind: "external", endpoint };
   const minio = envValue(env, "MINIO_BIN");
   if (minio !== undefined) return { kind: "minio", binary: { tool: "minio", path: minio, source: "env" } };
+  if (envValue(env, "CONVEYOR_S3") === "minio") return { kind: "minio", binary: chooseTool(MINIO, env, cache, probe) };
   return { kind: "versitygw", binary: chooseTool(VERSITYGW, env, cache, probe) };
+}
+
+/** buildkite-agent: BUILDKITE_AGENT_BIN, then a `buildkite-agent` on PATH, then the cache (built on first use). */
+export function planAgent(env: Env, cache: string, probe: MachineProbe): BinaryChoice {
+  const fromEnv = envValue(env, BUILDKITE_AGENT.envVar);
+  if (fromEnv !== undefined) return { tool: BUILDKITE_AGENT.name, path: fromEnv, source: "env", spec: BUILDKITE_AGENT };
+  const onPath = probe.which(BUILDKITE_AGENT.binary);
+  if (onPath !== undefined) return { tool: BUILDKITE_AGENT.name, path: onPath, source: "path" };
+  return chooseTool(BUILDKITE_AGENT, env, cache, probe);
 }
 
 /** The real machine: PATH lookups and file checks. */

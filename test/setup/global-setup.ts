@@ -38,7 +38,10 @@ function resolveFromSources(repoRoot: string): void {
   };
 }
 
-/** Starts an isolated stack on free ports with a temporary data directory, bootstraps it, and exports its addresses. */
+/**
+ * Starts an isolated stack on free ports with a temporary data directory, bootstraps it, and exports its addresses.
+ * It starts no local agent (unlike `npm start`): suites that need agents start their own (CONVEYOR_AGENT_BIN).
+ */
 export default async function globalSetup(_globalConfig: unknown, projectConfig: { rootDir: string }): Promise<void> {
   const repoRoot = projectConfig.rootDir;
   resolveFromSources(repoRoot);
@@ -60,7 +63,10 @@ export default async function globalSetup(_globalConfig: unknown, projectConfig:
   process.on("SIGTERM", onSignal);
 
   const started = Date.now();
-  stack = await startStack({ repoRoot, dataDir, ports: "free", log, signal: controller.signal });
+  // Agents in the suites ping every second (the service's default is 2 s), so that builds on real agents start fast,
+  // and heartbeat every 2 s with a 6 s lost window (defaults 10 s and 60 s), so that a killed agent is noticed soon.
+  const env = { AGENT_PING_INTERVAL_S: "1", AGENT_HEARTBEAT_INTERVAL_S: "2", AGENT_LOST_AFTER_S: "6", ...process.env };
+  stack = await startStack({ repoRoot, dataDir, ports: "free", env, log, signal: controller.signal });
   const state: TestStackState = { stack, dataDir, onSignal };
   Object.assign(globalThis, { [TEST_STACK_KEY]: state });
   try {
@@ -75,6 +81,9 @@ export default async function globalSetup(_globalConfig: unknown, projectConfig:
       CONVEYOR_ORG_ID: credentials.organization.id,
       CONVEYOR_USER_ID: credentials.user.id,
       CONVEYOR_TEST_DATA_DIR: dataDir,
+      // The stack starts no agent: suites start their own with this binary, in this cluster (the agent token's).
+      CONVEYOR_AGENT_BIN: info.agentBin,
+      CONVEYOR_CLUSTER_ID: credentials.cluster.id,
       IDENTITY_URL: info.serviceUrls.identity,
       PIPELINES_URL: info.serviceUrls.pipelines,
       BUILDS_URL: info.serviceUrls.builds,

@@ -10,6 +10,23 @@ export const stack = {
   orgSlug: need("CONVEYOR_ORG_SLUG"),
   identityUrl: need("IDENTITY_URL"),
   agentsUrl: need("AGENTS_URL"),
+  // Read when used, so that suites needing no agent run against a stack that does not export them.
+  /** The agent API's base URL (…/v3). */
+  get agentUrl(): string {
+    return need("CONVEYOR_AGENT_URL");
+  },
+  /** The bootstrap organization's agent registration token (of the cluster below). */
+  get agentToken(): string {
+    return need("CONVEYOR_AGENT_TOKEN");
+  },
+  /** The buildkite-agent binary; the test stack runs no agent of its own. */
+  get agentBin(): string {
+    return need("CONVEYOR_AGENT_BIN");
+  },
+  /** The bootstrap organization's cluster ("Default"): its pipelines' cluster_id, its agent token's cluster. */
+  get clusterId(): string {
+    return need("CONVEYOR_CLUSTER_ID");
+  },
 };
 
 function need(name: string): string {

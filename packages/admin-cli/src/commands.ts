@@ -1,4 +1,5 @@
-import type { AgentsService } from "@conveyor/proto/agents";
+import type { AgentsService, AgentToken } from "@conveyor/proto/agents";
+import type { ArtifactsService } from "@conveyor/proto/artifacts";
 import {
   type IdentityService,
   type RegistriesService,
@@ -18,6 +19,7 @@ export interface CommandContext {
   /** Package registries, served by the identity process. */
   registries(): Client<typeof RegistriesService>;
   agents(): Client<typeof AgentsService>;
+  artifacts(): Client<typeof ArtifactsService>;
 }
 
 export type Command = (args: CliArgs, ctx: CommandContext) => Promise<unknown>;
@@ -212,6 +214,21 @@ export const COMMANDS: Record<string, { usage: string; run: Command }> = {
       );
     },
   },
+  "cluster list": {
+    usage: "cluster list --org SLUG",
+    async run(args, ctx) {
+      const organizationId = await resolveOrganizationId(ctx, requireFlag(args, "org"));
+      const { clusters } = await ctx.agents().listClusters({ organizationId });
+      return {
+        clusters: clusters.map((c) => ({
+          id: c.id,
+          name: c.name,
+          description: c.description,
+          created_at: isoTime(c.createdAt),
+        })),
+      };
+    },
+  },
   "agent-token create": {
     usage: "agent-token create --org SLUG [--cluster CLUSTER_ID] [--description TEXT]",
     async run(args, ctx) {
@@ -221,18 +238,58 @@ export const COMMANDS: Record<string, { usage: string; run: Command }> = {
         clusterId: optionalFlag(args, "cluster") ?? "",
         description: optionalFlag(args, "description") ?? "",
       });
-      return (
-        t && {
-          token: secret,
-          id: t.id,
-          organization_id: t.organizationId,
-          cluster_id: t.clusterId || null,
-          created_at: isoTime(t.createdAt),
-        }
-      );
+      return t && { token: secret, ...agentTokenJson(t) };
+    },
+  },
+  "agent-token list": {
+    usage: "agent-token list --org SLUG [--cluster CLUSTER_ID]",
+    async run(args, ctx) {
+      const organizationId = await resolveOrganizationId(ctx, requireFlag(args, "org"));
+      const { tokens } = await ctx
+        .agents()
+        .listAgentTokens({ organizationId, clusterId: optionalFlag(args, "cluster") ?? "" });
+      return { tokens: tokens.map(agentTokenJson) };
+    },
+  },
+  "artifacts retention get": {
+    usage: "artifacts retention get --org SLUG",
+    async run(args, ctx) {
+      const organizationId = await resolveOrganizationId(ctx, requireFlag(args, "org"));
+      const r = await ctx.artifacts().getArtifactRetention({ organizationId });
+      return { days: r.days, default: r.isDefault };
+    },
+  },
+  "artifacts retention set": {
+    usage: "artifacts retention set --org SLUG --days N (1 to 3650; 0 for the service default)",
+    async run(args, ctx) {
+      const organizationId = await resolveOrganizationId(ctx, requireFlag(args, "org"));
+      const raw = requireFlag(args, "days");
+      if (!/^\d{1,4}$/.test(raw)) throw new UsageError("--days must be a whole number of days (0 for the default)");
+      const r = await ctx.artifacts().setArtifactRetention({ organizationId, days: Number(raw) });
+      return { days: r.days, default: r.isDefault };
+    },
+  },
+  "agent-token revoke": {
+    usage: "agent-token revoke --org SLUG --id TOKEN_ID",
+    async run(args, ctx) {
+      const organizationId = await resolveOrganizationId(ctx, requireFlag(args, "org"));
+      const { token } = await ctx.agents().revokeAgentToken({ organizationId, id: requireFlag(args, "id") });
+      return token && agentTokenJson(token);
     },
   },
 };
+
+/** An agent registration token as the commands print it (never its secret, which only create shows). */
+function agentTokenJson(t: AgentToken) {
+  return {
+    id: t.id,
+    organization_id: t.organizationId,
+    cluster_id: t.clusterId || null,
+    description: t.description,
+    created_at: isoTime(t.createdAt),
+    revoked_at: isoTime(t.revokedAt),
+  };
+}
 
 /** The help text listing every command. */
 export function usage(): string {

@@ -1,4 +1,5 @@
 import { AgentsService } from "@conveyor/proto/agents";
+import { ArtifactsService } from "@conveyor/proto/artifacts";
 import { IdentityService, RegistriesService, TeamsService } from "@conveyor/proto/identity";
 import { createEnvReader, createServiceClient, defaultServiceUrl } from "@conveyor/runtime";
 import { parseArgs } from "./args.js";
@@ -8,12 +9,14 @@ import { describeError } from "./describe-error.js";
 const env = createEnvReader(process.env);
 const identityUrl = env.url("IDENTITY_URL", defaultServiceUrl("identity"));
 const agentsUrl = env.url("AGENTS_URL", defaultServiceUrl("agents"));
+const artifactsUrl = env.url("ARTIFACTS_URL", defaultServiceUrl("artifacts"));
 const grpc = { protocol: "grpc", timeoutMs: 15_000 } as const;
 const ctx: CommandContext = {
   identity: () => createServiceClient(IdentityService, identityUrl, grpc),
   teams: () => createServiceClient(TeamsService, identityUrl, grpc),
   registries: () => createServiceClient(RegistriesService, identityUrl, grpc),
   agents: () => createServiceClient(AgentsService, agentsUrl, grpc),
+  artifacts: () => createServiceClient(ArtifactsService, artifactsUrl, grpc),
 };
 
 const args = parseArgs(process.argv.slice(2));

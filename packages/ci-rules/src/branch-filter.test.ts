@@ -218,3 +218,12 @@ describe("branchFilterProblem", () => {
     expect(branchFilterProblem({ a: 1 })).toMatch(/got an object/);
   });
 });
+
+describe("matchesBranchFilter on hostile patterns", () => {
+  it("answers a pattern that stalls a backtracking regex at once (issue 13)", () => {
+    const started = Date.now();
+    expect(matchesBranchFilter("*a*a*a*a*a*a*a*a*a*a*a*a*b", "a".repeat(36))).toBe(false);
+    expect(matchesBranchFilter(`${"*a".repeat(200)}*b`, "a".repeat(50_000))).toBe(false);
+    expect(Date.now() - started).toBeLessThan(500);
+  });
+});

@@ -12,11 +12,14 @@
  * - a pattern with only negative terms behaves as if `*` were also present.
  *
  * Matching is case-sensitive, like git branch names, and every other character (`.`, `?`, `[`, …) is literal.
+ * Terms are matched without regular expressions (wildcard.ts), so no pattern can make matching slow.
  */
 
+import { compileWildcard, matchesWildcard, type Wildcard } from "./wildcard.js";
+
 interface CompiledFilter {
-  positive: RegExp[];
-  negative: RegExp[];
+  positive: Wildcard[];
+  negative: Wildcard[];
 }
 
 /** A small cache: the same few patterns are matched against many branches. */
@@ -29,30 +32,21 @@ export function branchFilterTerms(pattern: string | null | undefined): string[] 
   return pattern.split(/\s+/).filter((term) => term.length > 0);
 }
 
-/** Turns one term (without its `!`) into an anchored regular expression; `*` is the only special character. */
-function termToRegExp(term: string): RegExp {
-  const source = term
-    .split("*")
-    .map((part) => part.replace(/[\\^$.|?+()[\]{}]/g, "\\$&"))
-    .join(".*");
-  return new RegExp(`^${source}$`, "s");
-}
-
 function compile(pattern: string): CompiledFilter {
   const cached = cache.get(pattern);
   if (cached) return cached;
-  const positive: RegExp[] = [];
-  const negative: RegExp[] = [];
+  const positive: Wildcard[] = [];
+  const negative: Wildcard[] = [];
   for (const term of branchFilterTerms(pattern)) {
     if (term.startsWith("!")) {
       const body = term.slice(1);
       // An empty negation ("!") negates nothing; branchFilterProblem reports it.
-      if (body.length > 0) negative.push(termToRegExp(body));
+      if (body.length > 0) negative.push(compileWildcard(body));
     } else {
-      positive.push(termToRegExp(term));
+      positive.push(compileWildcard(term));
     }
   }
-  if (positive.length === 0) positive.push(/^/);
+  if (positive.length === 0) positive.push(compileWildcard("*"));
   const compiled = { positive, negative };
   if (cache.size >= CACHE_LIMIT) cache.clear();
   cache.set(pattern, compiled);
@@ -65,7 +59,7 @@ function compile(pattern: string): CompiledFilter {
 export function matchesBranchFilter(pattern: string | null | undefined, branch: string): boolean {
   if (pattern === null || pattern === undefined || pattern.trim() === "") return true;
   const { positive, negative } = compile(pattern);
-  return positive.some((re) => re.test(branch)) && !negative.some((re) => re.test(branch));
+  return positive.some((w) => matchesWildcard(w, branch)) && !negative.some((w) => matchesWildcard(w, branch));
 }
 
 /**

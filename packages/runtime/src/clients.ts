@@ -1,6 +1,7 @@
+import type { ClientHttp2Session } from "node:http2";
 import type { DescService } from "@bufbuild/protobuf";
-import { type Client, createClient, type Interceptor } from "@connectrpc/connect";
-import { createConnectTransport, createGrpcTransport } from "@connectrpc/connect-node";
+import { type Client, ConnectError, createClient, type Interceptor } from "@connectrpc/connect";
+import { createConnectTransport, createGrpcTransport, Http2SessionManager } from "@connectrpc/connect-node";
 
 export interface ServiceClientOptions {
   /** Upper bound of every call, in milliseconds. */
@@ -10,7 +11,56 @@ export interface ServiceClientOptions {
   interceptors?: Interceptor[];
 }
 
-/** A client of one backend service over HTTP/2, binary protobuf, with a default deadline on every call. */
+/** How many times a call the server refused unprocessed is sent again. */
+const REFUSED_RETRIES = 3;
+
+/** Whether a call failed because the server refused its HTTP/2 stream: it was never processed (RFC 9113 §8.7). */
+export function isRefusedStream(err: unknown): boolean {
+  return err instanceof ConnectError && err.message.includes("REFUSED_STREAM");
+}
+
+/**
+ * Sends a unary call again when the server refused its stream unprocessed, which happens when a server retires a
+ * connection (MAX_CONNECTION_AGE_S, or a graceful shutdown) while the call was on its way: safe for any call, since
+ * the server never saw it. Streaming calls are left alone.
+ */
+export const retryRefusedStreams: Interceptor = (next) => async (req) => {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await next(req);
+    } catch (err) {
+      if (req.stream || attempt >= REFUSED_RETRIES || !isRefusedStream(err)) throw err;
+    }
+  }
+};
+
+const guarded = new WeakSet<ClientHttp2Session>();
+
+/**
+ * connect-node's HTTP/2 session manager, with every session guarded against a crash. connect-node 2.1.2 destroys an
+ * idle session with an error when the server sends GOAWAY (a server retiring the connection after
+ * MAX_CONNECTION_AGE_S, or shutting down gracefully: every rolling update), and a call starting before that error
+ * is emitted makes it detach its own error listener: the error event then has no listener and kills the process.
+ * Each session gets a listener of ours that stays; connect-node still reports errors to the calls themselves.
+ */
+export class GuardedHttp2SessionManager extends Http2SessionManager {
+  override async request(...args: Parameters<Http2SessionManager["request"]>) {
+    const stream = await super.request(...args);
+    const session = stream.session as ClientHttp2Session | undefined;
+    if (session && !guarded.has(session)) {
+      guarded.add(session);
+      session.on("error", () => {
+        // Reported to the calls by connect-node; this listener only keeps the process alive.
+      });
+    }
+    return stream;
+  }
+}
+
+/**
+ * A client of one backend service over HTTP/2, binary protobuf, with a default deadline on every call; calls the
+ * server refused unprocessed are sent again.
+ */
 export function createServiceClient<T extends DescService>(
   service: T,
   baseUrl: string,
@@ -20,10 +70,13 @@ export function createServiceClient<T extends DescService>(
     baseUrl,
     useBinaryFormat: true,
     defaultTimeoutMs: opts.timeoutMs ?? 10_000,
-    interceptors: opts.interceptors ?? [],
+    interceptors: [retryRefusedStreams, ...(opts.interceptors ?? [])],
   };
+  const sessionManager = new GuardedHttp2SessionManager(baseUrl);
   const transport =
-    opts.protocol === "grpc" ? createGrpcTransport(common) : createConnectTransport({ ...common, httpVersion: "2" });
+    opts.protocol === "grpc"
+      ? createGrpcTransport({ ...common, sessionManager })
+      : createConnectTransport({ ...common, httpVersion: "2", sessionManager });
   return createClient(service, transport);
 }
 export type { Client } from "@connectrpc/connect";

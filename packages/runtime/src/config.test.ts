@@ -34,4 +34,10 @@ describe("readBackendConfig", () => {
   it("rejects an unknown log level", () => {
     expect(() => readBackendConfig("agents", { LOG_LEVEL: "loud" })).toThrow(/LOG_LEVEL must be one of/);
   });
+
+  it("ends connections after two minutes unless MAX_CONNECTION_AGE_S says otherwise (0: never)", () => {
+    expect(readBackendConfig("builds", {}).maxConnectionAgeMs).toBe(120_000);
+    expect(readBackendConfig("builds", { MAX_CONNECTION_AGE_S: "0" }).maxConnectionAgeMs).toBe(0);
+    expect(() => readBackendConfig("builds", { MAX_CONNECTION_AGE_S: "-1" })).toThrow(/MAX_CONNECTION_AGE_S/);
+  });
 });

@@ -4,6 +4,8 @@ import type { Logger } from "pino";
 export interface MongoHandle {
   client: MongoClient;
   db: Db;
+  /** Database commands this process has sent, by command name (the driver's command monitoring). */
+  commandCounts(): Record<string, number>;
   close(): Promise<void>;
 }
 
@@ -14,10 +16,15 @@ export async function connectMongo(url: string, dbName: string, logger: Logger):
     connectTimeoutMS: 10_000,
     maxPoolSize: 20,
     appName: dbName,
+    monitorCommands: true,
   });
+  // Counted so that a benchmark (or an operator) can see how many round trips a request costs; a counter per
+  // command name is all it keeps.
+  const counts = new Map<string, number>();
+  client.on("commandStarted", (event) => counts.set(event.commandName, (counts.get(event.commandName) ?? 0) + 1));
   await client.connect();
   const db = client.db(dbName);
   await db.command({ ping: 1 });
   logger.info({ db: dbName }, "connected to MongoDB");
-  return { client, db, close: () => client.close() };
+  return { client, db, commandCounts: () => Object.fromEntries(counts), close: () => client.close() };
 }

@@ -102,3 +102,28 @@ export async function consumeEvents(nats: NatsHandle, opts: EventConsumerOptions
     await done;
   };
 }
+
+/**
+ * A plain (non-durable) subscription to one subject: every process receives every message, for state each process
+ * keeps for itself (caches, hints). Undecodable or failing messages are logged and skipped. Returns a function that
+ * stops it.
+ */
+export function subscribeEvents<D extends DescMessage>(
+  nats: Pick<NatsHandle, "nc">,
+  subject: string,
+  schema: D,
+  logger: Logger,
+  handle: (event: MessageShape<D>) => void | Promise<void>,
+): () => void {
+  const sub = nats.nc.subscribe(subject);
+  void (async () => {
+    for await (const msg of sub) {
+      try {
+        await handle(decodeEvent(schema, msg.data));
+      } catch (err) {
+        logger.warn({ err, subject }, "event not handled");
+      }
+    }
+  })();
+  return () => sub.unsubscribe();
+}

@@ -14,6 +14,13 @@ export interface RpcServerOptions {
   routes: (router: ConnectRouter) => void;
   health: HealthState;
   logger: Logger;
+  /** Counters served as JSON at GET /stats on the health port (for benchmarks and operators). */
+  stats?: () => Record<string, unknown>;
+  /**
+   * How long a client connection is served before it is retired (GOAWAY), so that the client opens a new one and a
+   * balancer may place it on another replica; a random tenth of it is added per connection. 0 or absent: never.
+   */
+  maxConnectionAgeMs?: number;
 }
 
 export interface RpcServer {
@@ -22,6 +29,23 @@ export interface RpcServer {
   readonly port: number;
   readonly healthPort: number;
   close(): Promise<void>;
+}
+
+/** How long a retired connection's calls may still run before the connection is cut. */
+const RETIRE_GRACE_MS = 30_000;
+
+/**
+ * Retires an HTTP/2 connection: a GOAWAY naming the last call taken, after which the open calls finish and the
+ * client opens a new connection for the next ones. A call the client sent before it saw the GOAWAY is refused
+ * (REFUSED_STREAM: never processed), and our clients send it again (createServiceClient). Calls still open after
+ * the grace are cut.
+ */
+export function retireSession(session: http2.ServerHttp2Session, graceMs = RETIRE_GRACE_MS): void {
+  if (session.closed || session.destroyed) return;
+  const cut = setTimeout(() => session.destroy(), graceMs);
+  cut.unref();
+  session.once("close", () => clearTimeout(cut));
+  session.close();
 }
 
 /**
@@ -40,13 +64,39 @@ export async function startRpcServer(opts: RpcServerOptions): Promise<RpcServer>
   });
   const sessions = new Set<http2.ServerHttp2Session>();
   const server = http2.createServer(handler);
+  let calls = 0;
+  let opened = 0;
+  server.on("stream", () => {
+    calls++;
+  });
+  const maxAge = opts.maxConnectionAgeMs ?? 0;
   server.on("session", (session) => {
+    opened++;
     sessions.add(session);
+    if (maxAge > 0) {
+      const timer = setTimeout(() => retireSession(session), maxAge + Math.floor(Math.random() * (maxAge / 10)));
+      timer.unref();
+      session.once("close", () => clearTimeout(timer));
+    }
     session.once("close", () => sessions.delete(session));
   });
   await listen(server, opts.port, opts.host);
 
   const healthServer = http.createServer((req, res) => {
+    if (req.url === "/stats") {
+      res.writeHead(200, { "content-type": "application/json" });
+      res.end(
+        JSON.stringify({
+          ...(opts.stats?.() ?? {}),
+          rpcCalls: calls,
+          connections: sessions.size,
+          connectionsOpened: opened,
+          cpuUsage: process.cpuUsage(),
+          memory: process.memoryUsage(),
+        }),
+      );
+      return;
+    }
     const ok = req.url === "/healthz" || (req.url === "/readyz" && opts.health.serving);
     const known = req.url === "/healthz" || req.url === "/readyz";
     res.writeHead(known ? (ok ? 200 : 503) : 404, { "content-type": "application/json" });
@@ -67,8 +117,8 @@ export async function startRpcServer(opts: RpcServerOptions): Promise<RpcServer>
         new Promise<void>((resolve) => server.close(() => resolve())),
         new Promise<void>((resolve) => healthServer.close(() => resolve())),
       ]);
-      // Let in-flight calls finish, then end idle sessions so close() can complete.
-      for (const s of sessions) s.close();
+      // Let in-flight calls finish, then end the sessions so close() can complete.
+      for (const s of sessions) retireSession(s);
       const timer = setTimeout(() => {
         for (const s of sessions) s.destroy();
       }, 5_000);

@@ -15,6 +15,9 @@ export const ALL_SCOPES = [
   "write_registries",
   "read_agents",
   "write_agents",
+  "read_build_logs",
+  "write_build_logs",
+  "read_job_env",
   "read_clusters",
   "write_clusters",
 ] as const;

@@ -17,9 +17,14 @@ export interface BackendConfig {
   readonly mongodbDatabase: string;
   readonly natsUrl: string;
   readonly logLevel: string;
+  /** How long an HTTP/2 connection is served before the client is asked to open a new one; 0 for ever. */
+  readonly maxConnectionAgeMs: number;
 }
 
-/** Parses and freezes a backend service's configuration: HOST, PORT, HEALTH_PORT, MONGODB_URL, MONGODB_DATABASE, NATS_URL, LOG_LEVEL. */
+/**
+ * Parses and freezes a backend service's configuration: HOST, PORT, HEALTH_PORT, MONGODB_URL, MONGODB_DATABASE,
+ * NATS_URL, LOG_LEVEL, MAX_CONNECTION_AGE_S.
+ */
 export function readBackendConfig(service: BackendService, env: Env): BackendConfig {
   const r = createEnvReader(env);
   const port = r.int("PORT", DEFAULT_PORTS[service], { min: 0, max: 65535 });
@@ -36,5 +41,9 @@ export function readBackendConfig(service: BackendService, env: Env): BackendCon
     mongodbDatabase: r.string("MONGODB_DATABASE", `conveyor_${service}`),
     natsUrl: r.string("NATS_URL", DEFAULT_NATS_URL),
     logLevel,
+    // Clients keep one HTTP/2 connection for every call, and a layer-4 balancer (a Kubernetes Service) places
+    // connections, not calls: ending each connection after an age spreads long-lived clients over the replicas,
+    // including ones started after them.
+    maxConnectionAgeMs: r.int("MAX_CONNECTION_AGE_S", 120, { min: 0, max: 86_400 }) * 1000,
   });
 }

@@ -50,6 +50,8 @@ export async function runService(def: ServiceDefinition, env: Env): Promise<void
       routes,
       health,
       logger,
+      stats: () => ({ mongoCommands: mongo.commandCounts() }),
+      maxConnectionAgeMs: config.maxConnectionAgeMs,
     });
     health.setServing(true);
     logger.info({ url: server.url }, `${def.name} service ready`);

@@ -20,4 +20,13 @@ export const SUBJECTS = {
     jobStateChanged: "ci.builds.job_state_changed",
     pipelineCountsChanged: "ci.builds.pipeline_counts_changed",
   },
+  agents: {
+    agentConnected: "ci.agents.agent_connected",
+    agentDisconnected: "ci.agents.agent_disconnected",
+    agentLost: "ci.agents.agent_lost",
+    agentStopping: "ci.agents.agent_stopping",
+    agentChanged: "ci.agents.agent_changed",
+    jobDispatched: "ci.agents.job_dispatched",
+    credentialRevoked: "ci.agents.credential_revoked",
+  },
 } as const;

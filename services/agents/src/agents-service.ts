@@ -1,109 +1,91 @@
-import { Code, ConnectError, type ServiceImpl } from "@connectrpc/connect";
+import type { ServiceImpl } from "@connectrpc/connect";
 import type { AgentsService } from "@conveyor/proto/agents";
-import {
-  alreadyExists,
-  hashSecret,
-  invalidFields,
-  isUuid,
-  newId,
-  newSecret,
-  notFound,
-  toTimestamp,
-} from "@conveyor/runtime";
-import {
-  type AgentsRepository,
-  type AgentTokenDoc,
-  type ClusterDoc,
-  DuplicateClusterError,
-} from "./agents-repository.js";
-
-/** Prefix of agent registration token secrets. */
-export const AGENT_TOKEN_PREFIX = "bkat_";
+import type { Job } from "@conveyor/proto/builds";
+import type { EventPublisher, Logger } from "@conveyor/runtime";
+import { createAgentDirectory } from "./agent-directory.js";
+import { createAgentLifecycle } from "./agent-lifecycle.js";
+import { createAgentPausing } from "./agent-pausing.js";
+import type { AgentRepository } from "./agent-repository.js";
+import { createAgentRpcs } from "./agents-rpc.js";
+import type { ClusterRepository } from "./cluster-repository.js";
+import { createClusterRpcs } from "./clusters-rpc.js";
+import type { AgentsConfig } from "./config.js";
+import { createDispatchHints, REFRESH_LIMIT } from "./dispatch-hints.js";
+import { type BuildsClient, createJobHandoff } from "./job-handoff.js";
+import { createLiveness } from "./liveness.js";
+import { createMetrics } from "./metrics.js";
 
 export interface AgentsServiceDeps {
-  repo: AgentsRepository;
+  clusters: ClusterRepository;
+  agents: AgentRepository;
+  builds: BuildsClient;
+  events: EventPublisher;
+  logger: Logger;
+  config: Pick<AgentsConfig, "pingIntervalS" | "heartbeatIntervalS" | "jobStatusIntervalS" | "lostAfterMs">;
   now?: () => Date;
+  /** How long a cached agent is trusted (default 60 s; changes announced by any process drop it at once). */
+  agentCacheTtlMs?: number;
 }
 
-const clusterMessage = (c: ClusterDoc) => ({
-  id: c._id,
-  organizationId: c.organizationId,
-  name: c.name,
-  description: c.description,
-  createdAt: toTimestamp(c.createdAt),
-});
-
-const tokenMessage = (t: AgentTokenDoc) => ({
-  id: t._id,
-  organizationId: t.organizationId,
-  clusterId: t.clusterId ?? "",
-  description: t.description,
-  createdAt: toTimestamp(t.createdAt),
-  revokedAt: toTimestamp(t.revokedAt),
-});
-
-/** The agents service: clusters and agent registration tokens (agents and dispatch come later). */
-export function createAgentsService(deps: AgentsServiceDeps): ServiceImpl<typeof AgentsService> {
-  const { repo } = deps;
+/**
+ * The agents service and the duties its process runs in the background: `flushLiveness` (write the sightings
+ * noted by pings), `sweepLost` (mark silent agents lost), `refreshHints` (re-read what waits for an agent), and the
+ * handlers of the events it follows (`jobChanged`, `agentChanged`).
+ */
+export function createAgentsDomain(deps: AgentsServiceDeps) {
   const now = deps.now ?? (() => new Date());
+  const { events, logger, builds } = deps;
+  const directory = createAgentDirectory({
+    repo: deps.agents,
+    events,
+    logger,
+    ttlMs: deps.agentCacheTtlMs ?? 60_000,
+  });
+  const hints = createDispatchHints();
+  const handoff = createJobHandoff({ repo: deps.agents, directory, hints, builds, events, logger, now });
+  // The lifecycle and liveness need each other (a sweep marks agents lost through the lifecycle); markLost is
+  // resolved once both exist.
+  let markLost: (agent: Parameters<ReturnType<typeof createAgentLifecycle>["markLost"]>[0]) => Promise<boolean> =
+    async () => false;
+  const liveness = createLiveness({
+    repo: deps.agents,
+    logger,
+    now,
+    lostAfterMs: deps.config.lostAfterMs,
+    markLost: (agent) => markLost(agent),
+  });
+  const pausing = createAgentPausing({ directory, logger, now });
+  const lifecycle = createAgentLifecycle({
+    clusters: deps.clusters,
+    directory,
+    pausing,
+    liveness,
+    handoff,
+    builds,
+    events,
+    logger,
+    now,
+    config: deps.config,
+  });
+  markLost = lifecycle.markLost;
+  const metrics = createMetrics({ repo: deps.agents, builds });
 
-  const requireOrgId = (organizationId: string) => {
-    if (!isUuid(organizationId)) throw invalidFields([{ field: "organization_id", code: "must be a UUID" }]);
+  const service: ServiceImpl<typeof AgentsService> = {
+    ...createClusterRpcs({ clusters: deps.clusters, events, now }),
+    ...createAgentRpcs({ agents: deps.agents, clusters: deps.clusters, lifecycle, pausing, handoff, metrics }),
   };
 
   return {
-    async createCluster(req) {
-      requireOrgId(req.organizationId);
-      const name = req.name.trim();
-      if (name === "") throw invalidFields([{ field: "name", code: "can't be blank" }]);
-      const cluster: ClusterDoc = {
-        _id: newId(),
-        organizationId: req.organizationId,
-        name,
-        description: req.description.trim(),
-        createdAt: now(),
-      };
-      try {
-        await repo.insertCluster(cluster);
-      } catch (err) {
-        if (err instanceof DuplicateClusterError) throw alreadyExists("name", "has already been taken", err);
-        throw err;
-      }
-      return { cluster: clusterMessage(cluster) };
+    service,
+    flushLiveness: () => liveness.flush(),
+    sweepLost: () => liveness.sweep(),
+    async refreshHints(): Promise<void> {
+      const { jobs } = await builds.listDispatchableJobs({ limit: REFRESH_LIMIT });
+      hints.replace(jobs, jobs.length >= REFRESH_LIMIT);
     },
-
-    async getCluster(req) {
-      const cluster = isUuid(req.id) ? await repo.findCluster(req.organizationId, req.id) : null;
-      if (!cluster) throw notFound("cluster");
-      return { cluster: clusterMessage(cluster) };
-    },
-
-    async createAgentToken(req) {
-      requireOrgId(req.organizationId);
-      let clusterId: string | null = null;
-      if (req.clusterId !== "") {
-        const cluster = isUuid(req.clusterId) ? await repo.findCluster(req.organizationId, req.clusterId) : null;
-        if (!cluster) throw invalidFields([{ field: "cluster_id", code: "is not a cluster of this organization" }]);
-        clusterId = cluster._id;
-      }
-      const secret = newSecret(AGENT_TOKEN_PREFIX);
-      const token: AgentTokenDoc = {
-        _id: newId(),
-        hash: hashSecret(secret),
-        organizationId: req.organizationId,
-        clusterId,
-        description: req.description.trim(),
-        createdAt: now(),
-        revokedAt: null,
-      };
-      await repo.insertAgentToken(token);
-      return { token: tokenMessage(token), secret };
-    },
-
-    async authenticateAgentToken(req) {
-      const token = req.secret === "" ? null : await repo.findAgentTokenByHash(hashSecret(req.secret));
-      if (!token || token.revokedAt) throw new ConnectError("invalid or revoked agent token", Code.Unauthenticated);
-      return { token: tokenMessage(token) };
-    },
+    jobChanged: (job: Job) => hints.jobChanged(job),
+    agentChanged: (agentId: string) => directory.evict(agentId),
   };
 }
+
+export type AgentsDomain = ReturnType<typeof createAgentsDomain>;

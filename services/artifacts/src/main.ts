@@ -1,20 +1,44 @@
 import { ArtifactsService } from "@conveyor/proto/artifacts";
 import { runService } from "@conveyor/runtime";
-import { createMongoArtifactsRepository } from "./artifacts-repository.js";
+import { createMongoArtifactRepository } from "./artifact-repository.js";
 import { createArtifactsService } from "./artifacts-service.js";
-import { readS3Config } from "./config.js";
+import { readArtifactsConfig } from "./config.js";
 import { createS3ObjectStore } from "./object-store.js";
+import type { ArtifactsContext } from "./service-context.js";
+import { createSweeper } from "./sweeper.js";
 
 void runService(
   {
     name: "artifacts",
     serviceNames: [ArtifactsService.typeName],
     async setup({ db, env, logger }) {
-      const store = createS3ObjectStore(readS3Config(env));
+      const { s3, ...config } = readArtifactsConfig(env);
+      const store = createS3ObjectStore(s3);
       await store.ensureBucket();
       logger.info({ bucket: store.bucket }, "S3 bucket ready");
-      const service = createArtifactsService({ repo: await createMongoArtifactsRepository(db) });
-      return (router) => router.service(ArtifactsService, service);
+      const ctx: ArtifactsContext = {
+        repo: await createMongoArtifactRepository(db),
+        store,
+        config,
+        now: () => new Date(),
+        logger,
+      };
+      const sweeper = createSweeper(ctx);
+      let sweeping = false;
+      setInterval(() => {
+        if (sweeping) return;
+        sweeping = true;
+        sweeper
+          .sweep()
+          .then((r) => {
+            if (r.abandoned + r.expired + r.removed > 0) logger.info(r, "artifacts swept");
+          })
+          .catch((err) => logger.warn({ err }, "artifacts sweep failed; the next one retries"))
+          .finally(() => {
+            sweeping = false;
+          });
+      }, config.sweepIntervalMs).unref();
+      return (router) => router.service(ArtifactsService, createArtifactsService(ctx));
     },
   },
   process.env,

@@ -1,4 +1,4 @@
-import { type BuildListFilter, mergeBuildPages, splitBuildList } from "./build-repository.js";
+import { type BuildListFilter, mergeBuildPages, splitBuildList } from "./build-list.js";
 
 describe("splitBuildList", () => {
   const f = (extra: Partial<BuildListFilter>): BuildListFilter => ({ organizationIds: ["o1"], ...extra });

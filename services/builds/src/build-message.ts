@@ -1,70 +1,88 @@
 import type { JsonObject, MessageInitShape } from "@bufbuild/protobuf";
-import type { BuildSchema, JobSchema } from "@conveyor/proto/builds";
+import { timestampDate } from "@bufbuild/protobuf/wkt";
+import type { BuildSchema, BuildUser, JobAgentSchema, JobSchema } from "@conveyor/proto/builds";
 import { toTimestamp } from "@conveyor/runtime";
-import type { BuildDoc, JobDoc, UserSnapshot } from "./build-repository.js";
+import type { Build, UserSnapshot } from "./domain/build.js";
+import type { AgentSnapshot, Job } from "./domain/job.js";
 
 const user = (u: UserSnapshot | null) =>
   u && { id: u.id, name: u.name, email: u.email, avatarUrl: u.avatarUrl ?? "", createdAt: toTimestamp(u.createdAt) };
 
-/** A stored job as the Job message. */
-export function jobMessage(j: JobDoc): MessageInitShape<typeof JobSchema> {
-  const trigger = j.triggerJson ? (JSON.parse(j.triggerJson) as { pipeline: string; async: boolean }) : null;
+/** An agent snapshot as the JobAgent message. */
+export function agentMessage(a: AgentSnapshot): MessageInitShape<typeof JobAgentSchema> {
   return {
-    id: j._id,
+    id: a.id,
+    name: a.name,
+    hostname: a.hostname,
+    ipAddress: a.ipAddress,
+    userAgent: a.userAgent,
+    connectionState: a.connectionState,
+    createdAt: toTimestamp(a.createdAt),
+    metaData: a.metaData,
+  };
+}
+
+/** A job as the Job message. */
+export function jobMessage(j: Job): MessageInitShape<typeof JobSchema> {
+  return {
+    id: j.id,
     buildId: j.buildId,
+    organizationId: j.organizationId,
+    pipelineId: j.pipelineId,
+    buildNumber: j.buildNumber,
     type: j.type,
     name: j.name,
     label: j.label,
     stepKey: j.stepKey ?? "",
     clusterId: j.clusterId ?? "",
+    queue: j.queue ?? "",
     stepId: j.stepId,
-    stepIndex: j.stepIndex,
+    stepPosition: j.stepIndex,
     state: j.state,
     command: j.command ?? "",
     agentQueryRules: j.agentQueryRules,
-    env: JSON.parse(j.envJson) as Record<string, string>,
+    env: j.env,
     artifactPaths: j.artifactPaths ?? "",
     timeoutInMinutes: j.timeoutInMinutes ?? undefined,
     priority: j.priority,
     parallelGroupIndex: j.parallelGroupIndex ?? undefined,
     parallelGroupTotal: j.parallelGroupTotal ?? undefined,
     exitStatus: j.exitStatus ?? undefined,
+    signal: j.signal ?? "",
+    signalReason: j.signalReason ?? "",
     softFailed: j.softFailed,
     retried: j.retried,
+    retriedInJobId: j.retriedInJobId ?? "",
+    retriesCount: j.retriesCount,
+    retryType: j.retryType ?? "",
+    retrySource: j.retrySource ?? undefined,
+    retriedBy: user(j.retriedBy) ?? undefined,
+    unblockedBy: user(j.unblockedBy) ?? undefined,
     brokenReason: j.brokenReason ?? "",
     dependsOn: j.dependsOn,
     allowDependencyFailure: j.allowDependencyFailure,
-    allowFailureOf: j.allowFailureOf,
+    allowFailureOf: j.allowFailureOf ?? [],
     continueOnFailure: j.continueOnFailure,
     blockedState: j.blockedState ?? "",
     isInput: j.isInput,
-    step: JSON.parse(j.stepJson) as JsonObject,
-    agent: j.agent
-      ? {
-          id: j.agent.id,
-          name: j.agent.name,
-          hostname: j.agent.hostname,
-          ipAddress: j.agent.ipAddress,
-          userAgent: j.agent.userAgent,
-          connectionState: j.agent.connectionState,
-          createdAt: toTimestamp(j.agent.createdAt),
-        }
-      : undefined,
+    step: j.step as unknown as JsonObject,
+    agent: j.agent ? agentMessage(j.agent) : undefined,
     createdAt: toTimestamp(j.createdAt),
     scheduledAt: toTimestamp(j.scheduledAt),
     runnableAt: toTimestamp(j.runnableAt),
     startedAt: toTimestamp(j.startedAt),
     finishedAt: toTimestamp(j.finishedAt),
     unblockedAt: toTimestamp(j.unblockedAt),
-    triggerPipeline: trigger?.pipeline ?? "",
-    triggerAsync: trigger?.async ?? false,
+    triggerPipeline: j.trigger?.pipeline ?? "",
+    triggerAsync: j.trigger?.async ?? false,
+    triggeredBuild: j.triggeredBuild ?? undefined,
   };
 }
 
-/** A stored build (and its jobs, when given) as the Build message. */
-export function buildMessage(b: BuildDoc, jobs: JobDoc[] = []): MessageInitShape<typeof BuildSchema> {
+/** A build (and its jobs, when given) as the Build message. */
+export function buildMessage(b: Build, jobs: readonly Job[] = []): MessageInitShape<typeof BuildSchema> {
   return {
-    id: b._id,
+    id: b.id,
     organizationId: b.organizationId,
     pipelineId: b.pipelineId,
     pipelineSlug: b.pipelineSlug,
@@ -74,7 +92,7 @@ export function buildMessage(b: BuildDoc, jobs: JobDoc[] = []): MessageInitShape
     message: b.message,
     commit: b.commit,
     branch: b.branch,
-    env: JSON.parse(b.envJson) as Record<string, string>,
+    env: b.env,
     source: b.source,
     creator: user(b.creator) ?? undefined,
     author: b.author ?? undefined,
@@ -82,12 +100,25 @@ export function buildMessage(b: BuildDoc, jobs: JobDoc[] = []): MessageInitShape
     scheduledAt: toTimestamp(b.scheduledAt),
     startedAt: toTimestamp(b.startedAt),
     finishedAt: toTimestamp(b.finishedAt),
-    metaData: JSON.parse(b.metaDataJson) as Record<string, string>,
+    metaData: b.metaData,
     pullRequest: b.pullRequest ?? undefined,
     rebuiltFrom: b.rebuiltFrom ?? undefined,
+    triggeredFrom: b.triggeredFrom ?? undefined,
     cancelReason: b.cancelReason ?? "",
     cleanCheckout: b.cleanCheckout,
     jobs: jobs.map(jobMessage),
     version: b.version,
+  };
+}
+
+/** A user from a request, as builds and jobs record them; null when absent. */
+export function userSnapshot(u: BuildUser | undefined): UserSnapshot | null {
+  if (!u || u.id === "") return null;
+  return {
+    id: u.id,
+    name: u.name,
+    email: u.email,
+    avatarUrl: u.avatarUrl || null,
+    createdAt: u.createdAt ? timestampDate(u.createdAt) : null,
   };
 }

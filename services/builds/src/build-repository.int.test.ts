@@ -1,10 +1,6 @@
 import { type Document, MongoClient } from "mongodb";
-import {
-  type BuildListFilter,
-  buildListQuery,
-  createMongoBuildRepository,
-  splitBuildList,
-} from "./build-repository.js";
+import { type BuildListFilter, buildListQuery, splitBuildList } from "./build-list.js";
+import { createMongoBuildRepository } from "./build-repository.js";
 
 // Every build list the API can ask for, explained by the real MongoDB-wire server: each must be answered from an
 // index, in the index's order, so that a page costs the same however many builds there are.

@@ -1,138 +1,49 @@
 import { isDuplicateKeyError } from "@conveyor/runtime";
 import type { Collection, Db, Filter } from "mongodb";
-import type { BrokenReason, BuildState, JobState, JobType } from "./domain/types.js";
-
-export interface UserSnapshot {
-  id: string;
-  name: string;
-  email: string;
-  avatarUrl: string | null;
-  createdAt: Date | null;
-}
-
-export interface BuildDoc {
-  _id: string;
-  organizationId: string;
-  pipelineId: string;
-  pipelineSlug: string;
-  number: number;
-  state: BuildState;
-  blocked: boolean;
-  cancelRequested: boolean;
-  cancelReason: string | null;
-  message: string;
-  commit: string;
-  branch: string;
-  /** Build env and meta-data are user data whose keys may hold dots: stored as JSON text. */
-  envJson: string;
-  metaDataJson: string;
-  /** "key=value" pairs of the meta-data, for the meta_data filter. */
-  metaPairs: string[];
-  source: string;
-  creator: UserSnapshot | null;
-  author: { name: string; email: string } | null;
-  pullRequest: { id: string; base: string; repository: string } | null;
-  rebuiltFrom: { id: string; number: number } | null;
-  cleanCheckout: boolean;
-  createdAt: Date;
-  scheduledAt: Date;
-  startedAt: Date | null;
-  finishedAt: Date | null;
-  /** Incremented by every update: the compare-and-set guard. */
-  version: number;
-}
-
-export interface AgentSnapshot {
-  id: string;
-  name: string;
-  hostname: string;
-  ipAddress: string;
-  userAgent: string;
-  connectionState: string;
-  createdAt: Date | null;
-}
-
-export interface JobDoc {
-  _id: string;
-  buildId: string;
-  organizationId: string;
-  pipelineId: string;
-  buildNumber: number;
-  type: JobType;
-  stepIndex: number;
-  stepId: string;
-  stepKey: string | null;
-  /** The cluster of the pipeline when the job was created. */
-  clusterId?: string | null;
-  state: JobState;
-  name: string;
-  label: string;
-  command: string | null;
-  agentQueryRules: string[];
-  envJson: string;
-  artifactPaths: string | null;
-  timeoutInMinutes: number | null;
-  priority: number;
-  parallelGroupIndex: number | null;
-  parallelGroupTotal: number | null;
-  concurrency: number | null;
-  concurrencyGroup: string | null;
-  dependsOn: string[];
-  allowDependencyFailure: boolean;
-  allowFailureOf: string[];
-  continueOnFailure: boolean;
-  blockedState: "passed" | "failed" | "running" | null;
-  isInput: boolean;
-  softFailJson: string;
-  exitStatus: number | null;
-  softFailed: boolean;
-  brokenReason: BrokenReason | null;
-  retried: boolean;
-  triggerJson: string | null;
-  stepJson: string;
-  agent: AgentSnapshot | null;
-  createdAt: Date;
-  scheduledAt: Date | null;
-  runnableAt: Date | null;
-  startedAt: Date | null;
-  finishedAt: Date | null;
-  unblockedAt: Date | null;
-}
-
-export interface BuildListFilter {
-  /** Builds of every pipeline of these organizations… */
-  organizationIds: readonly string[];
-  /** …and of these pipelines (for callers who may see only some pipelines of an organization). */
-  pipelineIds?: readonly string[];
-  pipelineId?: string;
-  branches?: readonly string[];
-  commits?: readonly string[];
-  createdFrom?: Date;
-  createdTo?: Date;
-  creatorId?: string;
-  finishedFrom?: Date;
-  metaPairs?: readonly string[];
-  states?: readonly BuildState[];
-}
+import {
+  type BuildDoc,
+  fromBuildDoc,
+  fromJobDoc,
+  type JobDoc,
+  storedBuildUpdate,
+  toBuildDoc,
+  toJobDoc,
+} from "./build-docs.js";
+import { type BuildListFilter, buildListQuery, mergeBuildPages, splitBuildList } from "./build-list.js";
+import type { Build } from "./domain/build.js";
+import type { Job } from "./domain/job.js";
+import type { BuildState, JobState } from "./domain/types.js";
 
 /** The fields of a build that a compare-and-set update may change. */
 export type BuildUpdate = Partial<
-  Pick<BuildDoc, "state" | "blocked" | "cancelRequested" | "cancelReason" | "startedAt" | "finishedAt">
+  Pick<Build, "state" | "blocked" | "cancelRequested" | "cancelReason" | "startedAt" | "finishedAt" | "metaData">
 >;
 
 /** The fields of a job that a compare-and-set update may change. */
 export type JobUpdate = Partial<
   Pick<
-    JobDoc,
+    Job,
     | "state"
     | "exitStatus"
     | "softFailed"
     | "agent"
+    | "signal"
+    | "signalReason"
     | "scheduledAt"
     | "runnableAt"
+    | "assignedAt"
     | "startedAt"
     | "finishedAt"
     | "unblockedAt"
+    | "timeoutInMinutes"
+    | "retried"
+    | "retriedInJobId"
+    | "retryType"
+    | "retriedBy"
+    | "unblockedBy"
+    | "deadlineAt"
+    | "triggeredBuild"
+    | "unblockFields"
   >
 >;
 
@@ -147,6 +58,13 @@ export class DuplicateBuildNumberError extends Error {
   }
 }
 
+/** Unfinished jobs of one queue of an organization, by state. */
+export interface QueueStateCount {
+  queue: string;
+  state: JobState;
+  count: number;
+}
+
 /** Persistence of builds, jobs and per-pipeline build numbers. */
 export interface BuildRepository {
   /** The next build number of a pipeline: an atomic counter, so numbers never repeat (gaps are possible). */
@@ -154,19 +72,53 @@ export interface BuildRepository {
   /** Raises the counter to at least `number` (after another process took that number). */
   raiseNumber(pipelineId: string, number: number): Promise<void>;
   /** Inserts a build; a taken (pipeline, number) raises DuplicateBuildNumberError. */
-  insertBuild(build: BuildDoc): Promise<void>;
-  insertJobs(jobs: JobDoc[]): Promise<void>;
-  findBuild(pipelineId: string, number: number): Promise<BuildDoc | null>;
-  findBuildById(id: string): Promise<BuildDoc | null>;
-  listBuilds(filter: BuildListFilter, skip: number, limit: number): Promise<BuildDoc[]>;
-  jobsOf(buildIds: readonly string[]): Promise<JobDoc[]>;
-  findJob(id: string): Promise<JobDoc | null>;
+  insertBuild(build: Build): Promise<void>;
+  insertJobs(jobs: Job[]): Promise<void>;
+  /** Inserts the jobs not stored yet (a replayed pipeline upload stores the rest of its jobs). */
+  insertMissingJobs(jobs: Job[]): Promise<void>;
+  /** Deletes a job that is still in `state`; false when it moved on. */
+  deleteJob(id: string, state: JobState): Promise<boolean>;
+  /** Adds dependencies to a job that has not been scheduled yet (pending or waiting); false when it was. */
+  addDependencies(id: string, dependsOn: readonly string[]): Promise<boolean>;
+  /** Moves jobs to new positions in their build's order. */
+  setStepIndexes(positions: ReadonlyArray<{ id: string; stepIndex: number }>): Promise<void>;
+  findBuild(pipelineId: string, number: number): Promise<Build | null>;
+  /** A build and its jobs, read at once (both by pipeline and number): one round trip for a build's answer. */
+  findBuildWithJobs(pipelineId: string, number: number): Promise<{ build: Build; jobs: Job[] } | null>;
+  findBuildById(id: string): Promise<Build | null>;
+  listBuilds(filter: BuildListFilter, skip: number, limit: number): Promise<Build[]>;
+  jobsOf(buildIds: readonly string[]): Promise<Job[]>;
+  findJob(id: string): Promise<Job | null>;
   /** Unfinished builds of a branch, for the skip/cancel intermediate rules. */
-  unfinishedOnBranch(pipelineId: string, branch: string, beforeNumber: number): Promise<BuildDoc[]>;
+  unfinishedOnBranch(pipelineId: string, branch: string, beforeNumber: number): Promise<Build[]>;
   /** Updates a build only if its version is still `version`; returns the updated build or null. */
-  updateBuild(id: string, version: number, update: BuildUpdate): Promise<BuildDoc | null>;
-  /** Updates a job only if its state is still `from`; returns the updated job or null. */
-  updateJob(id: string, from: JobState, update: JobUpdate): Promise<JobDoc | null>;
+  updateBuild(id: string, version: number, update: BuildUpdate): Promise<Build | null>;
+  /**
+   * Compare-and-set on a job's state (and, with a guard, on its agent, or on its not being retried yet): the job
+   * after the update, or null when it did not match.
+   */
+  updateJob(
+    id: string,
+    from: JobState,
+    update: JobUpdate,
+    guard?: { agentId?: string; notRetried?: boolean },
+  ): Promise<Job | null>;
+  /** Merges section header times into a job's. */
+  setHeaderTimes(id: string, times: Record<string, string>): Promise<Job | null>;
+  /** Scheduled agent jobs, highest priority then longest runnable first. */
+  dispatchableJobs(limit: number): Promise<Job[]>;
+  /** Jobs in `state` whose `field` time is before `before`, oldest first (the sweepers' work). */
+  jobsDue(state: JobState, field: "deadlineAt" | "runnableAt", before: Date, limit: number): Promise<Job[]>;
+  /** An organization's jobs of a concurrency group in some states. */
+  groupJobs(organizationId: string, group: string, states: readonly JobState[]): Promise<Job[]>;
+  /** Concurrency groups with jobs waiting for a slot (`limited`), at most `limit` of them. */
+  limitedGroups(limit: number): Promise<Array<{ organizationId: string; group: string }>>;
+  /** Jobs of a type in some states (the trigger sweep's work). */
+  jobsOfType(type: Job["type"], states: readonly JobState[], limit: number): Promise<Job[]>;
+  /** Jobs assigned to an agent before `before` that it never accepted. */
+  staleAssignments(before: Date, limit: number): Promise<Job[]>;
+  /** Unfinished agent jobs of an organization, counted by queue and state. */
+  countQueueJobs(organizationId: string, states: readonly JobState[]): Promise<QueueStateCount[]>;
   /** Pipelines with unfinished builds, or builds finished since `since`: those whose counters may be stale. */
   activePipelines(since: Date): Promise<string[]>;
   /** Live counters of a pipeline. */
@@ -184,77 +136,8 @@ const SCHEDULED_JOB_STATES: JobState[] = ["scheduled", "assigned"];
 const RUNNING_JOB_STATES: JobState[] = ["accepted", "running", "canceling", "timing_out"];
 const WAITING_JOB_STATES: JobState[] = ["pending", "waiting", "blocked", "limited", "limiting"];
 
-/**
- * The filter and sort of a build list: a pipeline's builds by number, others newest first. Every combination is
- * served by one of the indexes createMongoBuildRepository makes (build-repository.int.test.ts checks the plans).
- */
-export function buildListQuery(f: BuildListFilter): { filter: Filter<BuildDoc>; sort: Record<string, 1 | -1> } {
-  const scope: Filter<BuildDoc>[] = [];
-  if (f.organizationIds.length > 0) scope.push({ organizationId: { $in: [...f.organizationIds] } });
-  if (f.pipelineIds?.length) scope.push({ pipelineId: { $in: [...f.pipelineIds] } });
-  const q: Filter<BuildDoc> = scope.length === 1 ? { ...scope[0] } : { $or: scope };
-  if (f.pipelineId) q.pipelineId = f.pipelineId;
-  if (f.branches?.length) q.branch = { $in: [...f.branches] };
-  if (f.commits?.length) q.commit = { $in: [...f.commits] };
-  if (f.states?.length) {
-    // A build waiting at a block step is stored with the state it shows (its blocked_state) and blocked: true;
-    // the "blocked" filter means those, and the other states mean builds that are not blocked.
-    const plain = f.states.filter((st) => st !== "blocked");
-    const byState = { state: { $in: plain }, blocked: false };
-    if (f.states.includes("blocked")) {
-      const either = plain.length > 0 ? [byState, { blocked: true }] : [{ blocked: true }];
-      q.$and = [...(q.$and ?? []), { $or: either }];
-    } else Object.assign(q, byState);
-  }
-  if (f.creatorId) q["creator.id"] = f.creatorId;
-  if (f.metaPairs?.length) q.metaPairs = { $all: [...f.metaPairs] };
-  if (f.createdFrom || f.createdTo) {
-    q.createdAt = { ...(f.createdFrom ? { $gte: f.createdFrom } : {}), ...(f.createdTo ? { $lt: f.createdTo } : {}) };
-  }
-  if (f.finishedFrom) q.finishedAt = { $gte: f.finishedFrom };
-  const sort: Record<string, 1 | -1> = f.pipelineId ? { number: -1 } : { createdAt: -1, _id: -1 };
-  return { filter: q, sort };
-}
-
-/** Above this many organizations and pipelines a list is one query (sorted in full) rather than one per scope. */
-const MAX_SPLIT_SCOPES = 32;
-
-/**
- * The queries of one build list. A list across several organizations or pipelines (a user's `/v2/builds`, or the
- * pipelines a team member may read) is one query per organization and per pipeline, because an index gives one
- * organization's or one pipeline's builds newest first, while a single `$in` query must sort every match.
- * mergeBuildPages puts them together.
- */
-export function splitBuildList(f: BuildListFilter): BuildListFilter[] {
-  if (f.pipelineId) return [f];
-  const scopes: BuildListFilter[] = [
-    ...f.organizationIds.map((id) => ({ ...f, organizationIds: [id], pipelineIds: [] })),
-    ...(f.pipelineIds ?? []).map((id) => ({ ...f, organizationIds: [], pipelineIds: [id] })),
-  ];
-  return scopes.length <= 1 || scopes.length > MAX_SPLIT_SCOPES ? [f] : scopes;
-}
-
-/**
- * One page (skip, limit) of the builds of several lists, each already newest first and holding at least its own
- * first skip + limit builds: newest first by createdAt then _id (the lists' own order), a build once.
- */
-export function mergeBuildPages<T extends { _id: string; createdAt: Date }>(
-  pages: readonly (readonly T[])[],
-  skip: number,
-  limit: number,
-): T[] {
-  const seen = new Set<string>();
-  const all: T[] = [];
-  for (const page of pages) {
-    for (const build of page) {
-      if (seen.has(build._id)) continue;
-      seen.add(build._id);
-      all.push(build);
-    }
-  }
-  all.sort((a, b) => b.createdAt.getTime() - a.createdAt.getTime() || (a._id < b._id ? 1 : a._id > b._id ? -1 : 0));
-  return all.slice(skip, skip + limit);
-}
+/** The most unfinished jobs of one concurrency group the gate reads at once. */
+const MAX_GROUP_JOBS = 5000;
 
 const RETIRED_BUILD_INDEXES = ["org_finished"];
 
@@ -277,12 +160,28 @@ export async function createMongoBuildRepository(db: Db): Promise<BuildRepositor
     // activePipelines: unfinished (finishedAt null) and recently finished builds, every 30 s
     builds.createIndex({ finishedAt: -1 }, { name: "finished" }),
     jobs.createIndex({ buildId: 1, stepIndex: 1, parallelGroupIndex: 1 }, { name: "build_jobs" }),
+    // A build's answer reads its jobs by pipeline and number, beside the build, in the same round trip.
+    jobs.createIndex({ pipelineId: 1, buildNumber: 1, stepIndex: 1 }, { name: "pipeline_build_jobs" }),
     jobs.createIndex({ pipelineId: 1, state: 1 }, { name: "pipeline_job_state" }),
+    // Dispatch: scheduled jobs by priority, then how long they have been runnable; stale assignments by age.
+    jobs.createIndex({ state: 1, priority: -1, runnableAt: 1 }, { name: "dispatch" }),
+    jobs.createIndex({ state: 1, assignedAt: 1 }, { name: "assigned_age" }),
+    // Sweepers: running jobs past their deadline, scheduled jobs waiting too long.
+    jobs.createIndex({ state: 1, deadlineAt: 1 }, { name: "deadlines" }),
+    jobs.createIndex({ state: 1, runnableAt: 1 }, { name: "scheduled_age" }),
+    jobs.createIndex({ type: 1, state: 1 }, { name: "type_state" }),
+    // Concurrency groups: a group's unfinished jobs across the organization.
+    jobs.createIndex({ organizationId: 1, concurrencyGroup: 1, state: 1 }, { name: "concurrency_group" }),
+    // Metrics: an organization's unfinished jobs.
+    jobs.createIndex({ organizationId: 1, state: 1 }, { name: "org_job_state" }),
   ]);
   // Indexes an earlier version made and lists no longer use. "org_finished" (organization, finishedAt) served
   // finished_from by sorting every match; org_newest_first serves it in order, reading only up to the page's end.
   const existing = new Set((await builds.listIndexes().toArray()).map((index) => String(index.name)));
   for (const name of RETIRED_BUILD_INDEXES) if (existing.has(name)) await builds.dropIndex(name);
+
+  const build = (doc: BuildDoc | null) => (doc ? fromBuildDoc(doc) : null);
+  const job = (doc: JobDoc | null) => (doc ? fromJobDoc(doc) : null);
 
   return {
     async nextNumber(pipelineId) {
@@ -305,47 +204,95 @@ export async function createMongoBuildRepository(db: Db): Promise<BuildRepositor
     async raiseNumber(pipelineId, number) {
       await counters.updateOne({ _id: pipelineId }, { $max: { seq: number } }, { upsert: true });
     },
-    async insertBuild(build) {
+    async insertBuild(b) {
       try {
-        await builds.insertOne(build);
+        await builds.insertOne(toBuildDoc(b));
       } catch (err) {
-        if (isDuplicateKeyError(err)) throw new DuplicateBuildNumberError(build.number, { cause: err });
+        if (isDuplicateKeyError(err)) throw new DuplicateBuildNumberError(b.number, { cause: err });
         throw err;
       }
     },
-    async insertJobs(jobDocs) {
-      if (jobDocs.length > 0) await jobs.insertMany(jobDocs);
+    async insertJobs(list) {
+      if (list.length > 0) await jobs.insertMany(list.map(toJobDoc));
     },
-    findBuild: (pipelineId, number) => builds.findOne({ pipelineId, number }),
-    findBuildById: (id) => builds.findOne({ _id: id }),
+    async insertMissingJobs(list) {
+      if (list.length === 0) return;
+      const stored = new Set(
+        (await jobs.find({ _id: { $in: list.map((j) => j.id) } }, { projection: { _id: 1 } }).toArray()).map(
+          (d) => d._id,
+        ),
+      );
+      const missing = list.filter((j) => !stored.has(j.id));
+      if (missing.length > 0) await jobs.insertMany(missing.map(toJobDoc));
+    },
+    deleteJob: async (id, state) => (await jobs.deleteOne({ _id: id, state })).deletedCount === 1,
+    addDependencies: async (id, dependsOn) =>
+      (
+        await jobs.updateOne(
+          { _id: id, state: { $in: ["pending", "waiting"] } },
+          { $addToSet: { dependsOn: { $each: [...dependsOn] } } },
+        )
+      ).matchedCount === 1,
+    async setStepIndexes(positions) {
+      if (positions.length === 0) return;
+      await jobs.bulkWrite(
+        positions.map(({ id, stepIndex }) => ({ updateOne: { filter: { _id: id }, update: { $set: { stepIndex } } } })),
+      );
+    },
+    findBuild: async (pipelineId, number) => build(await builds.findOne({ pipelineId, number })),
+    findBuildById: async (id) => build(await builds.findOne({ _id: id })),
+    async findBuildWithJobs(pipelineId, number) {
+      const [doc, jobDocs] = await Promise.all([
+        builds.findOne({ pipelineId, number }),
+        // A build's few jobs are put in order here: an unsorted read is one index search and nothing more.
+        jobs.find({ pipelineId, buildNumber: number }).toArray(),
+      ]);
+      if (!doc) return null;
+      const found = fromBuildDoc(doc);
+      const list = jobDocs.map(fromJobDoc).filter((j) => j.buildId === found.id);
+      list.sort(
+        (a, b) =>
+          a.stepIndex - b.stepIndex ||
+          (a.parallelGroupIndex ?? -1) - (b.parallelGroupIndex ?? -1) ||
+          a.createdAt.getTime() - b.createdAt.getTime(),
+      );
+      return { build: found, jobs: list };
+    },
     async listBuilds(f, skip, limit) {
       const parts = splitBuildList(f);
       if (parts.length === 1) {
         const { filter, sort } = buildListQuery(f);
-        return builds.find(filter).sort(sort).skip(skip).limit(limit).toArray();
+        const docs = await builds
+          .find(filter as Filter<BuildDoc>)
+          .sort(sort)
+          .skip(skip)
+          .limit(limit)
+          .toArray();
+        return docs.map(fromBuildDoc);
       }
       const pages = await Promise.all(
         parts.map((part) => {
           const { filter, sort } = buildListQuery(part);
           return builds
-            .find(filter)
+            .find(filter as Filter<BuildDoc>)
             .sort(sort)
             .limit(skip + limit)
             .toArray();
         }),
       );
-      return mergeBuildPages(pages, skip, limit);
+      return mergeBuildPages(pages, skip, limit).map(fromBuildDoc);
     },
-    jobsOf: (buildIds) =>
-      buildIds.length === 0
-        ? Promise.resolve([])
-        : jobs
-            .find({ buildId: { $in: [...buildIds] } })
-            .sort({ buildId: 1, stepIndex: 1, parallelGroupIndex: 1 })
-            .toArray(),
-    findJob: (id) => jobs.findOne({ _id: id }),
-    unfinishedOnBranch: (pipelineId, branch, beforeNumber) =>
-      builds
+    async jobsOf(buildIds) {
+      if (buildIds.length === 0) return [];
+      const docs = await jobs
+        .find({ buildId: { $in: [...buildIds] } })
+        .sort({ buildId: 1, stepIndex: 1, parallelGroupIndex: 1 })
+        .toArray();
+      return docs.map(fromJobDoc);
+    },
+    findJob: async (id) => job(await jobs.findOne({ _id: id })),
+    async unfinishedOnBranch(pipelineId, branch, beforeNumber) {
+      const docs = await builds
         .find({
           pipelineId,
           branch,
@@ -353,15 +300,91 @@ export async function createMongoBuildRepository(db: Db): Promise<BuildRepositor
           state: { $in: ["scheduled", "running", "failing", "blocked", "passed"] },
           finishedAt: null,
         })
-        .toArray(),
-    updateBuild: (id, version, update) =>
-      builds.findOneAndUpdate(
-        { _id: id, version },
-        { $set: { ...update, version: version + 1 } },
-        { returnDocument: "after" },
+        .toArray();
+      return docs.map(fromBuildDoc);
+    },
+    updateBuild: async (id, version, update) =>
+      build(
+        await builds.findOneAndUpdate(
+          { _id: id, version },
+          { $set: { ...storedBuildUpdate(update), version: version + 1 } },
+          { returnDocument: "after" },
+        ),
       ),
-    updateJob: (id, from, update) =>
-      jobs.findOneAndUpdate({ _id: id, state: from }, { $set: update }, { returnDocument: "after" }),
+    updateJob: async (id, from, update, guard) =>
+      job(
+        await jobs.findOneAndUpdate(
+          {
+            _id: id,
+            state: from,
+            ...(guard?.agentId ? { "agent.id": guard.agentId } : {}),
+            ...(guard?.notRetried ? { retried: { $ne: true } } : {}),
+          },
+          { $set: update },
+          { returnDocument: "after" },
+        ),
+      ),
+    async setHeaderTimes(id, times) {
+      const set = Object.fromEntries(Object.entries(times).map(([line, at]) => [`headerTimes.${line}`, at]));
+      return job(await jobs.findOneAndUpdate({ _id: id }, { $set: set }, { returnDocument: "after" }));
+    },
+    async dispatchableJobs(limit) {
+      const docs = await jobs
+        .find({ state: "scheduled", type: "script" })
+        .sort({ state: 1, priority: -1, runnableAt: 1 })
+        .limit(limit)
+        .toArray();
+      return docs.map(fromJobDoc);
+    },
+    async jobsDue(state, field, before, limit) {
+      const docs = await jobs
+        .find({ state, [field]: { $lt: before } })
+        .sort({ state: 1, [field]: 1 })
+        .limit(limit)
+        .toArray();
+      return docs.map(fromJobDoc);
+    },
+    async groupJobs(organizationId, group, states) {
+      const docs = await jobs
+        .find({ organizationId, concurrencyGroup: group, state: { $in: [...states] } })
+        .limit(MAX_GROUP_JOBS)
+        .toArray();
+      return docs.map(fromJobDoc);
+    },
+    async limitedGroups(limit) {
+      const rows = await jobs
+        .aggregate<{ _id: { organizationId: string; group: string } }>([
+          { $match: { state: "limited" } },
+          { $group: { _id: { organizationId: "$organizationId", group: "$concurrencyGroup" } } },
+          { $limit: limit },
+        ])
+        .toArray();
+      return rows.map((r) => r._id);
+    },
+    async jobsOfType(type, states, limit) {
+      const docs = await jobs
+        .find({ type, state: { $in: [...states] } })
+        .limit(limit)
+        .toArray();
+      return docs.map(fromJobDoc);
+    },
+    async staleAssignments(before, limit) {
+      const docs = await jobs
+        .find({ state: "assigned", assignedAt: { $lt: before } })
+        .sort({ state: 1, assignedAt: 1 })
+        .limit(limit)
+        .toArray();
+      return docs.map(fromJobDoc);
+    },
+    async countQueueJobs(organizationId, states) {
+      const rows = await jobs
+        .aggregate<{ _id: { queue: string | null; state: JobState }; count: number }>([
+          { $match: { organizationId, state: { $in: [...states] }, type: "script" } },
+          { $group: { _id: { queue: "$queue", state: "$state" }, count: { $sum: 1 } } },
+        ])
+        .toArray();
+      return rows.map((r) => ({ queue: r._id.queue ?? "default", state: r._id.state, count: r.count }));
+    },
     async activePipelines(since) {
       const ids = await builds.distinct("pipelineId", { $or: [{ finishedAt: null }, { finishedAt: { $gte: since } }] });
       return ids.map(String);
@@ -378,3 +401,5 @@ export async function createMongoBuildRepository(db: Db): Promise<BuildRepositor
     },
   };
 }
+
+export type { BuildListFilter } from "./build-list.js";

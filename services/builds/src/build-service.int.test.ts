@@ -2,11 +2,14 @@ import { randomUUID } from "node:crypto";
 import { create, type JsonObject } from "@bufbuild/protobuf";
 import { Code, ConnectError, createClient, createRouterTransport } from "@connectrpc/connect";
 import { BuildsService, JobEventType } from "@conveyor/proto/builds";
-import { type Pipeline, PipelineSchema } from "@conveyor/proto/pipelines";
+import { type Pipeline, PipelineSchema, ProviderSchema } from "@conveyor/proto/pipelines";
 import { createLogger, type EventPublisher } from "@conveyor/runtime";
 import { MongoClient } from "mongodb";
 import { createMongoBuildRepository } from "./build-repository.js";
 import { createBuildDomain, createBuildService } from "./build-service.js";
+import { createMongoConcurrencySlotRepository } from "./concurrency-slot-repository.js";
+import { createMongoJobLogRepository } from "./job-log-repository.js";
+import { createMongoPipelineUploadRepository } from "./pipeline-upload-repository.js";
 
 // The builds service over its real MongoDB repository (FerretDB or mongod), served in memory.
 const dbName = `it_builds_${Date.now()}`;
@@ -23,6 +26,9 @@ beforeAll(async () => {
   };
   const service = createBuildService({
     repo: await createMongoBuildRepository(mongo.db(dbName)),
+    logs: await createMongoJobLogRepository(mongo.db(dbName)),
+    uploads: await createMongoPipelineUploadRepository(mongo.db(dbName)),
+    slots: await createMongoConcurrencySlotRepository(mongo.db(dbName)),
     events,
     logger: createLogger("test", "silent"),
   });
@@ -197,6 +203,9 @@ describe("builds service on MongoDB", () => {
     const seen: Array<{ subject: string; pipelineId: string }> = [];
     const domain = createBuildDomain({
       repo: await createMongoBuildRepository(mongo.db(dbName)),
+      logs: await createMongoJobLogRepository(mongo.db(dbName)),
+      uploads: await createMongoPipelineUploadRepository(mongo.db(dbName)),
+      slots: await createMongoConcurrencySlotRepository(mongo.db(dbName)),
       events: {
         async publish(subject, _schema, value) {
           seen.push({ subject, pipelineId: String((value as { pipelineId?: string }).pipelineId ?? "") });
@@ -227,5 +236,254 @@ describe("builds service on MongoDB", () => {
     expect(scheduled.builds[0]?.jobs).toEqual([]);
     const none = await client.listBuilds({ organizationIds: org, states: ["finished"] });
     expect(none.builds).toHaveLength(0);
+  });
+});
+
+describe("jobs on MongoDB", () => {
+  const agentOf = (id: string, tags: string[] = []) => ({
+    id,
+    name: `${id}-name`,
+    hostname: `${id}.local`,
+    metaData: tags,
+  });
+
+  async function codeOf(call: Promise<unknown>): Promise<Code | "ok"> {
+    try {
+      await call;
+      return "ok";
+    } catch (err) {
+      return ConnectError.from(err).code;
+    }
+  }
+
+  /** Assigns a job to an agent, which accepts and starts it. */
+  async function runOn(jobId: string, agentId: string) {
+    await client.assignJob({ jobId, agent: agentOf(agentId) });
+    await client.acceptJob({ jobId, agentId });
+    return client.transitionJob({ jobId, event: JobEventType.START, agentId });
+  }
+
+  it("gives the accepting agent every variable its bootstrap requires, and the user's env in order", async () => {
+    const p = pipeline(
+      [
+        script("test", {
+          command: "make test",
+          agent_query_rules: ["queue=linux"],
+          timeout_in_minutes: 15,
+          env: {
+            FROM_STEP: "step",
+            FROM_BUILD: "step",
+            FROM_YAML: "step",
+            FROM_PIPELINE: "step",
+            BUILDKITE_BRANCH: "x",
+          },
+        }),
+      ],
+      {
+        slug: "web-app",
+        repository: "git@github.com:acme/web-app.git",
+        provider: create(ProviderSchema, { id: "github" }),
+        env: { FROM_PIPELINE: "pipeline", FROM_YAML: "pipeline", FROM_BUILD: "pipeline", ONLY_PIPELINE: "pipeline" },
+        configurationEnv: { FROM_YAML: "yaml", FROM_BUILD: "yaml", ONLY_YAML: "yaml" },
+      },
+    );
+    const { build } = await client.createBuild({
+      pipeline: p,
+      organizationSlug: "acme",
+      commit: "0123456789abcdef0123456789abcdef01234567",
+      branch: "feature/x",
+      message: "Build it",
+      env: { FROM_BUILD: "build", ONLY_BUILD: "build" },
+    });
+    const jobId = build?.jobs[0]?.id ?? "";
+    await client.assignJob({ jobId, agent: agentOf("agent-env", ["queue=linux", "os=linux", "docker-version=27"]) });
+    const { env, job } = await client.acceptJob({ jobId, agentId: "agent-env" });
+    expect(job?.state).toBe("accepted");
+    const required = [
+      "BUILDKITE_JOB_ID",
+      "BUILDKITE_REPO",
+      "BUILDKITE_COMMIT",
+      "BUILDKITE_BRANCH",
+      "BUILDKITE_AGENT_NAME",
+      "BUILDKITE_ORGANIZATION_SLUG",
+      "BUILDKITE_PIPELINE_SLUG",
+      "BUILDKITE_PIPELINE_PROVIDER",
+      "BUILDKITE_COMMAND",
+    ];
+    for (const name of required)
+      expect([name, typeof env[name], (env[name] ?? "").length > 0]).toEqual([name, "string", true]);
+    for (const [name, value] of Object.entries(env)) expect([name, typeof value]).toEqual([name, "string"]);
+    expect(env).toMatchObject({
+      BUILDKITE_JOB_ID: jobId,
+      BUILDKITE_BUILD_ID: build?.id,
+      BUILDKITE_BUILD_NUMBER: String(build?.number),
+      BUILDKITE_REPO: "git@github.com:acme/web-app.git",
+      BUILDKITE_COMMIT: "0123456789abcdef0123456789abcdef01234567",
+      BUILDKITE_BRANCH: "feature/x",
+      BUILDKITE_MESSAGE: "Build it",
+      BUILDKITE_AGENT_ID: "agent-env",
+      BUILDKITE_AGENT_NAME: "agent-env-name",
+      BUILDKITE_AGENT_META_DATA_QUEUE: "linux",
+      BUILDKITE_AGENT_META_DATA_DOCKER_VERSION: "27",
+      BUILDKITE_ORGANIZATION_SLUG: "acme",
+      BUILDKITE_PIPELINE_SLUG: "web-app",
+      BUILDKITE_PIPELINE_PROVIDER: "github",
+      BUILDKITE_COMMAND: "make test",
+      BUILDKITE_TIMEOUT: "15",
+      BUILDKITE_PULL_REQUEST: "false",
+      CI: "true",
+      BUILDKITE: "true",
+    });
+    // pipeline env < the YAML's top-level env < build env < step env
+    expect(env).toMatchObject({
+      ONLY_PIPELINE: "pipeline",
+      ONLY_YAML: "yaml",
+      ONLY_BUILD: "build",
+      FROM_PIPELINE: "step",
+      FROM_YAML: "step",
+      FROM_BUILD: "step",
+      FROM_STEP: "step",
+    });
+    const second = await client.createBuild({
+      pipeline: pipeline([script("plain")], { env: p.env, configurationEnv: p.configurationEnv }),
+      commit: "c",
+      branch: "main",
+      env: { FROM_BUILD: "build" },
+    });
+    const plainId = second.build?.jobs[0]?.id ?? "";
+    await client.assignJob({ jobId: plainId, agent: agentOf("agent-plain") });
+    const plain = (await client.acceptJob({ jobId: plainId, agentId: "agent-plain" })).env;
+    expect([plain.FROM_PIPELINE, plain.FROM_YAML, plain.FROM_BUILD]).toEqual(["pipeline", "yaml", "build"]);
+    expect(plain.BUILDKITE_TIMEOUT).toBe("false");
+  });
+
+  it("records a finish's exit status, signal and reason, refuses another agent's finish, and the build follows", async () => {
+    const p = pipeline([script("a"), script("b")]);
+    const { build } = await client.createBuild({ pipeline: p, commit: "abc", branch: "main" });
+    const [a, b] = build?.jobs ?? [];
+    const aId = a?.id ?? "";
+    await runOn(aId, "agent-a");
+    const intruder = client.transitionJob({
+      jobId: aId,
+      event: JobEventType.FINISH,
+      exitStatus: 0,
+      agentId: "agent-x",
+    });
+    expect(await codeOf(intruder)).toBe(Code.FailedPrecondition);
+    expect((await client.getJob({ jobId: aId })).job?.state).toBe("running");
+
+    const failed = await client.transitionJob({
+      jobId: aId,
+      event: JobEventType.FINISH,
+      exitStatus: -1,
+      signal: "SIGKILL",
+      signalReason: "agent_stop",
+      agentId: "agent-a",
+    });
+    expect(failed.job).toMatchObject({
+      state: "failed",
+      exitStatus: -1,
+      signal: "SIGKILL",
+      signalReason: "agent_stop",
+    });
+    expect(failed.build?.state).toBe("failing");
+    const stored = (await client.getJob({ jobId: aId })).job;
+    expect(stored).toMatchObject({ state: "failed", exitStatus: -1, signal: "SIGKILL", signalReason: "agent_stop" });
+    expect(stored?.finishedAt).toBeDefined();
+    const twice = client.transitionJob({ jobId: aId, event: JobEventType.FINISH, exitStatus: 0, agentId: "agent-a" });
+    expect(await codeOf(twice)).toBe(Code.FailedPrecondition);
+
+    await runOn(b?.id ?? "", "agent-b");
+    const done = await client.transitionJob({
+      jobId: b?.id ?? "",
+      event: JobEventType.FINISH,
+      exitStatus: 0,
+      agentId: "agent-b",
+    });
+    expect(done.job).toMatchObject({ state: "passed", exitStatus: 0, signal: "", signalReason: "" });
+    expect(done.build?.state).toBe("failed");
+    expect(done.build?.finishedAt).toBeDefined();
+    expect((await client.getBuild({ pipelineId: p.id, number: build?.number ?? 0 })).build?.state).toBe("failed");
+  });
+
+  it("ends a job finished while canceling as canceled, whatever its exit status, and the build canceled", async () => {
+    const p = pipeline([script("a")]);
+    const { build } = await client.createBuild({ pipeline: p, commit: "abc", branch: "main" });
+    const jobId = build?.jobs[0]?.id ?? "";
+    await runOn(jobId, "agent-c");
+    const canceling = await client.cancelBuild({ pipelineId: p.id, number: build?.number ?? 0, reason: "stop" });
+    expect(canceling.build?.state).toBe("canceling");
+    expect(canceling.build?.jobs[0]?.state).toBe("canceling");
+    const finished = await client.transitionJob({
+      jobId,
+      event: JobEventType.FINISH,
+      exitStatus: 0,
+      signal: "SIGTERM",
+      signalReason: "cancel",
+      agentId: "agent-c",
+    });
+    expect(finished.job).toMatchObject({ state: "canceled", exitStatus: 0, signal: "SIGTERM", signalReason: "cancel" });
+    expect(finished.build?.state).toBe("canceled");
+    expect(finished.build?.finishedAt).toBeDefined();
+  });
+
+  it("changes the timeout of unfinished command jobs only, from 1 to 10080 minutes", async () => {
+    const p = pipeline([script("a"), { type: "waiter" }, { type: "manual", label: "Go?" }, script("b")]);
+    const { build } = await client.createBuild({ pipeline: p, commit: "abc", branch: "main" });
+    const [a, wait, block, b] = (build?.jobs ?? []).map((j) => j.id);
+    expect((await client.updateJob({ jobId: a ?? "", timeoutInMinutes: 10080 })).job?.timeoutInMinutes).toBe(10080);
+    expect((await client.updateJob({ jobId: a ?? "", timeoutInMinutes: 1 })).job?.timeoutInMinutes).toBe(1);
+    expect((await client.getJob({ jobId: a ?? "" })).job?.timeoutInMinutes).toBe(1);
+    expect((await client.updateJob({ jobId: a ?? "" })).job?.timeoutInMinutes).toBe(1);
+    for (const minutes of [0, -5, 10081]) {
+      expect([minutes, await codeOf(client.updateJob({ jobId: a ?? "", timeoutInMinutes: minutes }))]).toEqual([
+        minutes,
+        Code.InvalidArgument,
+      ]);
+    }
+    expect((await client.getJob({ jobId: a ?? "" })).job?.timeoutInMinutes).toBe(1);
+    // A waiting command job may be changed; a waiter and a block step may not.
+    expect((await client.updateJob({ jobId: b ?? "", timeoutInMinutes: 30 })).job?.timeoutInMinutes).toBe(30);
+    expect(await codeOf(client.updateJob({ jobId: wait ?? "", timeoutInMinutes: 30 }))).toBe(Code.FailedPrecondition);
+    expect(await codeOf(client.updateJob({ jobId: block ?? "", timeoutInMinutes: 30 }))).toBe(Code.FailedPrecondition);
+    // A running job may; a finished one may not.
+    await runOn(a ?? "", "agent-t");
+    expect((await client.updateJob({ jobId: a ?? "", timeoutInMinutes: 60 })).job?.timeoutInMinutes).toBe(60);
+    await client.transitionJob({ jobId: a ?? "", event: JobEventType.FINISH, exitStatus: 0 });
+    expect(await codeOf(client.updateJob({ jobId: a ?? "", timeoutInMinutes: 90 }))).toBe(Code.FailedPrecondition);
+    expect((await client.getJob({ jobId: a ?? "" })).job?.timeoutInMinutes).toBe(60);
+    expect(await codeOf(client.updateJob({ jobId: randomUUID(), timeoutInMinutes: 5 }))).toBe(Code.NotFound);
+    expect(await codeOf(client.updateJob({ jobId: randomUUID() }))).toBe(Code.NotFound);
+  });
+
+  it("returns a job with its organization, pipeline, build number and queue", async () => {
+    const p = pipeline([
+      script("linux", { agent_query_rules: ["os=linux", "queue=linux-large"] }),
+      script("plain"),
+      { type: "waiter" },
+    ]);
+    const { build } = await client.createBuild({ pipeline: p, commit: "abc", branch: "main" });
+    const [linux, plain, wait] = build?.jobs ?? [];
+    const common = {
+      organizationId: p.organizationId,
+      pipelineId: p.id,
+      buildNumber: build?.number,
+      buildId: build?.id,
+    };
+    expect((await client.getJob({ jobId: linux?.id ?? "" })).job).toMatchObject({
+      ...common,
+      id: linux?.id,
+      queue: "linux-large",
+      agentQueryRules: ["os=linux", "queue=linux-large"],
+      type: "script",
+    });
+    expect((await client.getJob({ jobId: plain?.id ?? "" })).job).toMatchObject({ ...common, queue: "default" });
+    expect((await client.getJob({ jobId: wait?.id ?? "" })).job).toMatchObject({
+      ...common,
+      queue: "",
+      type: "waiter",
+    });
+    expect(await codeOf(client.getJob({ jobId: randomUUID() }))).toBe(Code.NotFound);
+    expect(await codeOf(client.getJob({ jobId: "" }))).toBe(Code.NotFound);
   });
 });

@@ -1,21 +1,16 @@
+import { AnnotationsService } from "@conveyor/proto/annotations";
 import { BuildsService } from "@conveyor/proto/builds";
 import { runService } from "@conveyor/runtime";
-import { createMongoBuildRepository } from "./build-repository.js";
-import { createBuildDomain } from "./build-service.js";
-
-/** How often the counters of recently active pipelines are re-announced. */
-const COUNTS_REPUBLISH_MS = 30_000;
+import { startBuildsProcess } from "./builds-process.js";
 
 void runService(
   {
     name: "builds",
-    serviceNames: [BuildsService.typeName],
-    async setup({ db, events, logger }) {
-      const domain = createBuildDomain({ repo: await createMongoBuildRepository(db), events, logger });
-      setInterval(() => {
-        domain.republishCounts().catch((err) => logger.warn({ err }, "counters republish failed"));
-      }, COUNTS_REPUBLISH_MS).unref();
-      return (router) => router.service(BuildsService, domain.service);
+    serviceNames: [BuildsService.typeName, AnnotationsService.typeName],
+    async setup({ db, events, logger, env }) {
+      const services = await startBuildsProcess({ db, events, logger, env });
+      return (router) =>
+        router.service(BuildsService, services.builds).service(AnnotationsService, services.annotations);
     },
   },
   process.env,

@@ -1,7 +1,6 @@
 import { Role } from "@conveyor/proto/identity";
 import type { FastifyInstance } from "fastify";
 import { AUTHENTICATION_REQUIRED } from "./auth/authenticate.js";
-import { ROUTE_SCOPES, routeKey } from "./route-scopes.js";
 import { buildTestApp, type FakeWorld, makeOrg, makePrincipal, makeUser } from "./test-support.js";
 
 const acme = makeOrg("acme", "Acme");
@@ -45,15 +44,8 @@ describe("gateway", () => {
   const get = (url: string, token?: string) =>
     app.inject({ method: "GET", url, headers: token ? { authorization: `Bearer ${token}` } : {} });
 
-  describe("route scopes", () => {
-    it("has no row without a route", () => {
-      for (const key of Object.keys(ROUTE_SCOPES)) {
-        const [method, url] = key.split(" ") as [string, string];
-        expect(app.hasRoute({ method: method as "GET", url })).toBe(true);
-      }
-    });
-
-    it("refuses to register a /v2 route without a scope row", async () => {
+  describe("route declarations", () => {
+    it("refuses to register a /v2 route without a scope", async () => {
       const bare = (await import("fastify")).default();
       const { registerAuthentication } = await import("./auth/authenticate.js");
       const { createPrincipalCache } = await import("./auth/principal-cache.js");
@@ -61,8 +53,17 @@ describe("gateway", () => {
         bare,
         createPrincipalCache(async () => null, { ttlMs: 0 }),
       );
-      expect(() => bare.get("/v2/unlisted", async () => ({}))).toThrow(/no row in ROUTE_SCOPES/);
-      expect(routeKey("get", "/v2/x")).toBe("GET /v2/x");
+      expect(() => bare.get("/v2/unlisted", async () => ({}))).toThrow(/declares no scope/);
+      expect(() => bare.get("/v2/listed", { config: { scope: "read_builds" } }, async () => ({}))).not.toThrow();
+    });
+
+    it("refuses to register an API route without an operationId, summary and tags", async () => {
+      const bare = (await import("fastify")).default();
+      const { registerRouteDeclarations } = await import("./routes/declare.js");
+      registerRouteDeclarations(bare);
+      expect(() => bare.get("/v3/unnamed", { config: { credential: ["agent"] } }, async () => ({}))).toThrow(
+        /declares no operationId/,
+      );
     });
   });
 

@@ -1,18 +1,28 @@
 import type { Logger } from "@conveyor/runtime";
 import cors from "@fastify/cors";
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from "fastify";
+import { registerAgentApi } from "./agent-api/agent-api.js";
+import { type AgentCredentialCache, createAgentCredentialCache } from "./agent-api/agent-credentials.js";
 import { registerAuthentication } from "./auth/authenticate.js";
 import { createPipelineAccess } from "./auth/pipeline-access.js";
 import { createPrincipalCache, identityLookup, type PrincipalCache } from "./auth/principal-cache.js";
 import type { GatewayClients } from "./clients.js";
 import type { GatewayConfig } from "./config.js";
 import { registerErrorHandling } from "./error-handler.js";
+import { registerObjectProxy } from "./object-proxy.js";
 import { createUrls } from "./render/urls.js";
 import { accessTokenRoutes } from "./routes/access-token.js";
+import { agentRestRoutes } from "./routes/agents.js";
+import { annotationRoutes } from "./routes/annotations.js";
+import { artifactRoutes, registerArtifactQueryToken } from "./routes/artifacts.js";
 import { buildRoutes } from "./routes/builds.js";
+import { registerRouteDeclarations } from "./routes/declare.js";
 import type { RouteDeps } from "./routes/deps.js";
+import { jobLogRoutes } from "./routes/job-logs.js";
+import { jobRoutes } from "./routes/jobs.js";
 import { memberRoutes } from "./routes/members.js";
 import { metaRoutes } from "./routes/meta.js";
+import { openApiRoutes, registerOpenApi } from "./routes/openapi.js";
 import { organizationRoutes } from "./routes/organizations.js";
 import { pipelineRoutes } from "./routes/pipelines.js";
 import { registryTokenRoutes } from "./routes/registry-tokens.js";
@@ -20,7 +30,10 @@ import { ruleRoutes } from "./routes/rules.js";
 import { teamRoutes } from "./routes/teams.js";
 
 export interface AppDeps {
-  config: Pick<GatewayConfig, "publicUrl" | "webUrl" | "tokenCacheTtlMs" | "bodyLimitBytes">;
+  config: Pick<
+    GatewayConfig,
+    "publicUrl" | "webUrl" | "tokenCacheTtlMs" | "bodyLimitBytes" | "agentCredentialTtlMs" | "agentLogs" | "artifacts"
+  >;
   clients: GatewayClients;
   logger?: Logger;
 }
@@ -28,6 +41,8 @@ export interface AppDeps {
 export interface GatewayApp {
   app: FastifyInstance;
   principals: PrincipalCache;
+  /** Agent API credentials, cached; main.ts drops revoked ones on the agents service's events. */
+  agentCredentials: AgentCredentialCache;
 }
 
 /** Builds the gateway (no listening, no side effects): plugins, auth, error handling and every route module. */
@@ -41,6 +56,8 @@ export async function buildApp(deps: AppDeps): Promise<GatewayApp> {
     ajv: { customOptions: { coerceTypes: false, allErrors: true } },
     routerOptions: { ignoreTrailingSlash: false, ignoreDuplicateSlashes: true },
   });
+  registerRouteDeclarations(app);
+  await registerOpenApi(app);
   await app.register(cors, { origin: "*", exposedHeaders: ["Link"] });
   // The API takes JSON bodies only: anything else is a 415, not a string handed to a route.
   app.removeContentTypeParser("text/plain");
@@ -64,6 +81,7 @@ export async function buildApp(deps: AppDeps): Promise<GatewayApp> {
     }),
     { ttlMs: deps.config.tokenCacheTtlMs },
   );
+  registerArtifactQueryToken(app);
   registerAuthentication(app, principals);
   app.addHook("onResponse", async (request, reply) => {
     request.log.info(
@@ -80,14 +98,31 @@ export async function buildApp(deps: AppDeps): Promise<GatewayApp> {
     pipelineAccess: createPipelineAccess(deps.clients),
   };
   metaRoutes(app);
+  openApiRoutes(app);
   accessTokenRoutes(app, routeDeps);
   organizationRoutes(app, routeDeps);
   memberRoutes(app, routeDeps);
   pipelineRoutes(app, routeDeps);
   buildRoutes(app, routeDeps);
+  jobLogRoutes(app, routeDeps);
+  annotationRoutes(app, routeDeps);
+  jobRoutes(app, routeDeps);
+  agentRestRoutes(app, routeDeps);
   teamRoutes(app, routeDeps);
   ruleRoutes(app, routeDeps);
   registryTokenRoutes(app, routeDeps);
+  artifactRoutes(app, routeDeps, { urlBase: deps.config.artifacts.urlBase });
+  if (deps.config.artifacts.proxy) {
+    await registerObjectProxy(app, { ...deps.config.artifacts, publicUrl: deps.config.publicUrl });
+  }
+  const agentCredentials = createAgentCredentialCache(deps.clients, { ttlMs: deps.config.agentCredentialTtlMs });
+  await registerAgentApi(app, {
+    clients: deps.clients,
+    urls: routeDeps.urls,
+    logs: deps.config.agentLogs,
+    credentials: agentCredentials,
+    artifactUrlBase: deps.config.artifacts.urlBase,
+  });
   await app.ready();
-  return { app, principals };
+  return { app, principals, agentCredentials };
 }

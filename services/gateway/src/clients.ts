@@ -1,4 +1,5 @@
 import { AgentsService } from "@conveyor/proto/agents";
+import { AnnotationsService } from "@conveyor/proto/annotations";
 import { ArtifactsService } from "@conveyor/proto/artifacts";
 import { BuildsService } from "@conveyor/proto/builds";
 import { IdentityService, RegistriesService, RulesService, TeamsService } from "@conveyor/proto/identity";
@@ -15,6 +16,8 @@ export interface GatewayClients {
   registries: Client<typeof RegistriesService>;
   pipelines: Client<typeof PipelinesService>;
   builds: Client<typeof BuildsService>;
+  /** Served by the builds process. */
+  annotations: Client<typeof AnnotationsService>;
   artifacts: Client<typeof ArtifactsService>;
   agents: Client<typeof AgentsService>;
 }
@@ -29,6 +32,7 @@ export function createGatewayClients(config: GatewayConfig): GatewayClients {
     registries: createServiceClient(RegistriesService, config.serviceUrls.identity, opts),
     pipelines: createServiceClient(PipelinesService, config.serviceUrls.pipelines, opts),
     builds: createServiceClient(BuildsService, config.serviceUrls.builds, opts),
+    annotations: createServiceClient(AnnotationsService, config.serviceUrls.builds, opts),
     artifacts: createServiceClient(ArtifactsService, config.serviceUrls.artifacts, opts),
     agents: createServiceClient(AgentsService, config.serviceUrls.agents, opts),
   };

@@ -4,6 +4,7 @@ import {
   createEnvReader,
   DEFAULT_NATS_URL,
   DEFAULT_PORTS,
+  DEFAULT_S3_ENDPOINT,
   defaultServiceUrl,
   type Env,
   serviceUrlVar,
@@ -24,9 +25,33 @@ export interface GatewayConfig {
   readonly tokenCacheTtlMs: number;
   readonly bodyLimitBytes: number;
   readonly rpcTimeoutMs: number;
+  /** How long a pipeline looked up by slug or id is kept (changes drop it at once). */
+  readonly pipelineCacheTtlMs: number;
+  /** How long a resolved agent credential is trusted before the agents service is asked again. */
+  readonly agentCredentialTtlMs: number;
+  /** What agents are told about logs: the chunk size they send and the longest log kept. */
+  readonly agentLogs: Readonly<{ chunkBytes: number; maxLogBytes: number }>;
+  /** Where artifact URLs point, and the object store proxy. */
+  readonly artifacts: ArtifactsUrlConfig;
 }
 
-/** Parses HOST, PORT, PUBLIC_URL, WEB_URL, <SERVICE>_URL, NATS_URL, LOG_LEVEL, TOKEN_CACHE_TTL_MS, BODY_LIMIT_BYTES, RPC_TIMEOUT_MS. */
+/** Where signed artifact URLs point (see README, Artifacts). */
+export interface ArtifactsUrlConfig {
+  /** The object store's own endpoint (S3_ENDPOINT): what the proxy forwards to. */
+  readonly storeUrl: string;
+  /** S3_BUCKET: the only bucket the proxy forwards to. */
+  readonly bucket: string;
+  /** ARTIFACTS_PROXY: serve /objects/* by forwarding to the store, and point signed URLs there. */
+  readonly proxy: boolean;
+  /** The base signed URLs carry: PUBLIC_URL/objects with the proxy, else S3_PUBLIC_URL (default S3_ENDPOINT). */
+  readonly urlBase: string;
+}
+
+/**
+ * Parses HOST, PORT, PUBLIC_URL, WEB_URL, <SERVICE>_URL, NATS_URL, LOG_LEVEL, TOKEN_CACHE_TTL_MS, BODY_LIMIT_BYTES,
+ * RPC_TIMEOUT_MS, PIPELINE_CACHE_TTL_MS, AGENT_CREDENTIAL_CACHE_TTL_MS, AGENT_LOG_CHUNK_BYTES, JOB_LOG_MAX_BYTES, S3_ENDPOINT, S3_BUCKET,
+ * S3_PUBLIC_URL and ARTIFACTS_PROXY.
+ */
 export function readGatewayConfig(env: Env): GatewayConfig {
   const r = createEnvReader(env);
   const host = r.string("HOST", "127.0.0.1");
@@ -35,6 +60,14 @@ export function readGatewayConfig(env: Env): GatewayConfig {
   const serviceUrls = Object.fromEntries(
     BACKEND_SERVICES.map((s) => [s, r.url(serviceUrlVar(s), defaultServiceUrl(s))]),
   ) as Record<BackendService, string>;
+  const storeUrl = r.url("S3_ENDPOINT", DEFAULT_S3_ENDPOINT);
+  const proxy = r.bool("ARTIFACTS_PROXY", false);
+  const artifacts = Object.freeze({
+    storeUrl,
+    bucket: r.string("S3_BUCKET", "conveyor-artifacts"),
+    proxy,
+    urlBase: proxy ? `${publicUrl}/objects` : r.url("S3_PUBLIC_URL", storeUrl),
+  });
   return Object.freeze({
     host,
     port,
@@ -46,5 +79,13 @@ export function readGatewayConfig(env: Env): GatewayConfig {
     tokenCacheTtlMs: r.int("TOKEN_CACHE_TTL_MS", 5_000, { min: 0 }),
     bodyLimitBytes: r.int("BODY_LIMIT_BYTES", 2 * 1024 * 1024, { min: 1024 }),
     rpcTimeoutMs: r.int("RPC_TIMEOUT_MS", 10_000, { min: 100 }),
+    pipelineCacheTtlMs: r.int("PIPELINE_CACHE_TTL_MS", 30_000, { min: 0 }),
+    agentCredentialTtlMs: r.int("AGENT_CREDENTIAL_CACHE_TTL_MS", 60_000, { min: 0 }),
+    agentLogs: Object.freeze({
+      // Below the builds service's largest accepted chunk (JOB_LOG_CHUNK_MAX_BYTES, 1 MiB by default).
+      chunkBytes: r.int("AGENT_LOG_CHUNK_BYTES", 100 * 1024, { min: 1024, max: 1024 * 1024 }),
+      maxLogBytes: r.int("JOB_LOG_MAX_BYTES", 256 * 1024 * 1024, { min: 1024 }),
+    }),
+    artifacts,
   });
 }

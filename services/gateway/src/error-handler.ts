@@ -38,11 +38,7 @@ export function toErrorReply(err: unknown): ErrorReply {
   if (fe.code && FASTIFY_CODES[fe.code]) return FASTIFY_CODES[fe.code] as ErrorReply;
   if (fe.validation) {
     if (fe.validationContext === "body") {
-      const errors = fe.validation.map((v) => ({
-        field: v.instancePath.replace(/^\//, "").replace(/\//g, ".") || String(v.params?.missingProperty ?? "body"),
-        code: v.message ?? "is invalid",
-      }));
-      return { status: 422, body: { message: "Validation Failed", errors } };
+      return { status: 422, body: { message: "Validation Failed", errors: bodyFieldErrors(fe.validation) } };
     }
     const first = fe.validation[0];
     const where = first?.instancePath.replace(/^\//, "") || fe.validationContext || "request";
@@ -58,6 +54,29 @@ export function toErrorReply(err: unknown): ErrorReply {
   }
   return { status: 500, body: { message: "Internal Server Error" } };
 }
+
+type SchemaError = NonNullable<FastifyError["validation"]>[number];
+
+/**
+ * One error per field of a body that fails its schema: a field that fails every branch of a union (a nullable
+ * string given a number) is named once, with its first branch's reason, and a map or object whose own entries
+ * failed is named by those entries (`env.A`), not again as a whole.
+ */
+export function bodyFieldErrors(validation: readonly SchemaError[]): Array<{ field: string; code: string }> {
+  const byField = new Map<string, string>();
+  for (const v of validation) {
+    const field = v.instancePath.replace(/^\//, "").replace(/\//g, ".") || String(v.params?.missingProperty ?? "body");
+    const known = byField.get(field);
+    if (known === undefined || (v.keyword !== "anyOf" && known === ANY_OF)) {
+      byField.set(field, v.keyword === "anyOf" ? ANY_OF : (v.message ?? "is invalid"));
+    }
+  }
+  const fields = [...byField.keys()];
+  return fields
+    .filter((field) => !fields.some((other) => other.startsWith(`${field}.`)))
+    .map((field) => ({ field, code: byField.get(field) === ANY_OF ? "is invalid" : (byField.get(field) as string) }));
+}
+const ANY_OF = "\u0000anyOf";
 
 function connectErrorReply(err: ConnectError): ErrorReply {
   switch (err.code) {

@@ -1,18 +1,24 @@
 import { createLogger, onShutdown } from "@conveyor/runtime";
 import { connect } from "@nats-io/transport-node";
+import { subscribeCredentialEvents } from "./agent-api/agent-credentials.js";
 import { buildApp } from "./app.js";
 import { createGatewayClients } from "./clients.js";
 import { readGatewayConfig } from "./config.js";
 import { subscribeIdentityEvents } from "./identity-events.js";
+import { createPipelineCache, subscribePipelineEvents } from "./pipeline-cache.js";
 
 let logger = createLogger("gateway");
 try {
   const config = readGatewayConfig(process.env);
   logger = createLogger("gateway", config.logLevel);
-  const clients = createGatewayClients(config);
-  const { app, principals } = await buildApp({ config, clients, logger });
+  const services = createGatewayClients(config);
+  const pipelineCache = createPipelineCache(services.pipelines, { ttlMs: config.pipelineCacheTtlMs });
+  const clients = { ...services, pipelines: pipelineCache.client };
+  const { app, principals, agentCredentials } = await buildApp({ config, clients, logger });
   const nc = await connect({ servers: config.natsUrl, name: "gateway", maxReconnectAttempts: -1 });
   subscribeIdentityEvents(nc, principals, logger);
+  subscribeCredentialEvents(nc, agentCredentials, logger);
+  subscribePipelineEvents(nc, pipelineCache, logger);
   await app.listen({ host: config.host, port: config.port });
   logger.info({ url: config.publicUrl }, "gateway ready");
   onShutdown(logger, [() => app.close(), () => nc.drain()]);

@@ -2,6 +2,7 @@ import { create } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError, createClient, createRouterTransport, type ServiceImpl } from "@connectrpc/connect";
 import { AgentsService } from "@conveyor/proto/agents";
+import { AnnotationsService } from "@conveyor/proto/annotations";
 import { ArtifactsService } from "@conveyor/proto/artifacts";
 import { BuildsService } from "@conveyor/proto/builds";
 import {
@@ -19,7 +20,7 @@ import {
   UserSchema,
 } from "@conveyor/proto/identity";
 import { PipelinesService } from "@conveyor/proto/pipelines";
-import { buildApp } from "./app.js";
+import { type AppDeps, buildApp } from "./app.js";
 import type { GatewayClients } from "./clients.js";
 
 /** Fixed data behind the in-memory identity fake used by gateway unit tests. */
@@ -83,6 +84,11 @@ function fakeIdentity(world: FakeWorld): Partial<ServiceImpl<typeof IdentityServ
       if (!principal) throw new ConnectError("invalid", Code.Unauthenticated);
       return { principal };
     },
+    getOrganization(req) {
+      const organization = world.orgs.find((o) => o.id === req.id || o.slug === req.slug);
+      if (!organization) throw new ConnectError("No organization found", Code.NotFound);
+      return { organization };
+    },
     listOrganizations(req) {
       const perPage = req.perPage || 30;
       const page = req.page || 1;
@@ -111,22 +117,30 @@ function fakeIdentity(world: FakeWorld): Partial<ServiceImpl<typeof IdentityServ
 export interface FakeServices {
   pipelines?: Partial<ServiceImpl<typeof PipelinesService>>;
   builds?: Partial<ServiceImpl<typeof BuildsService>>;
+  annotations?: Partial<ServiceImpl<typeof AnnotationsService>>;
   teams?: Partial<ServiceImpl<typeof TeamsService>>;
   rules?: Partial<ServiceImpl<typeof RulesService>>;
   registries?: Partial<ServiceImpl<typeof RegistriesService>>;
+  agents?: Partial<ServiceImpl<typeof AgentsService>>;
+  artifacts?: Partial<ServiceImpl<typeof ArtifactsService>>;
 }
 
 /** Builds the gateway app over in-memory fakes of every backend service. */
-export async function buildTestApp(world: FakeWorld, services: FakeServices = {}) {
+export async function buildTestApp(
+  world: FakeWorld,
+  services: FakeServices = {},
+  artifacts: Partial<AppDeps["config"]["artifacts"]> = {},
+) {
   const transport = createRouterTransport((router) => {
     router.service(IdentityService, fakeIdentity(world));
     router.service(PipelinesService, services.pipelines ?? {});
     router.service(BuildsService, services.builds ?? {});
+    router.service(AnnotationsService, services.annotations ?? {});
     router.service(TeamsService, services.teams ?? {});
     router.service(RulesService, services.rules ?? {});
     router.service(RegistriesService, services.registries ?? {});
-    router.service(ArtifactsService, {});
-    router.service(AgentsService, {});
+    router.service(ArtifactsService, services.artifacts ?? {});
+    router.service(AgentsService, services.agents ?? {});
   });
   const clients: GatewayClients = {
     identity: createClient(IdentityService, transport),
@@ -135,11 +149,26 @@ export async function buildTestApp(world: FakeWorld, services: FakeServices = {}
     registries: createClient(RegistriesService, transport),
     pipelines: createClient(PipelinesService, transport),
     builds: createClient(BuildsService, transport),
+    annotations: createClient(AnnotationsService, transport),
     artifacts: createClient(ArtifactsService, transport),
     agents: createClient(AgentsService, transport),
   };
   return buildApp({
-    config: { publicUrl: "http://api.test", webUrl: "http://web.test", tokenCacheTtlMs: 60_000, bodyLimitBytes: 4096 },
+    config: {
+      publicUrl: "http://api.test",
+      webUrl: "http://web.test",
+      tokenCacheTtlMs: 60_000,
+      bodyLimitBytes: 4096,
+      agentCredentialTtlMs: 60_000,
+      agentLogs: { chunkBytes: 102_400, maxLogBytes: 1024 * 1024 },
+      artifacts: {
+        storeUrl: "http://store.test",
+        bucket: "test-bucket",
+        proxy: false,
+        urlBase: "http://store.test",
+        ...artifacts,
+      },
+    },
     clients,
   });
 }

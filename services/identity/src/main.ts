@@ -1,5 +1,5 @@
 import { IdentityService, RegistriesService, RulesService, TeamsService } from "@conveyor/proto/identity";
-import { runService } from "@conveyor/runtime";
+import { createLeaseLock, type LeaseDoc, runService } from "@conveyor/runtime";
 import { createMongoIdentityRepository } from "./identity-repository.js";
 import { createIdentityService } from "./identity-service.js";
 import { consumePipelineDeletions } from "./pipeline-deletions.js";
@@ -22,7 +22,8 @@ void runService(
       await consumePipelineDeletions(nats, { teams, rules }, logger);
       const services = {
         identity: createIdentityService({ repo: identity, events }),
-        teams: createTeamsService({ identity, teams }),
+        // The last-maintainer rule reads several member documents: a lease in MongoDB holds it across replicas.
+        teams: createTeamsService({ identity, teams, lock: createLeaseLock(db.collection<LeaseDoc>("locks")) }),
         rules: createRulesService({ identity, rules }),
         registries: createRegistriesService({ identity, registries }),
       };

@@ -20,6 +20,16 @@ export function createMemoryRuleRepository(): RuleRepository {
     },
     findRule: async (organizationId, id) =>
       copy(rules.find((r) => r._id === id && r.organizationId === organizationId) ?? null),
+    findRuleBetween: async (organizationId, type, sourceId, targetId) =>
+      copy(
+        rules.find(
+          (r) =>
+            r.organizationId === organizationId &&
+            r.type === type &&
+            r.sourceId === sourceId &&
+            r.targetId === targetId,
+        ) ?? null,
+      ),
     async listRules(organizationId, skip, limit) {
       const mine = rules
         .filter((r) => r.organizationId === organizationId)

@@ -23,6 +23,8 @@ export interface RuleRepository {
   /** A second rule with the same organization, type, source and target is a DuplicateError. */
   insertRule(rule: RuleDoc): Promise<void>;
   findRule(organizationId: string, id: string): Promise<RuleDoc | null>;
+  /** The rule of a type between a source and a target, or null (one read on the unique index). */
+  findRuleBetween(organizationId: string, type: string, sourceId: string, targetId: string): Promise<RuleDoc | null>;
   listRules(organizationId: string, skip: number, limit: number): Promise<Page<RuleDoc>>;
   deleteRule(organizationId: string, id: string): Promise<boolean>;
   /** Drops every rule whose source or target is a resource that no longer exists. */
@@ -44,6 +46,8 @@ export async function createMongoRuleRepository(db: Db): Promise<RuleRepository>
   return {
     insertRule: (rule) => insertUnique(rules, rule, "rule"),
     findRule: (organizationId, id) => rules.findOne({ _id: id, organizationId }),
+    findRuleBetween: (organizationId, type, sourceId, targetId) =>
+      rules.findOne({ organizationId, type, sourceId, targetId }),
     async listRules(organizationId, skip, limit) {
       const [items, total] = await Promise.all([
         rules.find({ organizationId }).sort({ createdAt: 1, _id: 1 }).skip(skip).limit(limit).toArray(),

@@ -105,6 +105,20 @@ export function createRulesService(deps: RulesServiceDeps): ServiceImpl<typeof R
       return { rules: page.items.map((r) => ruleMessage(r, creators.get(r.createdBy))), totalCount: page.total };
     },
 
+    async checkRule(req) {
+      if (!isUuid(req.sourceId) || !isUuid(req.targetId)) return { allowed: false, ruleId: "" };
+      const rule = await rules.findRuleBetween(
+        req.organizationId,
+        req.type,
+        req.sourceId.toLowerCase(),
+        req.targetId.toLowerCase(),
+      );
+      // Conditions are expressions over the acting build, which this check does not see: such a rule allows nothing
+      // here rather than everything.
+      if (!rule || rule.conditions.length > 0) return { allowed: false, ruleId: "" };
+      return { allowed: true, ruleId: rule._id };
+    },
+
     async deleteRule(req) {
       if (!canManageOrganizationSettings(await actorOf(req.organizationId, req.actorId))) {
         await requireRule(req.organizationId, req.id);

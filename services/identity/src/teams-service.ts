@@ -12,6 +12,7 @@ import {
   failedPrecondition,
   invalidFields,
   isUuid,
+  type KeyedLock,
   newId,
   notFound,
   pageWindow,
@@ -46,6 +47,11 @@ import type {
 export interface TeamsServiceDeps {
   identity: IdentityRepository;
   teams: TeamRepository;
+  /**
+   * Serializes read-check-write sections per team (the last-maintainer rule). A process-local keyed lock when
+   * absent; main.ts gives a lease lock in MongoDB, so that the rule holds across replicas.
+   */
+  lock?: KeyedLock;
   now?: () => Date;
 }
 
@@ -138,7 +144,7 @@ export function createTeamsService(deps: TeamsServiceDeps): ServiceImpl<typeof T
   const { identity, teams } = deps;
   const now = deps.now ?? (() => new Date());
   // Serializes read-check-write sections per team (the last-maintainer rule); see createKeyedLock for why.
-  const withLock = createKeyedLock();
+  const withLock = deps.lock ?? createKeyedLock();
 
   const { organizationRole, actorOf } = createActors(identity, teams);
 

@@ -4,10 +4,11 @@ import {
   type PipelineStep,
   parsePipelineYaml,
   parseVisualSteps,
+  stepCountProblems,
   stepsToYaml,
 } from "@conveyor/ci-rules";
 import type { PipelineAttributes } from "@conveyor/proto/pipelines";
-import { isUuid } from "@conveyor/runtime";
+import { envProblems, isUuid, TEXT_LIMITS, type TextRule, textProblem } from "@conveyor/runtime";
 import type { PipelineChanges, PipelineDoc } from "./pipelines-repository.js";
 import { checkProviderSettings, defaultProviderSettings, providerIdFor } from "./provider.js";
 import { derivePipelineSlug, pipelineSlugProblem } from "./slug.js";
@@ -23,26 +24,37 @@ export interface ResolvedAttributes {
   errors: FieldProblem[];
 }
 
-const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
-const MAX_NAME = 255;
+const MAX_NAME = TEXT_LIMITS.name;
 const MAX_TAGS = 20;
+/** The longest timeout a pipeline may set: a week. */
+const MAX_TIMEOUT_MINUTES = 7 * 24 * 60;
+/**
+ * The largest stored configuration: every pipeline list answer carries up to 100 of them (and their steps), so it is
+ * well below what one upload may send (1 MiB); larger pipelines are uploaded by a step (`pipeline upload`).
+ */
+export const MAX_CONFIGURATION_BYTES = 256 * 1024;
+/** The largest stored definition (the parsed steps as JSON): aliases can make it larger than the YAML. */
+const MAX_DEFINITION_BYTES = 1024 * 1024;
 
 /** Converts a JSON env object into string values, reporting keys and values that are not acceptable. */
 function checkEnv(env: JsonObject, field: string, errors: FieldProblem[]): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const [key, value] of Object.entries(env)) {
-    if (!ENV_NAME.test(key))
-      errors.push({ field: `${field}.${key}`, code: "is not a valid environment variable name" });
-    else if (typeof value !== "string") errors.push({ field: `${field}.${key}`, code: "must be a string" });
-    else out[key] = value;
-  }
-  return out;
+  const problems = envProblems(env, field);
+  errors.push(...problems);
+  return problems.length > 0 ? {} : (env as Record<string, string>);
+}
+
+/** Records a text attribute's problem (too long, control characters) on `field`; true when it is fine. */
+function checkText(value: string, field: string, rule: TextRule, errors: FieldProblem[]): boolean {
+  const problem = textProblem(value, rule);
+  if (problem) errors.push({ field, code: problem });
+  return problem === null;
 }
 
 /** A branch filter attribute: "" clears it; otherwise the pattern must be valid. */
 function filterValue(value: string, field: string, errors: FieldProblem[]): string | null {
   const trimmed = value.trim();
   if (trimmed === "") return null;
+  if (!checkText(trimmed, field, { max: TEXT_LIMITS.branchFilter }, errors)) return trimmed;
   const problem = branchFilterProblem(trimmed);
   if (problem) errors.push({ field, code: problem });
   return trimmed;
@@ -62,9 +74,7 @@ export function resolveAttributes(attrs: PipelineAttributes, current?: PipelineD
   if (attrs.name !== undefined || creating) {
     const name = (attrs.name ?? "").trim();
     if (name === "") errors.push({ field: "name", code: "can't be blank" });
-    else if (name.length > MAX_NAME)
-      errors.push({ field: "name", code: `is too long (maximum is ${MAX_NAME} characters)` });
-    else {
+    else if (checkText(name, "name", { max: MAX_NAME }, errors)) {
       changes.name = name;
       changes.nameKey = name.toLowerCase();
     }
@@ -83,12 +93,16 @@ export function resolveAttributes(attrs: PipelineAttributes, current?: PipelineD
     } else changes.slug = derived;
   }
 
-  if (attrs.description !== undefined) changes.description = attrs.description.trim() === "" ? null : attrs.description;
+  if (attrs.description !== undefined) {
+    checkText(attrs.description, "description", { max: TEXT_LIMITS.description, multiline: true }, errors);
+    changes.description = attrs.description.trim() === "" ? null : attrs.description;
+  }
 
   if (attrs.repository !== undefined || creating) {
     const repository = (attrs.repository ?? "").trim();
     if (repository === "") errors.push({ field: "repository", code: "can't be blank" });
-    else changes.repository = repository;
+    else if (checkText(repository, "repository", { max: TEXT_LIMITS.repository }, errors))
+      changes.repository = repository;
   }
 
   if (attrs.pipelineTemplateUuid !== undefined) {
@@ -114,13 +128,26 @@ export function resolveAttributes(attrs: PipelineAttributes, current?: PipelineD
       errors,
     );
   }
-  if (attrs.defaultBranch !== undefined) changes.defaultBranch = attrs.defaultBranch.trim();
+  if (attrs.defaultBranch !== undefined) {
+    changes.defaultBranch = attrs.defaultBranch.trim();
+    checkText(changes.defaultBranch, "default_branch", { max: TEXT_LIMITS.branch }, errors);
+  }
   if (attrs.skipQueuedBranchBuilds !== undefined) changes.skipQueuedBranchBuilds = attrs.skipQueuedBranchBuilds;
   if (attrs.cancelRunningBranchBuilds !== undefined)
     changes.cancelRunningBranchBuilds = attrs.cancelRunningBranchBuilds;
   if (attrs.allowRebuilds !== undefined) changes.allowRebuilds = attrs.allowRebuilds;
 
   if (attrs.env !== undefined) changes.env = checkEnv(attrs.env, "env", errors);
+
+  for (const [given, field, key] of [
+    [attrs.defaultTimeoutInMinutes, "default_timeout_in_minutes", "defaultCommandStepTimeout"],
+    [attrs.maximumTimeoutInMinutes, "maximum_timeout_in_minutes", "maximumCommandStepTimeout"],
+  ] as const) {
+    if (given === undefined) continue;
+    if (!Number.isInteger(given) || given < 0 || given > MAX_TIMEOUT_MINUTES)
+      errors.push({ field, code: `must be a whole number of minutes from 1 to ${MAX_TIMEOUT_MINUTES} (0 clears it)` });
+    else changes[key] = given === 0 ? null : given;
+  }
 
   if (attrs.visibility !== undefined) {
     if (attrs.visibility === "private" || attrs.visibility === "public") changes.visibility = attrs.visibility;
@@ -131,6 +158,7 @@ export function resolveAttributes(attrs: PipelineAttributes, current?: PipelineD
     const tags = attrs.tags.values.map((t) => t.trim());
     if (tags.some((t) => t === "")) errors.push({ field: "tags", code: "can't contain blank tags" });
     else if (tags.length > MAX_TAGS) errors.push({ field: "tags", code: `can't have more than ${MAX_TAGS} tags` });
+    else for (const tag of tags) if (!checkText(tag, "tags", { max: MAX_NAME }, errors)) break;
     changes.tags = tags.length === 0 ? null : [...new Set(tags)];
   }
 
@@ -166,25 +194,50 @@ function resolveSteps(
     return;
   }
   if (hasYaml) {
-    const parsed = parsePipelineYaml(attrs.configuration ?? "");
-    if (!parsed.ok) errors.push(...parsed.errors);
-    else {
-      changes.configuration = attrs.configuration ?? "";
-      changes.definitionJson = definitionJson(parsed.steps, parsed.env);
+    const configuration = attrs.configuration ?? "";
+    if (Buffer.byteLength(configuration, "utf8") > MAX_CONFIGURATION_BYTES) {
+      errors.push({
+        field: "configuration",
+        code: `is too large (maximum is ${MAX_CONFIGURATION_BYTES} bytes; larger pipelines can be uploaded by a step with buildkite-agent pipeline upload)`,
+      });
+      return;
     }
+    const parsed = parsePipelineYaml(configuration);
+    if (!parsed.ok) errors.push(...parsed.errors);
+    else store(parsed.steps, parsed.env, configuration, "configuration", changes, errors);
   } else if (hasVisual) {
     const parsed = parseVisualSteps(attrs.visual?.steps);
     if (!parsed.ok) errors.push(...parsed.errors);
-    else {
-      changes.configuration = stepsToYaml(parsed.steps, parsed.env);
-      changes.definitionJson = definitionJson(parsed.steps, parsed.env);
-    }
+    else store(parsed.steps, parsed.env, stepsToYaml(parsed.steps, parsed.env), "steps", changes, errors);
   } else if (creating) {
     errors.push({
       field: "configuration",
       code: "Step configuration is missing: give configuration (pipeline YAML with a top-level steps: list) or steps (the visual form)",
     });
   }
+}
+
+/** Records a parsed definition in the changes, when it is within the bounds of a pipeline. */
+function store(
+  steps: PipelineStep[],
+  env: Record<string, string>,
+  configuration: string,
+  field: string,
+  changes: ResolvedAttributes["changes"],
+  errors: FieldProblem[],
+) {
+  const problems = [...stepCountProblems(steps, field), ...envProblems(env, `${field}.env`, { names: "any" })];
+  if (problems.length > 0) {
+    errors.push(...problems);
+    return;
+  }
+  const json = definitionJson(steps, env);
+  if (Buffer.byteLength(configuration, "utf8") > MAX_CONFIGURATION_BYTES || json.length > MAX_DEFINITION_BYTES) {
+    errors.push({ field, code: `is too large once its steps are expanded (maximum is ${MAX_DEFINITION_BYTES} bytes)` });
+    return;
+  }
+  changes.configuration = configuration;
+  changes.definitionJson = json;
 }
 
 /** The stored form of a parsed definition. */

@@ -14,6 +14,22 @@ export function parseDefinition(doc: Pick<PipelineDoc, "definitionJson">): {
 
 /** A stored pipeline as the Pipeline message. */
 export function pipelineMessage(p: PipelineDoc): MessageInitShape<typeof PipelineSchema> {
+  const definition = parseDefinition(p);
+  return {
+    ...pipelineEventMessage(p),
+    configuration: p.configuration,
+    steps: definition.steps,
+    configurationEnv: definition.env,
+  };
+}
+
+/**
+ * A stored pipeline as its events carry it: without its definition (configuration, steps and the YAML's env), the
+ * one part whose size grows with what users write. Every other field is bounded (pipeline-attributes.ts), so an event
+ * stays far below NATS's largest message (1 MiB by default) and is never dropped; consumers that need the steps
+ * read the pipeline.
+ */
+export function pipelineEventMessage(p: PipelineDoc): MessageInitShape<typeof PipelineSchema> {
   return {
     id: p._id,
     organizationId: p.organizationId,
@@ -42,10 +58,10 @@ export function pipelineMessage(p: PipelineDoc): MessageInitShape<typeof Pipelin
     updatedAt: toTimestamp(p.updatedAt),
     archivedAt: toTimestamp(p.archivedAt),
     env: p.env,
+    defaultCommandStepTimeout: p.defaultCommandStepTimeout ?? undefined,
+    maximumCommandStepTimeout: p.maximumCommandStepTimeout ?? undefined,
     visibility: p.visibility,
     tags: p.tags ? { values: p.tags } : undefined,
-    configuration: p.configuration,
-    steps: parseDefinition(p).steps,
     counts: p.counts,
     teams: p.teams,
     badgeToken: p.badgeToken,

@@ -42,6 +42,10 @@ export interface PipelineDoc {
   updatedAt: Date;
   archivedAt: Date | null;
   env: Record<string, string>;
+  /** Minutes a command step may run when it sets no timeout; absent on pipelines stored before it existed. */
+  defaultCommandStepTimeout?: number | null;
+  /** Minutes no command step may run past. */
+  maximumCommandStepTimeout?: number | null;
   visibility: "private" | "public";
   tags: string[] | null;
   configuration: string;

@@ -22,7 +22,7 @@ import {
   SUBJECTS,
 } from "@conveyor/runtime";
 import { type FieldProblem, resolveAttributes } from "./pipeline-attributes.js";
-import { pipelineMessage } from "./pipeline-message.js";
+import { pipelineEventMessage, pipelineMessage } from "./pipeline-message.js";
 import {
   DuplicatePipelineError,
   type PipelineChanges,
@@ -66,7 +66,7 @@ export function createPipelinesService(deps: PipelinesServiceDeps): ServiceImpl<
   };
 
   const publishChanged = (subject: string, p: PipelineDoc) =>
-    events.publish(subject, PipelineChangedSchema, { pipeline: pipelineMessage(p) });
+    events.publish(subject, PipelineChangedSchema, { pipeline: pipelineEventMessage(p) });
 
   /** Checks a cluster id given on create or update; "" on update removes the cluster. */
   const checkCluster = async (
@@ -196,6 +196,8 @@ export function createPipelinesService(deps: PipelinesServiceDeps): ServiceImpl<
         updatedAt: at,
         archivedAt: null,
         env: changes.env ?? {},
+        defaultCommandStepTimeout: changes.defaultCommandStepTimeout ?? null,
+        maximumCommandStepTimeout: changes.maximumCommandStepTimeout ?? null,
         visibility: changes.visibility ?? "private",
         tags: changes.tags ?? null,
         configuration: changes.configuration ?? "",

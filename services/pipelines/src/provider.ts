@@ -1,3 +1,5 @@
+import { TEXT_LIMITS, textProblem } from "@conveyor/runtime";
+
 /** The source providers the service recognises from a repository URL; anything else is plain "git". */
 export type ProviderId = "github" | "gitlab" | "bitbucket" | "git";
 
@@ -85,7 +87,9 @@ export function checkProviderSettings(input: Record<string, unknown>): {
       if (typeof value === "boolean") settings[key] = value;
       else problems.push([key, "must be true or false"]);
     } else if ((STRING_SETTINGS as readonly string[]).includes(key)) {
+      const problem = typeof value === "string" ? textProblem(value, { max: TEXT_LIMITS.setting }) : null;
       if (typeof value !== "string") problems.push([key, "must be a string"]);
+      else if (problem) problems.push([key, problem]);
       else if (key === "trigger_mode" && !TRIGGER_MODES.includes(value)) {
         problems.push([key, `must be one of ${TRIGGER_MODES.join(", ")}`]);
       } else settings[key] = value;

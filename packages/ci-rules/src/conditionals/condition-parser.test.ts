@@ -149,7 +149,14 @@ describe("parseCondition: errors", () => {
       "build.branch == /main/",
       "unexpected regular expression /main/ at column 17; regular expressions only go on the right of =~ or !~",
     ],
-    ["build.branch =~ /a(/", "invalid regular expression /a(/ at column 17; unterminated group"],
+    [
+      "build.branch =~ /a(/",
+      "invalid regular expression /a(/ at column 17; missing closing ): `a(` (RE2 syntax: no look-arounds or back-references)",
+    ],
+    [
+      "build.branch =~ /^(?!main)/",
+      "invalid regular expression /^(?!main)/ at column 17; invalid or unsupported Perl syntax: `(?!` (RE2 syntax: no look-arounds or back-references)",
+    ],
     ["build.branch =~ /[a/", "unterminated regular expression starting at column 17; close it with /"],
     ["includes", 'unexpected "includes" at column 1; expected a value'],
     ["build.pull_request.labels includes", "unexpected end of expression at column 35; expected a value"],

@@ -13,6 +13,7 @@
  * Comparisons do not chain (`a == b == c` is an error), regular expressions appear only right of `=~`/`!~`, and
  * variable and function names are checked here, so a mistyped name is reported when the pipeline is saved.
  */
+import { RE2JS } from "re2js";
 import { ConditionError, describePosition, describeToken, type Token, tokenize } from "./condition-lexer.js";
 import {
   CONDITION_FUNCTIONS,
@@ -29,7 +30,7 @@ export type ConditionNode =
   | { kind: "not"; operand: ConditionNode; offset: number }
   | { kind: "logical"; op: "&&" | "||"; left: ConditionNode; right: ConditionNode; offset: number }
   | { kind: "compare"; op: "==" | "!="; left: ConditionNode; right: ConditionNode; offset: number }
-  | { kind: "match"; op: "=~" | "!~"; left: ConditionNode; regex: RegExp; offset: number }
+  | { kind: "match"; op: "=~" | "!~"; left: ConditionNode; regex: ConditionRegex; offset: number }
   | { kind: "includes"; left: ConditionNode; right: ConditionNode; offset: number };
 
 /** Deeper nesting than this is refused rather than risking the stack on hostile input. */
@@ -215,13 +216,45 @@ class Parser {
   }
 }
 
-function compileRegex(token: Token & { kind: "regex" }): RegExp {
+/** A compiled `/…/` literal: whether it matches somewhere in a string. */
+export interface ConditionRegex {
+  test(input: string): boolean;
+  /** The literal as written (`/…/flags`). */
+  toString(): string;
+}
+
+/** The longest regular expression a condition may hold. */
+const MAX_REGEX_LENGTH = 1024;
+
+/** The JavaScript flags a literal may carry, as RE2's. */
+const REGEX_FLAGS: Record<string, number> = {
+  i: RE2JS.CASE_INSENSITIVE,
+  m: RE2JS.MULTILINE,
+  s: RE2JS.DOTALL,
+};
+
+/**
+ * Compiles a literal on RE2 (re2js): matching takes time linear in the string whatever the pattern, so no `if:`
+ * can stall the service. RE2 has no look-arounds or back-references; a pattern using them is refused here.
+ */
+function compileRegex(token: Token & { kind: "regex" }): ConditionRegex {
+  if (token.source.length > MAX_REGEX_LENGTH)
+    throw new ConditionError(
+      `regular expression ${token.text.slice(0, 40)}… is too long`,
+      token.offset,
+      `keep it under ${MAX_REGEX_LENGTH} characters`,
+    );
+  let flags = 0;
+  for (const flag of token.flags) flags |= REGEX_FLAGS[flag] ?? 0;
   try {
-    return new RegExp(token.source, token.flags);
+    const compiled = RE2JS.compile(token.source, flags);
+    return { test: (input) => compiled.test(input), toString: () => token.text };
   } catch (error) {
-    // V8 says "Invalid regular expression: /x(/: Unterminated group"; the last part is what helps.
-    const message = error instanceof Error ? error.message : String(error);
-    const reason = message.slice(message.lastIndexOf(": ") + 2);
-    throw new ConditionError(`invalid regular expression ${token.text}`, token.offset, reason.toLowerCase());
+    const message = (error instanceof Error ? error.message : String(error)).replace(/^error parsing regexp: /, "");
+    throw new ConditionError(
+      `invalid regular expression ${token.text}`,
+      token.offset,
+      `${message} (RE2 syntax: no look-arounds or back-references)`,
+    );
   }
 }

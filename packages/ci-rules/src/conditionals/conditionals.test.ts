@@ -327,3 +327,22 @@ describe("conditionProblem", () => {
     expect(conditionProblem(input)).toBe(message);
   });
 });
+
+describe("regular expressions run in linear time", () => {
+  it("matches a catastrophic pattern against a long message quickly (RE2, not backtracking)", () => {
+    const message = `${"a".repeat(100_000)}!`;
+    const started = performance.now();
+    const result = evaluateCondition("build.message =~ /^(a+)+$/", context({ message }));
+    expect(result).toEqual({ ok: true, value: false });
+    // A backtracking engine takes longer than the age of the universe here; RE2 takes milliseconds.
+    expect(performance.now() - started).toBeLessThan(5_000);
+  });
+
+  it("keeps the i, m and s flags", () => {
+    const ctx = context({ message: "first\nSecond line" });
+    expect(evaluateCondition("build.message =~ /^second/im", ctx)).toEqual({ ok: true, value: true });
+    expect(evaluateCondition("build.message =~ /^second/i", ctx)).toEqual({ ok: true, value: false });
+    expect(evaluateCondition("build.message =~ /first.second/is", ctx)).toEqual({ ok: true, value: true });
+    expect(evaluateCondition("build.message =~ /first.second/i", ctx)).toEqual({ ok: true, value: false });
+  });
+});

@@ -250,14 +250,67 @@ describe("YAML syntax", () => {
       "steps: [wait]",
     ].join("\n");
     const started = Date.now();
-    expect(errors(bomb)[0]?.code).toMatch(/^YAML syntax error: .*alias/i);
+    const [error] = errors(bomb);
+    expect(error?.field).toBe("configuration");
+    expect(error?.code).toMatch(/alias/i);
     expect(Date.now() - started).toBeLessThan(2000);
   });
 
-  it("turns pathological nesting into an error, not an exception", () => {
+  it("refuses a large node repeated through many aliases, which yaml's own alias count lets through", () => {
+    // 100 aliases of one 30 KB node stay within the yaml package's maxAliasCount but would make 3 MB of steps.
+    const big = `x${"y".repeat(30_000)}`;
+    const source = `anchors: &big ["${big}"]\nsteps:\n${Array.from({ length: 99 }, () => "  - command: echo\n    env: {A: *big}\n").join("")}`;
+    expect(errors(source)[0]?.code).toMatch(/^expands past 2097152 bytes through its aliases/);
+  });
+
+  it("takes aliases that stay within the bound", () => {
+    const source =
+      "defaults: &d {queue: fast}\nsteps:\n  - command: a\n    agents: *d\n  - command: b\n    agents: *d\n";
+    expect(parsePipelineYaml(source).ok).toBe(true);
+  });
+
+  it.each([
+    ["flow sequences", (n: number) => `steps: ${"[".repeat(n)}${"]".repeat(n)}`],
+    ["flow mappings", (n: number) => `steps: ${"{a: ".repeat(n)}1${"}".repeat(n)}`],
+    [
+      "block sequences",
+      (n: number) => `steps:\n${Array.from({ length: n }, (_, i) => `${" ".repeat(i)}-`).join("\n")} x`,
+    ],
+  ])("refuses %s nested deeper than 64 levels with a clear reason, fast", (_, nested) => {
+    for (const depth of [65, 2000, 20_000]) {
+      const source = nested(depth);
+      if (source.length > 1024 * 1024) continue;
+      const started = Date.now();
+      expect(errors(source)).toEqual([{ field: "configuration", code: "nests deeper than 64 levels" }]);
+      expect(Date.now() - started).toBeLessThan(2000);
+    }
+    expect(
+      errors(nested(60))
+        .map((e) => e.code)
+        .join(),
+    ).not.toMatch(/nests deeper|stack/i);
+  });
+
+  it("never echoes the engine's stack overflow", () => {
     const deep = `steps: ${"[".repeat(20000)}${"]".repeat(20000)}`;
-    const [error] = errors(deep);
-    expect(error?.field).toBe("configuration");
+    expect(JSON.stringify(errors(deep))).not.toMatch(/Maximum call stack/);
+  });
+
+  it("refuses environment names a process environment cannot hold, and NUL in values", () => {
+    const fields = errors(
+      'env:\n  "A=B": x\n  "": y\n  "C\\0": z\n  OK.DOTTED: fine\nsteps:\n  - command: x\n    env: {V: "a\\0b"}\n',
+    ).map((e) => e.field);
+    expect(fields).toEqual([
+      "configuration.env.A=B",
+      "configuration.env.",
+      "configuration.env.C?",
+      "configuration.steps[0].env.V",
+    ]);
+  });
+
+  it("refuses YAML over 1 MiB before reading it", () => {
+    const source = `steps:\n  - command: echo ${"x".repeat(1024 * 1024)}\n`;
+    expect(errors(source)).toEqual([{ field: "configuration", code: "is too large (maximum is 1048576 bytes)" }]);
   });
 
   it("refuses a value that is not a string", () => {
@@ -909,13 +962,15 @@ describe("command step", () => {
     });
 
     it.each([
-      ['"abc"', 'must be a positive integer, got "abc"'],
-      ["'3'", 'must be a positive integer, got "3"'],
-      ["0", "must be a positive integer, got 0"],
-      ["-2", "must be a positive integer, got -2"],
-      ["1.5", "must be a positive integer, got 1.5"],
-      ["[1]", "must be a positive integer, got a list"],
-      ["true", "must be a positive integer, got true"],
+      ['"abc"', 'must be an integer from 1 to 500, got "abc"'],
+      ["'3'", 'must be an integer from 1 to 500, got "3"'],
+      ["0", "must be an integer from 1 to 500, got 0"],
+      ["-2", "must be an integer from 1 to 500, got -2"],
+      ["1.5", "must be an integer from 1 to 500, got 1.5"],
+      ["[1]", "must be an integer from 1 to 500, got a list"],
+      ["true", "must be an integer from 1 to 500, got true"],
+      ["501", "must be an integer from 1 to 500, got 501"],
+      ["1000000000000", "must be an integer from 1 to 500, got 1000000000000"],
     ])("refuses %s", (value, code) => {
       expect(errorAt(step(`command: x\nparallelism: ${value}`), "configuration.steps[0].parallelism")).toBe(code);
     });
@@ -958,6 +1013,18 @@ describe("command step", () => {
       );
     });
 
+    it("bounds the limit and the group's name", () => {
+      expect(
+        errorAt(step("command: x\nconcurrency: 10001\nconcurrency_group: g"), "configuration.steps[0].concurrency"),
+      ).toMatch(/10000/);
+      expect(
+        errorAt(
+          step(`command: x\nconcurrency: 1\nconcurrency_group: ${"g".repeat(256)}`),
+          "configuration.steps[0].concurrency_group",
+        ),
+      ).toBe("is too long (maximum is 255 characters)");
+    });
+
     it("a group requires concurrency", () => {
       expect(errorAt(step("command: x\nconcurrency_group: g"), "configuration.steps[0].concurrency_group")).toMatch(
         /^requires `concurrency`/,
@@ -982,7 +1049,7 @@ describe("command step", () => {
     it("refuses a non-integer", () => {
       expect(
         errorAt(step("command: x\nconcurrency: one\nconcurrency_group: g"), "configuration.steps[0].concurrency"),
-      ).toBe('must be a positive integer, got "one"');
+      ).toBe('must be an integer from 1 to 10000, got "one"');
     });
 
     it("refuses an empty group", () => {
@@ -1782,7 +1849,7 @@ describe("group step", () => {
         "steps:\n  - wait\n  - group: g\n    steps:\n      - {command: x, parallelism: abc}\n",
         "configuration.steps[1].steps[0].parallelism",
       ),
-    ).toBe('must be a positive integer, got "abc"');
+    ).toBe('must be an integer from 1 to 500, got "abc"');
   });
 
   it("refuses a bad group label", () => {
@@ -1801,5 +1868,36 @@ describe("dependency checks", () => {
   it("accept a dependency on a wait or block step's key", () => {
     const all = steps("steps:\n  - {wait: ~, key: w}\n  - {block: b, key: b}\n  - {command: x, depends_on: [w, b]}\n");
     expect(all[2]?.depends_on).toHaveLength(2);
+  });
+});
+
+describe("existing keys (pipeline uploads)", () => {
+  const existingKeys = ["build", "tests"];
+
+  it("lets new steps depend on steps already in the build", () => {
+    const result = parsePipelineYaml("steps:\n  - {command: deploy, depends_on: [build, tests]}\n", { existingKeys });
+    expect(result.ok && result.steps[0]?.depends_on).toEqual([
+      { step: "build", allow_failure: false },
+      { step: "tests", allow_failure: false },
+    ]);
+  });
+
+  it("refuses a new step declaring a key the build already has", () => {
+    const result = parsePipelineYaml("steps:\n  - {command: x, key: build}\n", { existingKeys });
+    expect(result).toEqual({
+      ok: false,
+      errors: [
+        {
+          field: "configuration.steps[0].key",
+          code: '"build" is already the key of a step already in this build; keys must be unique within the pipeline',
+        },
+      ],
+    });
+  });
+
+  it("still refuses dependencies on keys nobody declared", () => {
+    const result = parsePipelineYaml("steps:\n  - {command: x, depends_on: nope}\n", { existingKeys });
+    expect(result.ok).toBe(false);
+    expect(!result.ok && result.errors[0]?.code).toMatch(/not the key of any step or group; keys in this pipeline/);
   });
 });

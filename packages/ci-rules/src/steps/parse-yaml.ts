@@ -23,8 +23,21 @@
  *   `- block: {prompt: ...}`, `- command: {command: ...}`, `- trigger: {trigger: slug, ...}`.
  */
 
-import { type Alias, LineCounter, parseDocument, visit, type YAMLError } from "yaml";
+import {
+  type Alias,
+  Composer,
+  type CST,
+  type Document,
+  isAlias,
+  LineCounter,
+  type Node,
+  Parser,
+  visit,
+  type YAMLError,
+  YAMLParseError,
+} from "yaml";
 import { branchFilterProblem } from "../branch-filter.js";
+import { formatProblem } from "./block-fields.js";
 import type {
   AutomaticRetryRule,
   ManualStep,
@@ -50,6 +63,7 @@ import {
   readAgentRules,
   readBool,
   readDependsOn,
+  readEnvMap,
   readInt,
   readKey,
   readSoftFail,
@@ -61,11 +75,15 @@ import {
   scalarText,
   type Val,
 } from "./step-checks.js";
+import { STEP_LIMITS } from "./step-limits.js";
 
 export const MISSING_STEPS = "Step configuration is missing, expected a top-level `steps:` list";
 
 /** At most this many YAML syntax errors are reported (the first is usually the cause of the rest). */
 const MAX_SYNTAX_ERRORS = 5;
+/** The largest `concurrency` limit, and the longest `concurrency_group` name. */
+const MAX_CONCURRENCY = 10_000;
+const MAX_CONCURRENCY_GROUP_LENGTH = 255;
 
 type Kind = "script" | "waiter" | "block" | "input" | "trigger" | "group";
 
@@ -121,19 +139,35 @@ interface Ctx {
   entries: StepEntry[];
 }
 
+/** Options of parsePipelineYaml. */
+export interface ParseOptions {
+  /**
+   * Keys of steps and groups that already exist (a pipeline upload adds steps to a running build): new steps may
+   * depend on them and may not declare them again.
+   */
+  existingKeys?: readonly string[];
+}
+
+/** Where a key declared before the parsed document lives, for error messages. */
+const EXISTING_KEY_OWNER = "a step already in this build";
+
 /** Parses pipeline YAML into steps and the pipeline-level `env`. */
-export function parsePipelineYaml(source: string): StepsResult {
+export function parsePipelineYaml(source: string, options: ParseOptions = {}): StepsResult {
   if (typeof source !== "string") return fail([{ field: "configuration", code: "must be a string of pipeline YAML" }]);
+  const bytes = Buffer.byteLength(source, "utf8");
+  if (bytes > STEP_LIMITS.maxYamlBytes) {
+    return fail([{ field: "configuration", code: `is too large (maximum is ${STEP_LIMITS.maxYamlBytes} bytes)` }]);
+  }
   try {
-    return parseSource(source);
-  } catch (error) {
-    // Defensive: pathological input (for example nesting deep enough to exhaust the stack) must not escape.
-    const message = error instanceof Error ? error.message : String(error);
-    return fail([{ field: "configuration", code: `could not be read: ${message}` }]);
+    return parseSource(source, options);
+  } catch {
+    // Defensive: input the bounds below did not foresee must not escape, nor its engine's message (a stack trace's
+    // words are no help to the person who wrote the YAML).
+    return fail([{ field: "configuration", code: "could not be read as pipeline YAML" }]);
   }
 }
 
-function parseSource(source: string): StepsResult {
+function parseSource(source: string, options: ParseOptions): StepsResult {
   const loaded = loadYaml(source);
   if (!loaded.ok) return fail(loaded.errors);
   const root = loaded.root;
@@ -149,7 +183,7 @@ function parseSource(source: string): StepsResult {
     stepsVal = root;
     stepsField = "configuration";
   } else if (isMapping(root.v)) {
-    env = readStringMap(member(root, "env"), "configuration.env", p) ?? {};
+    env = readEnvMap(member(root, "env"), "configuration.env", p) ?? {};
     defaultAgents = readAgentRules(member(root, "agents"), "configuration.agents", p);
     const steps = member(root, "steps");
     if (isUnset(steps)) return fail([{ field: "configuration", code: MISSING_STEPS }, ...p.errors]);
@@ -170,7 +204,9 @@ function parseSource(source: string): StepsResult {
   if ((stepsVal.v as unknown[]).length === 0)
     return fail([{ field: "configuration", code: MISSING_STEPS }, ...p.errors]);
 
-  const ctx: Ctx = { p, keys: new KeyRegistry(), entries: [] };
+  const keys = new KeyRegistry();
+  for (const key of options.existingKeys ?? []) keys.declared.set(key, EXISTING_KEY_OWNER);
+  const ctx: Ctx = { p, keys, entries: [] };
   parseStepList(stepsVal, stepsField, ctx, undefined);
   if (p.count === 0) checkDependencies(ctx.entries, ctx.keys, p);
   if (p.count > 0) return fail(p.errors);
@@ -190,13 +226,27 @@ function fail(errors: StepError[]): StepsResult {
 
 type Loaded = { ok: true; root: Val } | { ok: false; errors: StepError[] };
 
-/** Parses the YAML twice: with the core schema (typed values) and the failsafe one (every scalar as its text). */
+/**
+ * Parses the YAML once into its syntax tree, refuses nesting deeper than STEP_LIMITS.maxYamlDepth (the composer
+ * recurses per level) and aliases that expand the document past STEP_LIMITS.maxExpandedYamlBytes, then composes it
+ * twice: with the core schema (typed values) and the failsafe one (every scalar as its text).
+ */
 function loadYaml(source: string): Loaded {
   const lineCounter = new LineCounter();
-  const doc = parseDocument(source, { merge: true, prettyErrors: true, lineCounter });
-  if (doc.errors.length > 0) {
-    return { ok: false, errors: doc.errors.slice(0, MAX_SYNTAX_ERRORS).map(syntaxError) };
+  const tokens = [...new Parser(lineCounter.addNewLine).parse(source)];
+  const depth = nestingDepth(tokens);
+  if (depth > STEP_LIMITS.maxYamlDepth) {
+    return {
+      ok: false,
+      errors: [{ field: "configuration", code: `nests deeper than ${STEP_LIMITS.maxYamlDepth} levels` }],
+    };
   }
+  const doc = composeOne(tokens, source, "core");
+  if (doc.errors.length > 0) {
+    return { ok: false, errors: doc.errors.slice(0, MAX_SYNTAX_ERRORS).map((e) => syntaxError(e, lineCounter)) };
+  }
+  const expansion = expandedSize(doc, source.length);
+  if (expansion.problem) return { ok: false, errors: [{ field: "configuration", code: expansion.problem }] };
   let core: unknown;
   try {
     core = doc.toJS({ maxAliasCount: 100, mapAsMap: true });
@@ -217,11 +267,95 @@ function loadYaml(source: string): Loaded {
   }
   let raw: unknown;
   try {
-    raw = parseDocument(source, { schema: "failsafe", merge: true }).toJS({ maxAliasCount: 100, mapAsMap: true });
+    raw = composeOne(tokens, source, "failsafe").toJS({ maxAliasCount: 100, mapAsMap: true });
   } catch {
     raw = undefined;
   }
   return { ok: true, root: zip(core, raw) };
+}
+
+/** The first document of the parsed tokens (as `parseDocument` composes it); a second one is an error. */
+function composeOne(tokens: CST.Token[], source: string, schema: "core" | "failsafe"): Document.Parsed {
+  const composer = new Composer({ merge: true, schema });
+  let doc: Document.Parsed | undefined;
+  for (const next of composer.compose(tokens, true, source.length)) {
+    if (!doc) doc = next;
+    else {
+      doc.errors.push(
+        new YAMLParseError(
+          [next.range[0], next.range[1]],
+          "MULTIPLE_DOCS",
+          "Source contains multiple documents; a pipeline is one YAML document",
+        ),
+      );
+      break;
+    }
+  }
+  return doc as Document.Parsed;
+}
+
+/** How deep the collections of a syntax tree nest, walked without recursion. */
+export function nestingDepth(tokens: readonly CST.Token[]): number {
+  const stack: Array<[unknown, number]> = tokens.map((t) => [t, 0]);
+  let max = 0;
+  while (stack.length > 0) {
+    const [token, depth] = stack.pop() as [unknown, number];
+    if (!token || typeof token !== "object") continue;
+    const t = token as { type?: string; value?: unknown; items?: Array<{ key?: unknown; value?: unknown }> };
+    if (t.type === "document") stack.push([t.value, depth]);
+    else if (t.type === "block-map" || t.type === "block-seq" || t.type === "flow-collection") {
+      if (depth + 1 > max) max = depth + 1;
+      if (max > STEP_LIMITS.maxYamlDepth) return max;
+      for (const item of t.items ?? []) {
+        stack.push([item.key, depth + 1]);
+        stack.push([item.value, depth + 1]);
+      }
+    }
+  }
+  return max;
+}
+
+/**
+ * The size of the document once every alias is replaced by what it names (counted in source characters), or why
+ * it is too large: a few lines of anchors and aliases can otherwise stand for gigabytes (an alias bomb). Each
+ * anchored node's expanded size is computed once, so the check is linear in the document.
+ */
+function expandedSize(doc: Document.Parsed, sourceLength: number): { size: number; problem?: string } {
+  const limit = STEP_LIMITS.maxExpandedYamlBytes;
+  const tooLarge = `expands past ${limit} bytes through its aliases (anchors \`&\` referred to with \`*\`)`;
+  const known = new Map<Node, number>();
+  const inProgress = new Set<Node>();
+  /** The extra size the aliases inside `root` add. */
+  const aliasesIn = (root: Node | Document.Parsed): number => {
+    let extra = 0;
+    visit(root, {
+      Alias(_, alias: Alias) {
+        const target = alias.resolve(doc);
+        if (!target) return undefined;
+        extra += sizeOf(target) - aliasLength(alias);
+        return extra > limit ? visit.BREAK : undefined;
+      },
+    });
+    return extra;
+  };
+  const sizeOf = (node: Node): number => {
+    const cached = known.get(node);
+    if (cached !== undefined) return cached;
+    if (inProgress.has(node)) return limit + 1;
+    inProgress.add(node);
+    const [start = 0, , end = start] = node.range ?? [];
+    const size = end - start + (isAlias(node) ? 0 : aliasesIn(node));
+    inProgress.delete(node);
+    known.set(node, size);
+    return size;
+  };
+  const size = sourceLength + aliasesIn(doc);
+  return size > limit ? { size, problem: tooLarge } : { size };
+}
+
+function aliasLength(alias: Alias): number {
+  const [start = 0, , end = start] = alias.range ?? [];
+  return end - start;
 }
 
 /**
@@ -252,12 +386,12 @@ function zip(core: unknown, raw: unknown): Val {
   return { v: core, raw };
 }
 
-function syntaxError(error: YAMLError): StepError {
+function syntaxError(error: YAMLError, lineCounter: LineCounter): StepError {
   const message = error.message
     .replace(/ at line \d+, column \d+:?[\s\S]*$/, "")
     .replace(/\s+/g, " ")
     .trim();
-  const pos = error.linePos?.[0];
+  const pos = error.linePos?.[0] ?? lineCounter.linePos(error.pos[0]);
   const where = pos ? ` at line ${pos.line}, column ${pos.col}` : "";
   return { field: "configuration", code: `YAML syntax error${where}: ${message}` };
 }
@@ -456,7 +590,7 @@ function parseScript(body: Val, field: string, p: Problems, common: StepCommon):
     const paths = readStringOrList(artifacts.val, artifacts.field, p, ";");
     if (paths !== undefined && paths !== "") step.artifact_paths = paths;
   }
-  const env = readStringMap(member(body, "env"), `${field}.env`, p);
+  const env = readEnvMap(member(body, "env"), `${field}.env`, p);
   if (env !== undefined) step.env = env;
   const timeout = alias(body, ["timeout_in_minutes", "timeout"], field, p);
   if (timeout) {
@@ -466,7 +600,10 @@ function parseScript(body: Val, field: string, p: Problems, common: StepCommon):
   const agents = alias(body, ["agents", "agent_query_rules"], field, p);
   if (agents) step.agent_query_rules = readAgentRules(agents.val, agents.field, p) ?? [];
 
-  const concurrency = readInt(member(body, "concurrency"), `${field}.concurrency`, p, { min: 1 });
+  const concurrency = readInt(member(body, "concurrency"), `${field}.concurrency`, p, {
+    min: 1,
+    max: MAX_CONCURRENCY,
+  });
   const concurrencyGroup = readString(member(body, "concurrency_group"), `${field}.concurrency_group`, p, {
     nonEmpty: true,
   });
@@ -481,7 +618,9 @@ function parseScript(body: Val, field: string, p: Problems, common: StepCommon):
     p.add(`${field}.concurrency_group`, "requires `concurrency`, the number of jobs of the group that may run at once");
   }
   if (concurrency !== undefined) step.concurrency = concurrency;
-  if (concurrencyGroup !== undefined) step.concurrency_group = concurrencyGroup;
+  if (concurrencyGroup !== undefined && concurrencyGroup.length > MAX_CONCURRENCY_GROUP_LENGTH)
+    p.add(`${field}.concurrency_group`, `is too long (maximum is ${MAX_CONCURRENCY_GROUP_LENGTH} characters)`);
+  else if (concurrencyGroup !== undefined) step.concurrency_group = concurrencyGroup;
   if (method !== undefined) {
     if (method !== "ordered" && method !== "eager") {
       p.add(`${field}.concurrency_method`, `must be "ordered" or "eager", got ${describeValue(method)}`);
@@ -490,7 +629,10 @@ function parseScript(body: Val, field: string, p: Problems, common: StepCommon):
     } else step.concurrency_method = method;
   }
 
-  const parallelism = readInt(member(body, "parallelism"), `${field}.parallelism`, p, { min: 1 });
+  const parallelism = readInt(member(body, "parallelism"), `${field}.parallelism`, p, {
+    min: 1,
+    max: STEP_LIMITS.maxParallelism,
+  });
   if (parallelism !== undefined) step.parallelism = parallelism;
   const priority = readInt(member(body, "priority"), `${field}.priority`, p);
   if (priority !== undefined) step.priority = priority;
@@ -580,14 +722,17 @@ function parseTrigger(body: Val, field: string, p: Problems, common: StepCommon)
       if (commit !== undefined) build.commit = commit;
       const branch = readString(member(buildVal, "branch"), `${field}.build.branch`, p);
       if (branch !== undefined) build.branch = branch;
-      const env = readStringMap(member(buildVal, "env"), `${field}.build.env`, p);
+      const env = readEnvMap(member(buildVal, "env"), `${field}.build.env`, p);
       if (env !== undefined) build.env = env;
       const metaData = readStringMap(member(buildVal, "meta_data"), `${field}.build.meta_data`, p);
       if (metaData !== undefined) build.meta_data = metaData;
       step.build = build;
     }
   }
-  const parallelism = readInt(member(body, "parallelism"), `${field}.parallelism`, p, { min: 1 });
+  const parallelism = readInt(member(body, "parallelism"), `${field}.parallelism`, p, {
+    min: 1,
+    max: STEP_LIMITS.maxParallelism,
+  });
   if (parallelism !== undefined) step.parallelism = parallelism;
   const softFail = readSoftFail(member(body, "soft_fail"), `${field}.soft_fail`, p);
   if (softFail !== undefined) step.soft_fail = softFail;
@@ -929,6 +1074,8 @@ function readFields(val: Val | undefined, field: string, p: Problems): Array<Rec
       const t = readString(member(entry, textKey), `${ffield}.${textKey}`, p);
       if (t !== undefined) result[textKey] = t;
     }
+    const problem = typeof result.format === "string" ? formatProblem(result.format) : null;
+    if (problem) p.add(`${ffield}.format`, problem);
     const def = member(entry, "default");
     if (!isUnset(def)) {
       const d = Array.isArray(def.v)

@@ -209,6 +209,27 @@ export function readStringMap(val: Val | undefined, field: string, p: Problems):
   return bad ? undefined : out;
 }
 
+/**
+ * An environment mapping: readStringMap, and names a process environment can hold (not empty, no "=", no control
+ * characters: "A=B" would set another variable once the agent runs the job) and values without NUL.
+ */
+export function readEnvMap(val: Val | undefined, field: string, p: Problems): Record<string, string> | undefined {
+  const env = readStringMap(val, field, p);
+  if (env === undefined) return undefined;
+  let bad = false;
+  for (const [name, value] of Object.entries(env)) {
+    const shown = `${field}.${name.replace(/\p{Cc}/gu, "?")}`;
+    if (name === "" || name.includes("=") || /\p{Cc}/u.test(name)) {
+      bad = true;
+      p.add(shown, 'is not a valid environment variable name (empty, or holds "=" or a control character)');
+    } else if (value.includes("\u0000")) {
+      bad = true;
+      p.add(shown, "must not contain NUL characters");
+    }
+  }
+  return bad ? undefined : env;
+}
+
 const AGENT_RULE = /^[^=\s][^=]*=/;
 
 /** `agents` / `agent_query_rules`: a mapping `{queue: x}` or a list of "k=v" strings → ["queue=x"]. */

@@ -245,7 +245,10 @@ describe("parseVisualSteps", () => {
         "must be a positive integer, got 0",
       );
       expect(errorAt([{ ...base, parallelism: 1.5 }], "steps[0].parallelism")).toBe(
-        "must be a positive integer, got 1.5",
+        "must be an integer from 1 to 500, got 1.5",
+      );
+      expect(errorAt([{ ...base, parallelism: 10 ** 12 }], "steps[0].parallelism")).toBe(
+        "must be an integer from 1 to 500, got 1000000000000",
       );
       expect(errorAt([{ ...base, env: { A: { b: 1 } } }], "steps[0].env.A")).toBe(
         "must be a string, number or boolean, got a mapping",

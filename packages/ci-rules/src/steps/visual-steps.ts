@@ -30,14 +30,15 @@ import {
   readAgentRules,
   readBool,
   readDependsOn,
+  readEnvMap,
   readInt,
   readKey,
   readString,
-  readStringMap,
   readStringOrList,
   type StepEntry,
   type Val,
 } from "./step-checks.js";
+import { STEP_LIMITS } from "./step-limits.js";
 
 type VisualKind = "script" | "waiter" | "manual" | "input" | "trigger";
 
@@ -164,7 +165,7 @@ function parseScript(val: Val, field: string, p: Problems, common: StepCommon): 
   };
   const artifacts = readStringOrList(member(val, "artifact_paths"), `${field}.artifact_paths`, p, ";");
   if (artifacts !== undefined && artifacts !== "") step.artifact_paths = artifacts;
-  const env = readStringMap(member(val, "env"), `${field}.env`, p);
+  const env = readEnvMap(member(val, "env"), `${field}.env`, p);
   if (env !== undefined) step.env = env;
   const timeout = readInt(member(val, "timeout_in_minutes"), `${field}.timeout_in_minutes`, p, { min: 1 });
   if (timeout !== undefined) step.timeout_in_minutes = timeout;
@@ -178,7 +179,10 @@ function parseScript(val: Val, field: string, p: Problems, common: StepCommon): 
   }
   if (concurrency !== undefined) step.concurrency = concurrency;
   if (group !== undefined) step.concurrency_group = group;
-  const parallelism = readInt(member(val, "parallelism"), `${field}.parallelism`, p, { min: 1 });
+  const parallelism = readInt(member(val, "parallelism"), `${field}.parallelism`, p, {
+    min: 1,
+    max: STEP_LIMITS.maxParallelism,
+  });
   if (parallelism !== undefined) step.parallelism = parallelism;
   return step;
 }
@@ -216,7 +220,7 @@ function parseTrigger(val: Val, field: string, p: Problems, common: StepCommon):
         const text = readString(member(buildVal, name), `${field}.build.${name}`, p);
         if (text !== undefined) build[name] = text;
       }
-      const env = readStringMap(member(buildVal, "env"), `${field}.build.env`, p);
+      const env = readEnvMap(member(buildVal, "env"), `${field}.build.env`, p);
       if (env !== undefined) build.env = env;
     }
   }
@@ -225,7 +229,10 @@ function parseTrigger(val: Val, field: string, p: Problems, common: StepCommon):
   const branch = readString(member(val, "trigger_branch"), `${field}.trigger_branch`, p);
   if (branch !== undefined) build.branch = branch;
   if (Object.keys(build).length > 0) step.build = build;
-  const parallelism = readInt(member(val, "parallelism"), `${field}.parallelism`, p, { min: 1 });
+  const parallelism = readInt(member(val, "parallelism"), `${field}.parallelism`, p, {
+    min: 1,
+    max: STEP_LIMITS.maxParallelism,
+  });
   if (parallelism !== undefined) step.parallelism = parallelism;
   return pipeline === undefined ? undefined : step;
 }

@@ -17,25 +17,33 @@ import type { JobModel, JobState } from "./types.js";
  *   A failure is allowed by `allowDependencyFailure`, by `allowFailureOf` naming that dependency, or by a waiter's
  *   `continueOnFailure`;
  * - else if every dependency finished ok (passed, soft-failed, unblocked, broken, skipped) or allowed-not-ok,
- *   script and trigger jobs become `scheduled`, manual jobs `blocked`, and waiters `passed` (B2: a finished waiter
- *   always shows passed);
+ *   script and trigger jobs become `scheduled` (`limited` in a concurrency group: the gate schedules them), manual
+ *   jobs `blocked`, and waiters `passed` (B2: a finished waiter always shows passed);
  * - else a pending job becomes `waiting`.
  *
- * Dependency ids that are not in `jobs` are ignored rather than waited for forever. Jobs in other states,
+ * A dependency that was retried is its latest attempt (`retriedInJobId`, followed). Dependency ids that are not in
+ * `jobs` are ignored rather than waited for forever. Jobs in other states,
  * including `limiting`/`limited` (concurrency groups, the caller's business), are left alone.
  */
 export function advance<T extends JobModel>(jobs: readonly T[]): T[] {
   const result = [...jobs];
   const indexById = new Map(result.map((job, index) => [job.id, index]));
+  // A dependency that was retried stands for its latest attempt.
   const lookup = (id: string): T | undefined => {
-    const index = indexById.get(id);
-    return index === undefined ? undefined : result[index];
+    let job: T | undefined;
+    let next: string | null | undefined = id;
+    for (let hops = 0; next && hops <= result.length; hops++) {
+      const index = indexById.get(next);
+      job = index === undefined ? undefined : result[index];
+      next = job?.retried ? job.retriedInJobId : undefined;
+    }
+    return job;
   };
   let changed = true;
   while (changed) {
     changed = false;
     result.forEach((job, index) => {
-      if (job.state !== "pending" && job.state !== "waiting") return;
+      if (job.retried || (job.state !== "pending" && job.state !== "waiting")) return;
       const next = nextState(job, lookup);
       if (next !== job.state) {
         result[index] = { ...job, state: next };
@@ -61,7 +69,7 @@ function nextState(job: JobModel, lookup: (id: string) => JobModel | undefined):
   switch (job.type) {
     case "script":
     case "trigger":
-      return "scheduled";
+      return job.concurrencyGroup && job.concurrency ? "limited" : "scheduled";
     case "manual":
       return "blocked";
     case "waiter":

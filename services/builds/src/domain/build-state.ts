@@ -49,10 +49,14 @@ const STARTED_STATES: readonly JobState[] = [
  * 7. Some job started (assigned or later, or a block step was unblocked; waiters passing do not count) → `running`.
  * 8. Otherwise (everything scheduled, waiting or pending, nothing taken by an agent yet) → `scheduled`.
  *
+ * Jobs replaced by a retry are left out: their newer attempts decide.
+ *
  * A build whose only unfinished job is an unanswered input step stays running (or scheduled/failing): it is not
  * blocked, and it is not over until the input is given or the build is canceled.
  */
-export function deriveBuildState(jobs: readonly JobModel[], flags: { cancelRequested: boolean }): DerivedBuildState {
+export function deriveBuildState(all: readonly JobModel[], flags: { cancelRequested: boolean }): DerivedBuildState {
+  // Retried attempts are history: their replacements decide.
+  const jobs = all.filter((job) => !job.retried);
   if (jobs.every((job) => job.state === "broken" || job.state === "skipped")) {
     return { state: "not_run", blocked: false, finished: true };
   }

@@ -34,6 +34,7 @@ const EVENTS: JobEvent[] = [
   { type: "expire" },
   { type: "unblock" },
   { type: "skip" },
+  { type: "unassign" },
 ];
 
 /** Every allowed transition: `${jobType} ${event} ${from}` → to. Everything not listed must be refused. */
@@ -56,12 +57,19 @@ const ALLOWED: Record<string, JobState> = {
   "trigger timed_out timing_out": "timed_out",
   "script expire scheduled": "expired",
   "manual unblock blocked": "unblocked",
+  "script unassign assigned": "scheduled",
 };
-for (const type of ["script", "trigger", "manual", "waiter"] as const) {
+for (const type of ["script", "manual", "waiter"] as const) {
   for (const from of ["pending", "waiting", "scheduled", "assigned", "blocked", "limiting", "limited"] as const) {
     ALLOWED[`${type} cancel ${from}`] = "canceled";
   }
   for (const from of ["accepted", "running"] as const) ALLOWED[`${type} cancel ${from}`] = "canceling";
+}
+// A trigger job has no agent to stop: canceled at once, running too (its child build goes on).
+for (const from of ["pending", "waiting", "scheduled", "limiting", "limited", "running"] as const) {
+  ALLOWED[`trigger cancel ${from}`] = "canceled";
+}
+for (const type of ["script", "trigger", "manual", "waiter"] as const) {
   for (const from of ["pending", "waiting", "scheduled", "assigned"] as const)
     ALLOWED[`${type} skip ${from}`] = "skipped";
 }

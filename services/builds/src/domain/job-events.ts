@@ -19,7 +19,8 @@ export type JobEvent =
   | { type: "timed_out" }
   | { type: "expire" }
   | { type: "unblock" }
-  | { type: "skip" };
+  | { type: "skip" }
+  | { type: "unassign" };
 
 /** The outcome of applying an event: the changed job, or why the event does not apply. */
 export type JobEventResult<T extends JobModel = JobModel> = { ok: true; job: T } | { ok: false; reason: string };
@@ -66,6 +67,15 @@ const RULES: Record<JobEvent["type"], Rule> = {
       accepted: "canceling",
       running: "canceling",
     },
+    // A trigger job has no agent to stop: it is canceled at once (its child build goes on).
+    triggerFrom: {
+      pending: "canceled",
+      waiting: "canceled",
+      scheduled: "canceled",
+      limiting: "canceled",
+      limited: "canceled",
+      running: "canceled",
+    },
   },
   canceled: { verb: "confirmed as canceled", types: RUNNING_JOBS, from: { canceling: "canceled" } },
   timeout: { verb: "timed out", types: RUNNING_JOBS, from: { running: "timing_out" } },
@@ -77,6 +87,8 @@ const RULES: Record<JobEvent["type"], Rule> = {
     types: ALL_JOBS,
     from: { pending: "skipped", waiting: "skipped", scheduled: "skipped", assigned: "skipped" },
   },
+  // The agent it was assigned to never accepted it (it crashed, or the offer was lost): it can go to another.
+  unassign: { verb: "unassigned", types: AGENT_JOBS, from: { assigned: "scheduled" } },
 };
 
 /**
@@ -94,6 +106,7 @@ const RULES: Record<JobEvent["type"], Rule> = {
  * - unblock: blocked → unblocked (manual jobs). `unblocked` is final and counts as passed for the jobs behind it;
  *   it is the state Buildkite's REST shows for an unblocked block step. Who unblocked it is the caller's to record.
  * - skip: pending, waiting, scheduled, assigned → skipped (the build was superseded).
+ * - unassign: assigned → scheduled (script jobs), when the agent never accepted it; the caller clears the agent.
  */
 export function applyJobEvent<T extends JobModel>(job: T, event: JobEvent): JobEventResult<T> {
   const rule = RULES[event.type];

@@ -96,7 +96,7 @@ export interface JobCounts {
 export function jobCounts(jobs: readonly JobModel[]): JobCounts {
   const counts: JobCounts = { scheduled: 0, running: 0, waiting: 0 };
   for (const job of jobs) {
-    if (job.type === "waiter") continue;
+    if (job.type === "waiter" || job.retried) continue;
     switch (job.state) {
       case "scheduled":
       case "assigned":
@@ -148,7 +148,8 @@ export function cancelPlan(jobs: readonly JobModel[]): CancelPlan {
         break;
       case "accepted":
       case "running":
-        plan.canceling.push(job.id);
+        // A trigger job's "run" is its child build, a build of its own that goes on: nothing to wait for.
+        (job.type === "trigger" ? plan.cancel : plan.canceling).push(job.id);
         break;
       default:
         break;

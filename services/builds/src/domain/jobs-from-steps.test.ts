@@ -1,5 +1,5 @@
 import type { ManualStep, PipelineStep, ScriptStep, TriggerStep, WaiterStep } from "@conveyor/ci-rules";
-import { type PlannedJob, planJobs } from "./jobs-from-steps.js";
+import { effectiveTimeout, type PlannedJob, planJobs } from "./jobs-from-steps.js";
 import type { BuildContext, JobState } from "./types.js";
 
 function context(overrides: Partial<BuildContext> = {}): BuildContext {
@@ -58,7 +58,7 @@ describe("planJobs: job types and fields", () => {
     expect(plan([])).toEqual([]);
   });
 
-  it("makes a scheduled script job carrying the step's settings", () => {
+  it("makes a script job carrying the step's settings (limited: it is in a concurrency group)", () => {
     const step = script("Test", {
       key: "test",
       command: "make test",
@@ -77,7 +77,7 @@ describe("planJobs: job types and fields", () => {
       type: "script",
       stepIndex: 0,
       stepKey: "test",
-      state: "scheduled",
+      state: "limited",
       dependsOn: [],
       allowDependencyFailure: false,
       continueOnFailure: false,
@@ -92,6 +92,7 @@ describe("planJobs: job types and fields", () => {
       label: "Test",
       command: "make test",
       agentQueryRules: ["queue=linux", "docker=true"],
+      queue: "linux",
       env: { CI: "true" },
       artifactPaths: "log/*;coverage/*",
       timeoutInMinutes: 30,
@@ -110,6 +111,7 @@ describe("planJobs: job types and fields", () => {
     expect(job).toMatchObject({
       name: "",
       stepKey: null,
+      queue: "default",
       env: {},
       artifactPaths: null,
       timeoutInMinutes: null,
@@ -543,5 +545,17 @@ describe("planJobs: omitted steps", () => {
     const steps = [script("deploy", { if: 'build.env("DEPLOY") == "1" && build.source == "api"' })];
     expect(plan(steps, context({ env: { DEPLOY: "1" } }))[0]?.state).toBe("scheduled");
     expect(plan(steps, context({ env: {} }))[0]?.state).toBe("broken");
+  });
+});
+
+describe("effectiveTimeout", () => {
+  it("takes the step's timeout, else the pipeline's default, never past the pipeline's maximum", () => {
+    expect(effectiveTimeout(undefined, undefined)).toBeNull();
+    expect(effectiveTimeout(30, undefined)).toBe(30);
+    expect(effectiveTimeout(undefined, { default: 20, maximum: null })).toBe(20);
+    expect(effectiveTimeout(30, { default: 20, maximum: null })).toBe(30);
+    expect(effectiveTimeout(90, { default: 20, maximum: 60 })).toBe(60);
+    expect(effectiveTimeout(undefined, { default: null, maximum: 60 })).toBe(60);
+    expect(effectiveTimeout(undefined, { default: 120, maximum: 60 })).toBe(60);
   });
 });

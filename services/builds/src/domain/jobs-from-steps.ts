@@ -6,41 +6,35 @@
 import type { PipelineStep, TriggerStep } from "@conveyor/ci-rules";
 import { evaluateCondition, matchesBranchFilter } from "@conveyor/ci-rules";
 import { advance } from "./advance-jobs.js";
+import { type PlannedJob, type PlannedTrigger, queueOf } from "./job.js";
 import type { BrokenReason, BuildContext, JobModel, JobState, JobType } from "./types.js";
 
-/** A trigger job's target, as the step wrote it; defaults (branch, commit, message) are the caller's to fill. */
-export interface PlannedTrigger {
-  pipeline: string;
-  async: boolean;
-  build: NonNullable<TriggerStep["build"]>;
-}
-
-/** A job as created from its step: the state-machine fields plus what the REST Job and the agent need. */
-export type PlannedJob = JobModel & {
-  /** The step's label (script: `label`/`name`; block, input, trigger: `label`); "" for waiters. */
-  name: string;
-  /** The same as `name`: Buildkite's job `label` is the step label, parallel jobs included. */
-  label: string;
-  command: string | null;
-  agentQueryRules: string[];
-  env: Record<string, string>;
-  artifactPaths: string | null;
-  timeoutInMinutes: number | null;
-  /** The step's `priority`, 0 when unset (higher runs first). */
-  priority: number;
-  /** 0-based index and count of a `parallelism` step's jobs; null for steps without `parallelism`. */
-  parallelGroupIndex: number | null;
-  parallelGroupTotal: number | null;
-  concurrency: number | null;
-  concurrencyGroup: string | null;
-  trigger: PlannedTrigger | null;
-  /** The step the job came from. */
-  step: PipelineStep;
-};
+export type { PlannedJob, PlannedTrigger } from "./job.js";
 
 /** Options of planJobs. `newId` is called once per job, in job order. */
 export interface PlanOptions {
   newId: () => string;
+  /** The pipeline's command step timeouts in minutes: the default for steps without one, and the cap on all. */
+  timeouts?: { default: number | null; maximum: number | null };
+  /**
+   * Job ids of steps already in the build, by step or group key (a pipeline upload adds steps to a running
+   * build): `depends_on` may name them.
+   */
+  existingKeys?: ReadonlyMap<string, readonly string[]>;
+  /**
+   * Where the steps go in a build that has jobs already (a pipeline upload): the last barrier before that place and
+   * the jobs since it. A barrier among the new steps waits for those jobs too, as a wait step waits for every step
+   * before it.
+   */
+  after?: { barrier: string | null; since: readonly string[] };
+}
+
+/** A command step's timeout: its own (or the pipeline's default), never past the pipeline's maximum. */
+export function effectiveTimeout(own: number | undefined, timeouts: PlanOptions["timeouts"]): number | null {
+  const wanted = own ?? timeouts?.default ?? null;
+  const maximum = timeouts?.maximum ?? null;
+  if (wanted === null) return maximum;
+  return maximum === null ? wanted : Math.min(wanted, maximum);
 }
 
 /**
@@ -72,11 +66,19 @@ export interface PlanOptions {
  *   but the steps after them do not.
  */
 export function planJobs(steps: readonly PipelineStep[], ctx: BuildContext, opts: PlanOptions): PlannedJob[] {
+  return advance(planSteps(steps, ctx, opts));
+}
+
+/**
+ * The jobs of `steps` with their dependencies, all `pending` except omitted ones: planJobs without the first
+ * advance, for steps added to a build whose other jobs decide when they run.
+ */
+export function planSteps(steps: readonly PipelineStep[], ctx: BuildContext, opts: PlanOptions): PlannedJob[] {
   const jobsByStep = steps.map((step, stepIndex) => jobsOf(step, stepIndex, omission(step, ctx), opts));
   const idsByStep = jobsByStep.map((jobs) => jobs.map((job) => job.id));
-  addImplicitDependencies(steps, jobsByStep, idsByStep);
-  addExplicitDependencies(steps, jobsByStep, idsByStep);
-  return advance(jobsByStep.flat());
+  addImplicitDependencies(steps, jobsByStep, idsByStep, opts.after);
+  addExplicitDependencies(steps, jobsByStep, idsByStep, opts.existingKeys);
+  return jobsByStep.flat();
 }
 
 type Omission = { state: "skipped"; reason: null } | { state: "broken"; reason: BrokenReason } | null;
@@ -127,9 +129,10 @@ function jobsOf(step: PipelineStep, stepIndex: number, omitted: Omission, opts: 
       label: name,
       command: step.type === "script" ? step.command : null,
       agentQueryRules: step.type === "script" ? [...step.agent_query_rules] : [],
+      queue: step.type === "script" ? queueOf(step.agent_query_rules) : null,
       env: step.type === "script" ? { ...step.env } : {},
       artifactPaths: step.type === "script" ? (step.artifact_paths ?? null) : null,
-      timeoutInMinutes: step.type === "script" ? (step.timeout_in_minutes ?? null) : null,
+      timeoutInMinutes: step.type === "script" ? effectiveTimeout(step.timeout_in_minutes, opts.timeouts) : null,
       priority: step.type === "script" ? (step.priority ?? 0) : 0,
       parallelGroupIndex: total === null ? null : index,
       parallelGroupTotal: total,
@@ -186,8 +189,9 @@ function addImplicitDependencies(
   steps: readonly PipelineStep[],
   jobsByStep: PlannedJob[][],
   idsByStep: string[][],
+  after: PlanOptions["after"],
 ): void {
-  const top: Scope = { barrier: null, since: [] };
+  const top: Scope = { barrier: after?.barrier ?? null, since: [...(after?.since ?? [])] };
   // Widened on purpose: the loop reassigns it, and TypeScript would otherwise narrow it to null for good.
   let group = null as GroupScope | null;
   for (const [stepIndex, step] of steps.entries()) {
@@ -217,8 +221,9 @@ function addExplicitDependencies(
   steps: readonly PipelineStep[],
   jobsByStep: PlannedJob[][],
   idsByStep: string[][],
+  existingKeys: ReadonlyMap<string, readonly string[]> = new Map(),
 ): void {
-  const idsByKey = new Map<string, string[]>();
+  const idsByKey = new Map<string, string[]>([...existingKeys].map(([key, ids]) => [key, [...ids]]));
   const remember = (key: string | undefined, ids: string[]) => {
     if (key === undefined) return;
     idsByKey.set(key, [...(idsByKey.get(key) ?? []), ...ids]);

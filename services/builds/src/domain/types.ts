@@ -43,8 +43,13 @@ export interface JobModel {
   exitStatus: number | null;
   softFailed: boolean;
   brokenReason: BrokenReason | null;
-  /** True once a newer attempt replaced this one (retries are not modelled yet, kept for the REST field). */
+  /** True once a newer attempt replaced this one; a retried job no longer counts for its build. */
   retried: boolean;
+  /** The attempt that replaced this one: the jobs that depended on this one wait for that one instead. */
+  retriedInJobId?: string | null;
+  /** A concurrency group's limit and name: a job of a group waits `limited` for a slot instead of `scheduled`. */
+  concurrency?: number | null;
+  concurrencyGroup?: string | null;
 }
 
 /** Inputs of conditionals (`if:`) and branch filters, from the build being created. */

@@ -1,7 +1,6 @@
 import type { OrganizationAccess, Principal } from "@conveyor/proto/identity";
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import { HttpError } from "../http-error.js";
-import { ROUTE_SCOPES, routeKey } from "../route-scopes.js";
 import type { PrincipalCache } from "./principal-cache.js";
 
 declare module "fastify" {
@@ -23,25 +22,23 @@ export function bearerToken(header: string | undefined): string | undefined {
 }
 
 /**
- * Registers the checks every /v2 route shares: the route must have a row in ROUTE_SCOPES (checked when routes are
- * added), the caller must present a valid bearer token (401), and the token must carry the route's scope (403).
+ * Registers the checks every /v2 route shares: the route must declare its scope (`config.scope`, or `config.public`;
+ * checked when routes are added), the caller must present a valid bearer token (401), and the token must carry the
+ * route's scope (403).
  */
 export function registerAuthentication(app: FastifyInstance, cache: PrincipalCache): void {
   app.decorateRequest("principal", null);
   app.addHook("onRoute", (route) => {
-    if (!route.url.startsWith("/v2")) return;
-    for (const method of [route.method].flat()) {
-      if (method === "HEAD") continue;
-      if (!(routeKey(method, route.url) in ROUTE_SCOPES)) {
-        throw new Error(`route ${routeKey(method, route.url)} has no row in ROUTE_SCOPES`);
-      }
+    if (!route.url.startsWith("/v2") || [route.method].flat().includes("HEAD")) return;
+    if (route.config?.scope === undefined && !route.config?.public) {
+      throw new Error(`route ${[route.method].flat().join(",")} ${route.url} declares no scope`);
     }
   });
   app.addHook("onRequest", async (request) => {
     const url = request.routeOptions.url;
     if (!url?.startsWith("/v2")) return;
-    const method = request.method === "HEAD" ? "GET" : request.method;
-    const scope = ROUTE_SCOPES[routeKey(method, url)];
+    const { scope, public: open } = request.routeOptions.config;
+    if (open) return;
     if (scope === undefined) throw new HttpError(404, "Not Found");
     const secret = bearerToken(request.headers.authorization);
     if (!secret) throw new HttpError(401, AUTHENTICATION_REQUIRED);

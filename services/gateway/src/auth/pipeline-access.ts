@@ -24,7 +24,7 @@ const NONE: Pick<PipelineAccess, "read" | "build" | "edit"> = { read: false, bui
  * for every pipeline of an organization on the principal (administrators; members of teams-disabled organizations),
  * and answers per pipeline when the caller's teams decide, at most one call per request.
  */
-export function createPipelineAccess(clients: Pick<GatewayClients, "teams">) {
+export function createPipelineAccess(clients: Pick<GatewayClients, "teams" | "pipelines">) {
   /** The caller's access to one pipeline of an organization. */
   const of = async (request: FastifyRequest, access: OrganizationAccess, pipelineId: string) => {
     if (access.allPipelines) return access.allPipelines;
@@ -39,18 +39,38 @@ export function createPipelineAccess(clients: Pick<GatewayClients, "teams">) {
     return res.pipelines[0] ?? NONE;
   };
 
+  /**
+   * The caller's access to a pipeline they want to act on: one they may not read is 404 "No pipeline found"
+   * (as if it did not exist), an action they may not take on one they can read is 403 "Forbidden".
+   */
+  const require = async (
+    request: FastifyRequest,
+    access: OrganizationAccess,
+    pipeline: Pipeline,
+    action: PipelineAction,
+  ) => {
+    const granted = await of(request, access, pipeline.id);
+    if (!granted.read) throw new HttpError(404, "No pipeline found");
+    if (!granted[action]) throw new HttpError(403, "Forbidden");
+    return granted;
+  };
+
   return {
     of,
+    require,
 
     /**
-     * The caller's access to a pipeline they want to act on: one they may not read is 404 "No pipeline found"
-     * (as if it did not exist), an action they may not take on one they can read is 403 "Forbidden".
+     * The pipeline a route names by slug within an organization, when the caller may take `action` on it: unknown or
+     * not readable → 404 "No pipeline found", action not allowed → 403 "Forbidden".
      */
-    async require(request: FastifyRequest, access: OrganizationAccess, pipeline: Pipeline, action: PipelineAction) {
-      const granted = await of(request, access, pipeline.id);
-      if (!granted.read) throw new HttpError(404, "No pipeline found");
-      if (!granted[action]) throw new HttpError(403, "Forbidden");
-      return granted;
+    async pipeline(request: FastifyRequest, access: OrganizationAccess, slug: string, action: PipelineAction) {
+      const res = await clients.pipelines.getPipeline(
+        { organizationId: access.organization?.id ?? "", pipeline: slug },
+        rpcOptions(request),
+      );
+      if (!res.pipeline) throw new HttpError(404, "No pipeline found");
+      const granted = await require(request, access, res.pipeline, action);
+      return { pipeline: res.pipeline, canEdit: granted.edit };
     },
 
     /** What the caller may see across some organizations, for lists. */

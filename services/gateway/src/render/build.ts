@@ -1,11 +1,12 @@
-import type { Build, BuildUser } from "@conveyor/proto/builds";
+import type { Build } from "@conveyor/proto/builds";
 import type { Pipeline } from "@conveyor/proto/pipelines";
 import { isoTime } from "@conveyor/runtime";
-import { type BuildUrls, type JobDetail, jobSchema, renderJob } from "./job.js";
-import { pipelineSummarySchema, renderPipelineSummary } from "./pipeline.js";
-import { arrayOf, bool, int, nullableStr, nullableTimestamp, str } from "./schemas.js";
+import { type Static, Type } from "@sinclair/typebox";
+import { type BuildUrls, type JobDetail, JobSchema, renderJob } from "./job.js";
+import { PipelineSummarySchema, renderPipelineSummary } from "./pipeline.js";
+import { Bool, Int, Nullable, NullableStr, NullableTimestamp, Str, StringMap } from "./schemas.js";
 import { graphqlId, type Urls } from "./urls.js";
-import { userSchema } from "./user.js";
+import { NullableUserSchema, renderBuildUser } from "./user.js";
 
 /** What rendering a build needs beyond the record. */
 export interface BuildView {
@@ -28,31 +29,19 @@ export function buildApiUrl(urls: Urls, orgSlug: string, pipelineSlug: string, n
   return urls.api(`organizations/${orgSlug}/pipelines/${pipelineSlug}/builds/${number}`);
 }
 
-function renderBuildUser(u: BuildUser | undefined) {
-  if (!u?.id) return null;
-  return {
-    id: u.id,
-    graphql_id: graphqlId("User", u.id),
-    name: u.name,
-    email: u.email,
-    avatar_url: u.avatarUrl === "" ? null : u.avatarUrl,
-    created_at: isoTime(u.createdAt),
-  };
-}
-
 /**
  * The REST Build object with §D's JSON types: `meta_data` string → string, `pull_request.id` a string,
  * `rebuilt_from` `{id, number, url}` or null, timestamps ISO with milliseconds or null. Jobs are left out when the
  * service returned none because they were excluded.
  */
-export function renderBuild(build: Build, view: BuildView, opts: { excludeJobs?: boolean } = {}) {
+export function renderBuild(build: Build, view: BuildView, opts: { excludeJobs?: boolean } = {}): BuildBody {
   const pipelineSlug = view.pipeline?.slug || build.pipelineSlug;
   const api = buildApiUrl(view.urls, view.orgSlug, pipelineSlug, build.number);
   const web = view.urls.web(`${view.orgSlug}/${pipelineSlug}/builds/${build.number}`);
   const buildUrls: BuildUrls = { urls: view.urls, orgSlug: view.orgSlug, api, web };
   const author = build.author && (build.author.name || build.author.email) ? build.author : undefined;
   const pr = build.pullRequest;
-  const rendered: Record<string, unknown> = {
+  const rendered: BuildBody = {
     id: build.id,
     graphql_id: graphqlId("Build", build.id),
     url: api,
@@ -82,6 +71,13 @@ export function renderBuild(build: Build, view: BuildView, opts: { excludeJobs?:
           url: buildApiUrl(view.urls, view.orgSlug, pipelineSlug, build.rebuiltFrom.number),
         }
       : null,
+    triggered_from: build.triggeredFrom?.buildId
+      ? {
+          build_id: build.triggeredFrom.buildId,
+          build_number: build.triggeredFrom.buildNumber,
+          build_pipeline_slug: build.triggeredFrom.pipelineSlug,
+        }
+      : null,
   };
   if (view.pipeline) {
     rendered.pipeline = renderPipelineSummary(view.pipeline, {
@@ -94,48 +90,32 @@ export function renderBuild(build: Build, view: BuildView, opts: { excludeJobs?:
   return rendered;
 }
 
-const stringMap = { type: "object", additionalProperties: str } as const;
-
-const buildProperties = {
-  id: str,
-  graphql_id: str,
-  url: str,
-  web_url: str,
-  number: int,
-  state: str,
-  cancel_reason: nullableStr,
-  blocked: bool,
-  message: str,
-  commit: str,
-  branch: str,
-  env: stringMap,
-  source: str,
-  creator: { ...userSchema, type: ["object", "null"] },
-  author: { type: ["object", "null"], properties: { name: str, email: str }, required: ["name", "email"] },
-  created_at: nullableTimestamp,
-  scheduled_at: nullableTimestamp,
-  started_at: nullableTimestamp,
-  finished_at: nullableTimestamp,
-  meta_data: stringMap,
-  pull_request: {
-    type: ["object", "null"],
-    properties: { id: str, base: str, repository: str },
-    required: ["id", "base", "repository"],
-  },
-  rebuilt_from: {
-    type: ["object", "null"],
-    properties: { id: str, number: int, url: str },
-    required: ["id", "number", "url"],
-  },
-};
-
 /** The REST Build; `pipeline` and `jobs` are absent when the request excluded them. */
-export const buildSchema = {
-  type: "object",
-  properties: {
-    ...buildProperties,
-    pipeline: pipelineSummarySchema,
-    jobs: arrayOf(jobSchema),
-  },
-  required: Object.keys(buildProperties),
-} as const;
+export const BuildSchema = Type.Object({
+  id: Str,
+  graphql_id: Str,
+  url: Str,
+  web_url: Str,
+  number: Int,
+  state: Str,
+  cancel_reason: NullableStr,
+  blocked: Bool,
+  message: Str,
+  commit: Str,
+  branch: Str,
+  env: StringMap,
+  source: Str,
+  creator: NullableUserSchema,
+  author: Nullable(Type.Object({ name: Str, email: Str })),
+  created_at: NullableTimestamp,
+  scheduled_at: NullableTimestamp,
+  started_at: NullableTimestamp,
+  finished_at: NullableTimestamp,
+  meta_data: StringMap,
+  pull_request: Nullable(Type.Object({ id: Str, base: Str, repository: Str })),
+  rebuilt_from: Nullable(Type.Object({ id: Str, number: Int, url: Str })),
+  triggered_from: Nullable(Type.Object({ build_id: Str, build_number: Int, build_pipeline_slug: Str })),
+  pipeline: Type.Optional(PipelineSummarySchema),
+  jobs: Type.Optional(Type.Array(JobSchema)),
+});
+export type BuildBody = Static<typeof BuildSchema>;

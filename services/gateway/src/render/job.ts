@@ -1,7 +1,9 @@
 import type { Job, JobAgent } from "@conveyor/proto/builds";
 import { isoTime } from "@conveyor/runtime";
-import { arrayOf, bool, nullableStr, nullableTimestamp, object, str } from "./schemas.js";
+import { type Static, Type } from "@sinclair/typebox";
+import { Bool, Int, Nullable, NullableInt, NullableStr, NullableTimestamp, Str } from "./schemas.js";
 import { graphqlId, type Urls } from "./urls.js";
+import { NullableUserSchema, renderBuildUser } from "./user.js";
 
 /** How much of a job's agent to render: lists carry `{id, url, name}`, single-build responses the whole agent. */
 export type JobDetail = "list" | "single";
@@ -24,7 +26,7 @@ const UNBLOCKABLE_STATES = new Set(["blocked"]);
 
 const orNull = (s: string) => (s === "" ? null : s);
 
-function renderAgent(agent: JobAgent | undefined, build: BuildUrls, detail: JobDetail) {
+function renderAgent(agent: JobAgent | undefined, build: BuildUrls, detail: JobDetail): JobBody["agent"] {
   if (!agent?.id) return null;
   const summary = {
     id: agent.id,
@@ -46,10 +48,10 @@ function renderAgent(agent: JobAgent | undefined, build: BuildUrls, detail: JobD
 }
 
 /** The REST Job object (an element of a build's `jobs`), with §D's JSON types. */
-export function renderJob(job: Job, build: BuildUrls, detail: JobDetail) {
+export function renderJob(job: Job, build: BuildUrls, detail: JobDetail): JobBody {
   const jobApi = `${build.api}/jobs/${job.id}`;
   const clusterUrl = job.clusterId ? build.urls.api(`organizations/${build.orgSlug}/clusters/${job.clusterId}`) : null;
-  const rendered: Record<string, unknown> = {
+  const rendered: JobBody = {
     id: job.id,
     graphql_id: graphqlId("Job", job.id),
     type: job.type,
@@ -67,6 +69,8 @@ export function renderJob(job: Job, build: BuildUrls, detail: JobDetail) {
     command: job.type === "script" ? job.command : orNull(job.command),
     soft_failed: job.softFailed,
     exit_status: job.exitStatus ?? null,
+    signal: orNull(job.signal),
+    signal_reason: orNull(job.signalReason),
     artifact_paths: orNull(job.artifactPaths),
     agent: renderAgent(job.agent, build, detail),
     created_at: isoTime(job.createdAt),
@@ -78,6 +82,11 @@ export function renderJob(job: Job, build: BuildUrls, detail: JobDetail) {
     retried_in_job_id: orNull(job.retriedInJobId),
     retries_count: job.retriesCount > 0 ? job.retriesCount : null,
     retry_type: orNull(job.retryType),
+    retry_source: job.retrySource?.jobId
+      ? { job_id: job.retrySource.jobId, retry_type: job.retrySource.retryType }
+      : null,
+    retried_by: renderBuildUser(job.retriedBy),
+    expired_at: job.state === "expired" ? isoTime(job.finishedAt) : null,
     parallel_group_index: job.parallelGroupIndex ?? null,
     parallel_group_total: job.parallelGroupTotal ?? null,
     matrix: null,
@@ -87,82 +96,93 @@ export function renderJob(job: Job, build: BuildUrls, detail: JobDetail) {
     cluster_queue_id: orNull(job.clusterQueueId),
     cluster_queue_url: clusterUrl && job.clusterQueueId ? `${clusterUrl}/queues/${job.clusterQueueId}` : null,
   };
+  if (job.type === "trigger") {
+    const child = job.triggeredBuild;
+    rendered.triggered_build = child?.id
+      ? {
+          id: child.id,
+          number: child.number,
+          url: build.urls.api(`organizations/${build.orgSlug}/pipelines/${child.pipelineSlug}/builds/${child.number}`),
+          web_url: build.urls.web(`${build.orgSlug}/${child.pipelineSlug}/builds/${child.number}`),
+        }
+      : null;
+  }
   if (job.type === "manual") {
     rendered.unblocked_at = isoTime(job.unblockedAt);
+    rendered.unblocked_by = renderBuildUser(job.unblockedBy);
     rendered.unblockable = UNBLOCKABLE_STATES.has(job.state);
     rendered.unblock_url = `${jobApi}/unblock`;
   }
   return rendered;
 }
 
-const nullableInt = { type: ["integer", "null"] } as const;
-
 /** The agent embedded in a job: list responses fill the first three fields, single-build responses all of them. */
-const jobAgentSchema = {
-  type: ["object", "null"],
-  properties: {
-    id: str,
-    url: str,
-    name: str,
-    graphql_id: str,
-    web_url: str,
-    connection_state: str,
-    hostname: str,
-    ip_address: str,
-    user_agent: str,
-    creator: { type: "null" },
-    created_at: nullableTimestamp,
-  },
-  required: ["id", "url", "name"],
-} as const;
+const JobAgentSchema = Nullable(
+  Type.Object({
+    id: Str,
+    url: Str,
+    name: Str,
+    graphql_id: Type.Optional(Str),
+    web_url: Type.Optional(Str),
+    connection_state: Type.Optional(Str),
+    hostname: Type.Optional(Str),
+    ip_address: Type.Optional(Str),
+    user_agent: Type.Optional(Str),
+    creator: Type.Optional(Type.Null()),
+    created_at: Type.Optional(NullableTimestamp),
+  }),
+);
 
-const jobProperties = {
-  id: str,
-  graphql_id: str,
-  type: str,
-  name: nullableStr,
-  label: nullableStr,
-  step_key: nullableStr,
-  step: { type: ["object", "null"], properties: { id: str, signature: { type: "null" } }, required: ["id"] },
-  agent_query_rules: arrayOf(str),
-  state: str,
-  build_url: str,
-  web_url: str,
-  log_url: str,
-  raw_log_url: str,
-  artifacts_url: str,
-  command: nullableStr,
-  soft_failed: bool,
-  exit_status: nullableInt,
-  artifact_paths: nullableStr,
-  agent: jobAgentSchema,
-  created_at: nullableTimestamp,
-  scheduled_at: nullableTimestamp,
-  runnable_at: nullableTimestamp,
-  started_at: nullableTimestamp,
-  finished_at: nullableTimestamp,
-  retried: bool,
-  retried_in_job_id: nullableStr,
-  retries_count: nullableInt,
-  retry_type: nullableStr,
-  parallel_group_index: nullableInt,
-  parallel_group_total: nullableInt,
-  matrix: { type: "null" },
-  priority: object({ number: { type: "integer" } }),
-  cluster_id: nullableStr,
-  cluster_url: nullableStr,
-  cluster_queue_id: nullableStr,
-  cluster_queue_url: nullableStr,
-};
-
-/** The REST Job; manual jobs add `unblocked_at`, `unblockable` and `unblock_url`. */
-export const jobSchema = {
-  type: "object",
-  properties: {
-    ...jobProperties,
-    unblocked_at: nullableTimestamp,
-    unblockable: bool,
-    unblock_url: str,
-  },
-  required: Object.keys(jobProperties),
-} as const;
+/**
+ * The REST Job; manual jobs add `unblocked_at`, `unblocked_by`, `unblockable` and `unblock_url`, trigger jobs
+ * `triggered_build`.
+ */
+export const JobSchema = Type.Object({
+  id: Str,
+  graphql_id: Str,
+  type: Str,
+  name: NullableStr,
+  label: NullableStr,
+  step_key: NullableStr,
+  step: Nullable(Type.Object({ id: Str, signature: Type.Null() })),
+  agent_query_rules: Type.Array(Str),
+  state: Str,
+  build_url: Str,
+  web_url: Str,
+  log_url: Str,
+  raw_log_url: Str,
+  artifacts_url: Str,
+  command: NullableStr,
+  soft_failed: Bool,
+  exit_status: NullableInt,
+  signal: NullableStr,
+  signal_reason: NullableStr,
+  artifact_paths: NullableStr,
+  agent: JobAgentSchema,
+  created_at: NullableTimestamp,
+  scheduled_at: NullableTimestamp,
+  runnable_at: NullableTimestamp,
+  started_at: NullableTimestamp,
+  finished_at: NullableTimestamp,
+  retried: Bool,
+  retried_in_job_id: NullableStr,
+  retries_count: NullableInt,
+  retry_type: NullableStr,
+  retry_source: Nullable(Type.Object({ job_id: Str, retry_type: Str })),
+  retried_by: NullableUserSchema,
+  expired_at: NullableTimestamp,
+  parallel_group_index: NullableInt,
+  parallel_group_total: NullableInt,
+  matrix: Type.Null(),
+  priority: Type.Object({ number: Int }),
+  cluster_id: NullableStr,
+  cluster_url: NullableStr,
+  cluster_queue_id: NullableStr,
+  cluster_queue_url: NullableStr,
+  unblocked_at: Type.Optional(NullableTimestamp),
+  unblocked_by: Type.Optional(NullableUserSchema),
+  triggered_build: Type.Optional(Nullable(Type.Object({ id: Str, number: Int, url: Str, web_url: Str }))),
+  unblockable: Type.Optional(Bool),
+  unblock_url: Type.Optional(Str),
+});
+export type JobBody = Static<typeof JobSchema>;

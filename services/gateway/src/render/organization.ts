@@ -1,10 +1,11 @@
 import type { Organization } from "@conveyor/proto/identity";
 import { isoTime } from "@conveyor/runtime";
-import { nullableTimestamp, object, str } from "./schemas.js";
+import { type Static, Type } from "@sinclair/typebox";
+import { NullableTimestamp, Str } from "./schemas.js";
 import { graphqlId, type Urls } from "./urls.js";
 
 /** The REST Organization object. */
-export function renderOrganization(o: Organization, urls: Urls) {
+export function renderOrganization(o: Organization, urls: Urls): OrganizationBody {
   const url = urls.api(`organizations/${o.slug}`);
   return {
     id: o.id,
@@ -20,15 +21,16 @@ export function renderOrganization(o: Organization, urls: Urls) {
   };
 }
 
-export const organizationSchema = object({
-  id: str,
-  graphql_id: str,
-  url: str,
-  web_url: str,
-  name: str,
-  slug: str,
-  pipelines_url: str,
-  agents_url: str,
-  emojis_url: str,
-  created_at: nullableTimestamp,
+export const OrganizationSchema = Type.Object({
+  id: Str,
+  graphql_id: Str,
+  url: Str,
+  web_url: Str,
+  name: Str,
+  slug: Str,
+  pipelines_url: Str,
+  agents_url: Str,
+  emojis_url: Str,
+  created_at: NullableTimestamp,
 });
+export type OrganizationBody = Static<typeof OrganizationSchema>;

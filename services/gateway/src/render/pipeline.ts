@@ -1,10 +1,21 @@
 import type { JsonObject } from "@bufbuild/protobuf";
-import { renderRestStep, restStepSchema } from "@conveyor/ci-rules";
+import { type RestStep, renderRestStep, restStepSchema } from "@conveyor/ci-rules";
 import type { Creator, Pipeline } from "@conveyor/proto/pipelines";
 import { isoTime } from "@conveyor/runtime";
-import { arrayOf, bool, int, nullableStr, nullableTimestamp, object, str, timestamp } from "./schemas.js";
+import { type Static, Type } from "@sinclair/typebox";
+import {
+  Bool,
+  Int,
+  Nullable,
+  NullableInt,
+  NullableStr,
+  NullableTimestamp,
+  Str,
+  StringMap,
+  Timestamp,
+} from "./schemas.js";
 import { graphqlId, type Urls } from "./urls.js";
-import { userSchema } from "./user.js";
+import { UserSchema } from "./user.js";
 
 /** What rendering a pipeline needs beyond the record: where URLs point and whether the caller may see secrets. */
 export interface PipelineView {
@@ -35,7 +46,7 @@ function renderProvider(p: Pipeline, view: PipelineView) {
 }
 
 /** The smaller pipeline object embedded in builds. */
-export function renderPipelineSummary(p: Pipeline, view: PipelineView) {
+export function renderPipelineSummary(p: Pipeline, view: PipelineView): PipelineSummaryBody {
   const url = view.urls.api(`organizations/${view.orgSlug}/pipelines/${p.slug}`);
   return {
     id: p.id,
@@ -52,7 +63,8 @@ export function renderPipelineSummary(p: Pipeline, view: PipelineView) {
     badge_url: view.urls.badge(p.badgeToken),
     visibility: p.visibility,
     tags: p.tags ? p.tags.values : null,
-    created_at: isoTime(p.createdAt),
+    // Every pipeline has its creation time; the old serializer wrote a missing one as "".
+    created_at: isoTime(p.createdAt) ?? "",
     archived_at: isoTime(p.archivedAt),
     scheduled_builds_count: p.counts?.scheduledBuilds ?? 0,
     running_builds_count: p.counts?.runningBuilds ?? 0,
@@ -63,7 +75,7 @@ export function renderPipelineSummary(p: Pipeline, view: PipelineView) {
 }
 
 /** The full REST Pipeline object. */
-export function renderPipeline(p: Pipeline, view: PipelineView) {
+export function renderPipeline(p: Pipeline, view: PipelineView): PipelineBody {
   return {
     ...renderPipelineSummary(p, view),
     pipeline_template_uuid: p.pipelineTemplateUuid ?? null,
@@ -74,6 +86,8 @@ export function renderPipeline(p: Pipeline, view: PipelineView) {
     cancel_running_branch_builds: p.cancelRunningBranchBuilds,
     cancel_running_branch_builds_filter: p.cancelRunningBranchBuildsFilter ?? null,
     allow_rebuilds: p.allowRebuilds,
+    default_command_step_timeout: p.defaultCommandStepTimeout ?? null,
+    maximum_command_step_timeout: p.maximumCommandStepTimeout ?? null,
     created_by: renderCreator(p.createdBy),
     env: p.env,
     configuration: p.configuration,
@@ -82,50 +96,59 @@ export function renderPipeline(p: Pipeline, view: PipelineView) {
   };
 }
 
-const providerSchema = object({
-  id: str,
-  webhook_url: str,
-  settings: { type: "object", additionalProperties: true },
+const ProviderSchema = Type.Object({
+  id: Str,
+  webhook_url: Str,
+  settings: Type.Record(Type.String(), Type.Unknown()),
 });
 
 const summaryProperties = {
-  id: str,
-  graphql_id: str,
-  url: str,
-  web_url: str,
-  name: str,
-  description: nullableStr,
-  slug: str,
-  repository: str,
-  cluster_id: nullableStr,
-  provider: providerSchema,
-  builds_url: str,
-  badge_url: str,
-  visibility: str,
-  tags: { type: ["array", "null"], items: str },
-  created_at: timestamp,
-  archived_at: nullableTimestamp,
-  scheduled_builds_count: int,
-  running_builds_count: int,
-  scheduled_jobs_count: int,
-  running_jobs_count: int,
-  waiting_jobs_count: int,
+  id: Str,
+  graphql_id: Str,
+  url: Str,
+  web_url: Str,
+  name: Str,
+  description: NullableStr,
+  slug: Str,
+  repository: Str,
+  cluster_id: NullableStr,
+  provider: ProviderSchema,
+  builds_url: Str,
+  badge_url: Str,
+  visibility: Str,
+  tags: Nullable(Type.Array(Str)),
+  created_at: Timestamp,
+  archived_at: NullableTimestamp,
+  scheduled_builds_count: Int,
+  running_builds_count: Int,
+  scheduled_jobs_count: Int,
+  running_jobs_count: Int,
+  waiting_jobs_count: Int,
 };
 
-export const pipelineSummarySchema = object(summaryProperties);
+/** The smaller pipeline embedded in builds. */
+export const PipelineSummarySchema = Type.Object(summaryProperties);
+export type PipelineSummaryBody = Static<typeof PipelineSummarySchema>;
 
-export const pipelineSchema = object({
+/** One element of `steps` (@conveyor/ci-rules declares its JSON schema beside the renderer). */
+const RestStepSchema = Type.Unsafe<RestStep>(restStepSchema);
+
+/** The full REST Pipeline. */
+export const PipelineSchema = Type.Object({
   ...summaryProperties,
-  pipeline_template_uuid: nullableStr,
-  branch_configuration: nullableStr,
-  default_branch: str,
-  skip_queued_branch_builds: bool,
-  skip_queued_branch_builds_filter: nullableStr,
-  cancel_running_branch_builds: bool,
-  cancel_running_branch_builds_filter: nullableStr,
-  allow_rebuilds: bool,
-  created_by: userSchema,
-  env: { type: "object", additionalProperties: str },
-  configuration: str,
-  steps: arrayOf(restStepSchema),
+  pipeline_template_uuid: NullableStr,
+  branch_configuration: NullableStr,
+  default_branch: Str,
+  skip_queued_branch_builds: Bool,
+  skip_queued_branch_builds_filter: NullableStr,
+  cancel_running_branch_builds: Bool,
+  cancel_running_branch_builds_filter: NullableStr,
+  allow_rebuilds: Bool,
+  default_command_step_timeout: NullableInt,
+  maximum_command_step_timeout: NullableInt,
+  created_by: UserSchema,
+  env: StringMap,
+  configuration: Str,
+  steps: Type.Array(RestStepSchema),
 });
+export type PipelineBody = Static<typeof PipelineSchema>;

@@ -1,8 +1,9 @@
 import type { Organization, Registry, RegistryToken } from "@conveyor/proto/identity";
 import { isoTime } from "@conveyor/runtime";
-import { nullableTimestamp, object, str } from "./schemas.js";
+import { type Static, Type } from "@sinclair/typebox";
+import { Nullable, NullableTimestamp, Str } from "./schemas.js";
 import { graphqlId, type Urls } from "./urls.js";
-import { renderUser, userSchema } from "./user.js";
+import { renderUser, UserSchema } from "./user.js";
 
 /** The API URL of a package registry. */
 export function registryApiUrl(urls: Urls, orgSlug: string, registrySlug: string): string {
@@ -13,7 +14,12 @@ export function registryApiUrl(urls: Urls, orgSlug: string, registrySlug: string
  * The REST registry token, with its organization and registry embedded as go-buildkite decodes them. The secret
  * (`token`) is added only by the create route: it is shown once.
  */
-export function renderRegistryToken(t: RegistryToken, registry: Registry, org: Organization, urls: Urls) {
+export function renderRegistryToken(
+  t: RegistryToken,
+  registry: Registry,
+  org: Organization,
+  urls: Urls,
+): RegistryTokenBody {
   const registryUrl = registryApiUrl(urls, org.slug, registry.slug);
   return {
     id: t.id,
@@ -39,17 +45,18 @@ export function renderRegistryToken(t: RegistryToken, registry: Registry, org: O
 }
 
 const registryTokenProperties = {
-  id: str,
-  graphql_id: str,
-  description: str,
-  url: str,
-  created_at: nullableTimestamp,
-  created_by: { ...userSchema, type: ["object", "null"] },
-  organization: object({ id: str, slug: str, url: str, web_url: str }),
-  registry: object({ id: str, graphql_id: str, slug: str, url: str, web_url: str }),
+  id: Str,
+  graphql_id: Str,
+  description: Str,
+  url: Str,
+  created_at: NullableTimestamp,
+  created_by: Nullable(UserSchema),
+  organization: Type.Object({ id: Str, slug: Str, url: Str, web_url: Str }),
+  registry: Type.Object({ id: Str, graphql_id: Str, slug: Str, url: Str, web_url: Str }),
 };
 
-export const registryTokenSchema = object(registryTokenProperties);
+export const RegistryTokenSchema = Type.Object(registryTokenProperties);
+export type RegistryTokenBody = Static<typeof RegistryTokenSchema>;
 
 /** The create response: the token with its secret, the only time the secret is shown. */
-export const createdRegistryTokenSchema = object({ ...registryTokenProperties, token: str });
+export const CreatedRegistryTokenSchema = Type.Object({ ...registryTokenProperties, token: Str });

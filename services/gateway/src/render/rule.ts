@@ -1,11 +1,12 @@
 import type { Rule } from "@conveyor/proto/identity";
 import { isoTime } from "@conveyor/runtime";
-import { nullableTimestamp, object, str } from "./schemas.js";
+import { type Static, Type } from "@sinclair/typebox";
+import { Nullable, NullableTimestamp, Str } from "./schemas.js";
 import { graphqlId, type Urls } from "./urls.js";
-import { renderUser, userSchema } from "./user.js";
+import { renderUser, UserSchema } from "./user.js";
 
 /** The REST Rule object; created_by is null only for rules an operator tool created. */
-export function renderRule(r: Rule, urls: Urls, orgSlug: string) {
+export function renderRule(r: Rule, urls: Urls, orgSlug: string): RuleBody {
   return {
     uuid: r.id,
     graphql_id: graphqlId("Rule", r.id),
@@ -23,18 +24,19 @@ export function renderRule(r: Rule, urls: Urls, orgSlug: string) {
   };
 }
 
-export const ruleSchema = object({
-  uuid: str,
-  graphql_id: str,
-  organization_uuid: str,
-  url: str,
-  type: str,
-  source_type: str,
-  source_uuid: str,
-  target_type: str,
-  target_uuid: str,
-  effect: str,
-  action: str,
-  created_at: nullableTimestamp,
-  created_by: { ...userSchema, type: ["object", "null"] },
+export const RuleSchema = Type.Object({
+  uuid: Str,
+  graphql_id: Str,
+  organization_uuid: Str,
+  url: Str,
+  type: Str,
+  source_type: Str,
+  source_uuid: Str,
+  target_type: Str,
+  target_uuid: Str,
+  effect: Str,
+  action: Str,
+  created_at: NullableTimestamp,
+  created_by: Nullable(UserSchema),
 });
+export type RuleBody = Static<typeof RuleSchema>;

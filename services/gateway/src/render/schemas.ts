@@ -1,27 +1,33 @@
-/** JSON schema fragments shared by response schemas: they make serialization fast and stop accidental disclosure. */
-export const str = { type: "string" } as const;
-export const nullableStr = { type: ["string", "null"] } as const;
-export const int = { type: "integer" } as const;
-export const bool = { type: "boolean" } as const;
-export const timestamp = { type: "string" } as const;
-export const nullableTimestamp = { type: ["string", "null"] } as const;
+import { type Static, type TSchema, Type } from "@sinclair/typebox";
 
-/** An object schema whose every listed property is required. */
-export function object<P extends Record<string, unknown>>(properties: P) {
-  return { type: "object", properties, required: Object.keys(properties) } as const;
+/**
+ * Schema pieces shared by the REST answers, in TypeBox: one declaration gives the response schema (fast
+ * serialization, nothing undeclared leaks), the OpenAPI document and the TypeScript type.
+ */
+export const Str = Type.String();
+export const Int = Type.Integer();
+export const Bool = Type.Boolean();
+/** An ISO 8601 time with milliseconds and `Z` (buildkite-compat.md §A4). */
+export const Timestamp = Type.String({ description: "ISO 8601 time, e.g. 2026-01-02T03:04:05.678Z" });
+
+/** The schema, or null: one JSON Schema `type` list, as fast-json-stringify serializes it best. */
+export function Nullable<T extends TSchema>(schema: T) {
+  const type = (schema as { type?: string | string[] }).type;
+  if (typeof type !== "string") return Type.Union([schema, Type.Null()]);
+  return Type.Unsafe<Static<T> | null>({ ...schema, type: [type, "null"] });
 }
 
-/** An array of the given item schema. */
-export function arrayOf<S>(items: S) {
-  return { type: "array", items } as const;
-}
+export const NullableStr = Nullable(Str);
+export const NullableInt = Nullable(Int);
+export const NullableTimestamp = Nullable(Timestamp);
+/** An object of string → string (env, meta_data). */
+export const StringMap = Type.Record(Type.String(), Type.String());
 
-/** The body of every error response. */
-export const errorSchema = {
-  type: "object",
-  properties: {
-    message: str,
-    errors: arrayOf(object({ field: str, code: str })),
+/** The body of every error answer (buildkite-compat.md §A2). */
+export const ErrorBody = Type.Object(
+  {
+    message: Str,
+    errors: Type.Optional(Type.Array(Type.Object({ field: Str, code: Str }))),
   },
-  required: ["message"],
-} as const;
+  { title: "Error" },
+);

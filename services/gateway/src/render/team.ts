@@ -8,7 +8,8 @@ import {
   type TeamSuite,
 } from "@conveyor/proto/identity";
 import { isoTime } from "@conveyor/runtime";
-import { arrayOf, nullableTimestamp, object, str, timestamp } from "./schemas.js";
+import { type Static, Type } from "@sinclair/typebox";
+import { NullableTimestamp, Str, Timestamp as Time } from "./schemas.js";
 import type { Urls } from "./urls.js";
 
 const ROLE_NAMES: Record<TeamMemberRole, string> = {
@@ -52,7 +53,7 @@ function requiredTime(ts: Timestamp | undefined): string {
 }
 
 /** The team member association. */
-export function renderTeamMember(m: TeamMember) {
+export function renderTeamMember(m: TeamMember): TeamMemberBody {
   return {
     user_id: m.user?.id ?? "",
     user_name: m.user?.name ?? "",
@@ -61,10 +62,11 @@ export function renderTeamMember(m: TeamMember) {
   };
 }
 
-export const teamMemberSchema = object({ user_id: str, user_name: str, role: str, created_at: timestamp });
+export const TeamMemberSchema = Type.Object({ user_id: Str, user_name: Str, role: Str, created_at: Time });
+export type TeamMemberBody = Static<typeof TeamMemberSchema>;
 
 /** The team pipeline association; the pipeline URL names it by UUID, which the pipeline routes accept. */
-export function renderTeamPipeline(l: TeamPipeline, urls: Urls, orgSlug: string) {
+export function renderTeamPipeline(l: TeamPipeline, urls: Urls, orgSlug: string): TeamPipelineBody {
   return {
     pipeline_id: l.pipelineId,
     pipeline_url: urls.api(`organizations/${orgSlug}/pipelines/${l.pipelineId}`),
@@ -73,15 +75,16 @@ export function renderTeamPipeline(l: TeamPipeline, urls: Urls, orgSlug: string)
   };
 }
 
-export const teamPipelineSchema = object({
-  pipeline_id: str,
-  pipeline_url: str,
-  access_level: str,
-  created_at: nullableTimestamp,
+export const TeamPipelineSchema = Type.Object({
+  pipeline_id: Str,
+  pipeline_url: Str,
+  access_level: Str,
+  created_at: NullableTimestamp,
 });
+export type TeamPipelineBody = Static<typeof TeamPipelineSchema>;
 
 /** The team suite association; access_level is an array, as go-buildkite decodes it. */
-export function renderTeamSuite(l: TeamSuite, urls: Urls, orgSlug: string) {
+export function renderTeamSuite(l: TeamSuite, urls: Urls, orgSlug: string): TeamSuiteBody {
   return {
     suite_id: l.suiteId,
     suite_url: urls.api(`analytics/organizations/${orgSlug}/suites/${l.suiteId}`),
@@ -90,9 +93,10 @@ export function renderTeamSuite(l: TeamSuite, urls: Urls, orgSlug: string) {
   };
 }
 
-export const teamSuiteSchema = object({
-  suite_id: str,
-  suite_url: str,
-  access_level: arrayOf(str),
-  created_at: nullableTimestamp,
+export const TeamSuiteSchema = Type.Object({
+  suite_id: Str,
+  suite_url: Str,
+  access_level: Type.Array(Str),
+  created_at: NullableTimestamp,
 });
+export type TeamSuiteBody = Static<typeof TeamSuiteSchema>;

@@ -1,21 +1,33 @@
 import { isoTime } from "@conveyor/runtime";
+import { Type } from "@fastify/type-provider-typebox";
 import type { FastifyInstance } from "fastify";
-import { arrayOf, errorSchema, nullableTimestamp, object, str } from "../render/schemas.js";
+import { NullableTimestamp, Str } from "../render/schemas.js";
+import { noContent, responses, typed } from "./declare.js";
 import { type RouteDeps, rpcOptions } from "./deps.js";
 
-const accessTokenSchema = object({
-  uuid: str,
-  scopes: arrayOf(str),
-  description: str,
-  created_at: nullableTimestamp,
-  user: object({ name: str, email: str }),
+const AccessTokenSchema = Type.Object({
+  uuid: Str,
+  scopes: Type.Array(Str),
+  description: Str,
+  created_at: NullableTimestamp,
+  user: Type.Object({ name: Str, email: Str }),
 });
+
+const tags = ["access-token"];
 
 /** GET /v2/access-token (the calling token) and DELETE /v2/access-token (revoke it). */
 export function accessTokenRoutes(app: FastifyInstance, deps: RouteDeps): void {
-  app.get(
+  typed(app).get(
     "/v2/access-token",
-    { schema: { response: { 200: accessTokenSchema, "4xx": errorSchema } } },
+    {
+      config: { scope: null },
+      schema: {
+        operationId: "getAccessToken",
+        summary: "The calling token: its uuid, scopes and user",
+        tags,
+        response: responses(200, AccessTokenSchema),
+      },
+    },
     async (request) => {
       const { token, user } = request.principal ?? {};
       return {
@@ -28,11 +40,18 @@ export function accessTokenRoutes(app: FastifyInstance, deps: RouteDeps): void {
     },
   );
 
-  app.delete("/v2/access-token", async (request, reply) => {
-    const tokenId = request.principal?.token?.id ?? "";
-    await deps.clients.identity.revokeAccessToken({ id: tokenId }, rpcOptions(request));
-    // The revocation event would evict it too, but this instance must not honour the token even for a moment.
-    deps.principals.evictToken(tokenId);
-    return reply.status(204).send();
-  });
+  typed(app).delete(
+    "/v2/access-token",
+    {
+      config: { scope: null },
+      schema: { operationId: "revokeAccessToken", summary: "Revoke the calling token", tags, response: noContent },
+    },
+    async (request, reply) => {
+      const tokenId = request.principal?.token?.id ?? "";
+      await deps.clients.identity.revokeAccessToken({ id: tokenId }, rpcOptions(request));
+      // The revocation event would evict it too, but this instance must not honour the token even for a moment.
+      deps.principals.evictToken(tokenId);
+      return reply.status(204).send();
+    },
+  );
 }

@@ -2,10 +2,15 @@ import type { MessageInitShape } from "@bufbuild/protobuf";
 import { type Timestamp, timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { BUILD_STATES } from "@conveyor/ci-rules";
 import type { ListBuildsRequestSchema } from "@conveyor/proto/builds";
+import { Type } from "@fastify/type-provider-typebox";
 import { HttpError } from "../http-error.js";
+import { BOUNDS, pagingProperties, text } from "./params.js";
 
-/** A query string as Fastify's default parser hands it over: repeated keys become arrays. */
-export type RawQuery = Record<string, string | string[] | undefined>;
+/**
+ * A query string as the route's schema hands it over: repeated keys become arrays, and booleans and integers the
+ * schema declares are already read.
+ */
+export type RawQuery = Record<string, string | string[] | boolean | number | undefined>;
 
 /** The build states a list may filter by; `finished` stands for passed, failed, blocked and canceled. */
 export const LIST_BUILD_STATES = [...BUILD_STATES, "finished"] as const;
@@ -29,6 +34,37 @@ export interface BuildListQuery {
   excludePipeline: boolean;
 }
 
+const many = (max: number) =>
+  Type.Optional(Type.Union([text(max), Type.Array(text(max), { maxItems: BOUNDS.entries })]));
+const manyBracketed = (max: number) => Type.Optional(Type.Array(text(max), { maxItems: BOUNDS.entries }));
+const time = (description: string) => Type.Optional(text(64, { description: `ISO 8601 time: ${description}` }));
+const flagParam = (description: string) => Type.Optional(Type.Boolean({ description }));
+
+/**
+ * The query string of the three build lists (spec: Builds; buildkite-compat.md §A1): filters, each as go-buildkite
+ * sends it (`state[]`, `branch[]`, `meta_data[key]=value`), and paging. States are also taken comma-separated, so
+ * their values are judged by parseStates with Buildkite's message.
+ */
+export const BuildListQuerySchema = Type.Object(
+  {
+    ...pagingProperties,
+    branch: many(BOUNDS.ref),
+    "branch[]": manyBracketed(BOUNDS.ref),
+    commit: many(BOUNDS.ref),
+    "commit[]": manyBracketed(BOUNDS.ref),
+    created_from: time("builds created on or after"),
+    created_to: time("builds created before"),
+    finished_from: time("builds finished on or after"),
+    creator: Type.Optional(text(BOUNDS.id, { description: "a user UUID" })),
+    state: many(1024),
+    "state[]": manyBracketed(64),
+    include_retried_jobs: flagParam("list every retried job"),
+    exclude_jobs: flagParam("leave jobs out"),
+    exclude_pipeline: flagParam("leave the pipeline out"),
+  },
+  { patternProperties: { "^meta_data\\[.+\\]$": Type.Union([text(BOUNDS.value), Type.Array(text(BOUNDS.value))]) } },
+);
+
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /**
@@ -43,11 +79,17 @@ function values(query: RawQuery, name: string): string[] {
   return [query[name], query[`${name}[]`]].flat().filter((v): v is string => typeof v === "string" && v !== "");
 }
 
+/** A boolean parameter, read by the route's schema or (given as text) here. */
+function flag(query: RawQuery, name: string): boolean {
+  const v = query[name];
+  return typeof v === "boolean" ? v : parseBoolean(name, single(query, name));
+}
+
 /** The one value of a scalar parameter; given more than once is a 400. */
 function single(query: RawQuery, name: string): string | undefined {
   const v = query[name];
   if (Array.isArray(v)) throw new HttpError(400, `${name} may be given only once`);
-  return v === "" ? undefined : v;
+  return typeof v !== "string" || v === "" ? undefined : v;
 }
 
 /** Parses an ISO 8601 time of a filter; anything else is a 400 naming the parameter. */
@@ -108,7 +150,7 @@ export function parseMetaData(query: RawQuery): Record<string, string> {
     const m = /^meta_data\[(.+)\]$/.exec(key);
     if (!m?.[1] || raw === undefined) continue;
     const value = Array.isArray(raw) ? raw[raw.length - 1] : raw;
-    metaData[m[1]] = value ?? "";
+    metaData[m[1]] = String(value ?? "");
   }
   return metaData;
 }
@@ -137,11 +179,11 @@ export function parseBuildListQuery(query: RawQuery): BuildListQuery {
     creatorId: creator?.toLowerCase() ?? "",
     metaData: parseMetaData(query),
     states: parseStates(query),
-    includeRetriedJobs: parseBoolean("include_retried_jobs", single(query, "include_retried_jobs")),
-    excludeJobs: parseBoolean("exclude_jobs", single(query, "exclude_jobs")),
+    includeRetriedJobs: flag(query, "include_retried_jobs"),
+    excludeJobs: flag(query, "exclude_jobs"),
   };
   for (const key of ["createdFrom", "createdTo", "finishedFrom"] as const) {
     if (filters[key] === undefined) delete filters[key];
   }
-  return { filters, excludePipeline: parseBoolean("exclude_pipeline", single(query, "exclude_pipeline")) };
+  return { filters, excludePipeline: flag(query, "exclude_pipeline") };
 }

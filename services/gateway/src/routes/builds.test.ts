@@ -302,6 +302,7 @@ describe("builds routes", () => {
           number: 6,
           url: "http://api.test/v2/organizations/acme/pipelines/web/builds/6",
         },
+        triggered_from: null,
         pipeline: expect.objectContaining({
           id: web.id,
           slug: "web",
@@ -339,6 +340,8 @@ describe("builds routes", () => {
         command: "make test",
         soft_failed: false,
         exit_status: null,
+        signal: null,
+        signal_reason: null,
         artifact_paths: null,
         agent: null,
         created_at: "2026-02-01T10:00:00.123Z",
@@ -350,6 +353,9 @@ describe("builds routes", () => {
         retried_in_job_id: null,
         retries_count: null,
         retry_type: null,
+        retry_source: null,
+        retried_by: null,
+        expired_at: null,
         parallel_group_index: 0,
         parallel_group_total: 2,
         matrix: null,
@@ -395,6 +401,7 @@ describe("builds routes", () => {
         state: "blocked",
         unblockable: true,
         unblocked_at: null,
+        unblocked_by: null,
         unblock_url: `${url}/jobs/${b.jobs[3]?.id}/unblock`,
       });
     });

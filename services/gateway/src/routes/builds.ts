@@ -2,76 +2,57 @@ import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { Build, BuildUserSchema } from "@conveyor/proto/builds";
 import type { OrganizationAccess } from "@conveyor/proto/identity";
 import type { Pipeline } from "@conveyor/proto/pipelines";
+import { Type } from "@fastify/type-provider-typebox";
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import { organizationAccess } from "../auth/authenticate.js";
 import type { PipelineAction } from "../auth/pipeline-access.js";
 import { HttpError } from "../http-error.js";
-import { linkHeader, pagingQuerySchema, parsePaging } from "../paging.js";
-import { buildSchema, renderBuild } from "../render/build.js";
+import { linkHeader } from "../paging.js";
+import { BuildSchema, renderBuild } from "../render/build.js";
 import type { JobDetail } from "../render/job.js";
-import { arrayOf, errorSchema } from "../render/schemas.js";
-import { parseBoolean, parseBuildListQuery, type RawQuery } from "./build-query.js";
+import { BuildListQuerySchema, parseBuildListQuery, type RawQuery } from "./build-query.js";
+import { responses, typed } from "./declare.js";
 import { type RouteDeps, rpcOptions } from "./deps.js";
+import { BOUNDS, BuildParams, nullableText, OrgParams, PipelineParams, pageOf, stringMap, text } from "./params.js";
 
-type OrgParams = { org: string };
-type PipelineParams = { org: string; pipeline: string };
-type BuildParams = PipelineParams & { number: string };
+const nullableFlag = Type.Union([Type.Boolean(), Type.Null()]);
 
-/** The body of a create-build request: types only; the builds service judges presence and values. */
-export interface CreateBuildBody {
-  commit?: string;
-  branch?: string;
-  message?: string | null;
-  author?: { name?: string | null; email?: string | null; username?: string | null } | null;
-  clean_checkout?: boolean | null;
-  env?: Record<string, string> | null;
-  ignore_pipeline_branch_filters?: boolean | null;
-  meta_data?: Record<string, string> | null;
-  pull_request_base_branch?: string | null;
-  pull_request_id?: number | null;
-  pull_request_repository?: string | null;
-}
+/**
+ * The body of a create-build request (spec: Builds, create), with its types and bounds; the builds service judges
+ * presence and values.
+ */
+export const CreateBuildBodySchema = Type.Object({
+  commit: Type.Optional(text(BOUNDS.ref, { description: "ref, SHA or tag to build (required)" })),
+  branch: Type.Optional(text(BOUNDS.ref, { description: "the branch the commit belongs to (required)" })),
+  message: Type.Optional(nullableText(BOUNDS.text)),
+  author: Type.Optional(
+    Type.Union([
+      Type.Object({
+        name: Type.Optional(nullableText(BOUNDS.name)),
+        email: Type.Optional(nullableText(BOUNDS.name)),
+        username: Type.Optional(nullableText(BOUNDS.name)),
+      }),
+      Type.Null(),
+    ]),
+  ),
+  clean_checkout: Type.Optional(nullableFlag),
+  env: Type.Optional(Type.Union([stringMap(), Type.Null()])),
+  ignore_pipeline_branch_filters: Type.Optional(nullableFlag),
+  meta_data: Type.Optional(Type.Union([stringMap(), Type.Null()])),
+  pull_request_base_branch: Type.Optional(nullableText(BOUNDS.ref)),
+  // A number beyond 2^53 cannot be told from its neighbours once parsed: it is refused, not rounded.
+  pull_request_id: Type.Optional(
+    Type.Union([Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER }), Type.Null()]),
+  ),
+  pull_request_repository: Type.Optional(nullableText(BOUNDS.ref)),
+});
 
-const nullable = (type: string) => ({ type: [type, "null"] }) as const;
-const stringMap = { type: ["object", "null"], additionalProperties: { type: "string" } } as const;
-
-export const createBuildBodySchema = {
-  type: "object",
-  properties: {
-    commit: { type: "string" },
-    branch: { type: "string" },
-    message: nullable("string"),
-    author: {
-      type: ["object", "null"],
-      properties: { name: nullable("string"), email: nullable("string"), username: nullable("string") },
-    },
-    clean_checkout: nullable("boolean"),
-    env: stringMap,
-    ignore_pipeline_branch_filters: nullable("boolean"),
-    meta_data: stringMap,
-    pull_request_base_branch: nullable("string"),
-    pull_request_id: nullable("integer"),
-    pull_request_repository: nullable("string"),
-  },
-} as const;
-
-const listQuerySchema = { type: "object", properties: pagingQuerySchema } as const;
-
-const response = (ok: object, okStatus = 200) => ({ [okStatus]: ok, "4xx": errorSchema });
+const tags = ["builds"];
 
 const NO_BUILD = () => new HttpError(404, "No build found");
-const MAX_INT32 = 2 ** 31 - 1;
 
-/** A build number from the path; anything but a positive 32-bit integer names no build. */
-function buildNumber(raw: string): number {
-  if (!/^\d{1,10}$/.test(raw)) throw NO_BUILD();
-  const n = Number(raw);
-  if (n < 1 || n > MAX_INT32) throw NO_BUILD();
-  return n;
-}
-
-/** The requesting user, as builds record their creator. */
-function creatorOf(request: FastifyRequest): MessageInitShape<typeof BuildUserSchema> | undefined {
+/** The requesting user, as builds record their creator (and jobs who retried or unblocked them). */
+export function creatorOf(request: FastifyRequest): MessageInitShape<typeof BuildUserSchema> | undefined {
   const user = request.principal?.user;
   if (!user) return undefined;
   return {
@@ -90,23 +71,12 @@ function creatorOf(request: FastifyRequest): MessageInitShape<typeof BuildUserSc
 export function buildRoutes(app: FastifyInstance, deps: RouteDeps): void {
   const { clients, urls } = deps;
 
-  /**
-   * The pipeline of a build route, by slug within the organization, when the caller may take `action` on it:
-   * unknown or not readable by the caller → 404 "No pipeline found", action not allowed → 403 "Forbidden".
-   */
-  const pipelineOf = async (
-    request: FastifyRequest<{ Params: PipelineParams }>,
+  /** The pipeline of a build route, when the caller may take `action` on it (404 unseen, 403 not allowed). */
+  const pipelineOf = (
+    request: FastifyRequest & { params: { pipeline: string } },
     access: OrganizationAccess,
     action: PipelineAction,
-  ) => {
-    const res = await clients.pipelines.getPipeline(
-      { organizationId: access.organization?.id ?? "", pipeline: request.params.pipeline },
-      rpcOptions(request),
-    );
-    if (!res.pipeline) throw new HttpError(404, "No pipeline found");
-    const granted = await deps.pipelineAccess.require(request, access, res.pipeline, action);
-    return { pipeline: res.pipeline, canEdit: granted.edit };
-  };
+  ) => deps.pipelineAccess.pipeline(request, access, request.params.pipeline, action);
 
   /** Renders one build of a known pipeline. */
   const renderOne = (
@@ -125,13 +95,13 @@ export function buildRoutes(app: FastifyInstance, deps: RouteDeps): void {
    * Organization-wide pages cover only the pipelines the caller may read.
    */
   const listPage = async (
-    request: FastifyRequest<{ Querystring: RawQuery }>,
+    request: FastifyRequest & { query: RawQuery },
     reply: { header(name: string, value: string): unknown },
     accesses: OrganizationAccess[],
     known?: { pipeline: Pipeline; canEdit: boolean },
   ) => {
     const pipeline = known?.pipeline;
-    const paging = parsePaging(request.query as { page?: string; per_page?: string });
+    const paging = pageOf(request.query as { page?: number; per_page?: number });
     const query = parseBuildListQuery(request.query);
     const orgs = new Map(accesses.flatMap((a) => (a.organization ? [[a.organization.id, a] as const] : [])));
     if (orgs.size === 0) return [];
@@ -182,21 +152,50 @@ export function buildRoutes(app: FastifyInstance, deps: RouteDeps): void {
     });
   };
 
-  const listSchema = { querystring: listQuerySchema, response: response(arrayOf(buildSchema)) };
+  const route = typed(app);
+  const list = { querystring: BuildListQuerySchema, response: responses(200, Type.Array(BuildSchema)) };
 
-  app.get<{ Querystring: RawQuery }>("/v2/builds", { schema: listSchema }, async (request, reply) =>
-    listPage(request, reply, request.principal?.organizations ?? []),
+  route.get(
+    "/v2/builds",
+    {
+      config: { scope: "read_builds" },
+      schema: {
+        operationId: "listAllBuilds",
+        summary: "List builds across the organizations the token may reach, newest first",
+        tags,
+        ...list,
+      },
+    },
+    async (request, reply) => listPage(request, reply, request.principal?.organizations ?? []),
   );
 
-  app.get<{ Params: OrgParams; Querystring: RawQuery }>(
+  route.get(
     "/v2/organizations/:org/builds",
-    { schema: listSchema },
+    {
+      config: { scope: "read_builds" },
+      schema: {
+        operationId: "listOrganizationBuilds",
+        summary: "List the builds of an organization's pipelines, newest first",
+        tags,
+        params: OrgParams,
+        ...list,
+      },
+    },
     async (request, reply) => listPage(request, reply, [organizationAccess(request, request.params.org)]),
   );
 
-  app.get<{ Params: PipelineParams; Querystring: RawQuery }>(
+  route.get(
     "/v2/organizations/:org/pipelines/:pipeline/builds",
-    { schema: listSchema },
+    {
+      config: { scope: "read_builds" },
+      schema: {
+        operationId: "listPipelineBuilds",
+        summary: "List the builds of a pipeline, newest first",
+        tags,
+        params: PipelineParams,
+        ...list,
+      },
+    },
     async (request, reply) => {
       const access = organizationAccess(request, request.params.org);
       const pipeline = await pipelineOf(request, access, "read");
@@ -204,18 +203,25 @@ export function buildRoutes(app: FastifyInstance, deps: RouteDeps): void {
     },
   );
 
-  app.get<{ Params: BuildParams; Querystring: { include_retried_jobs?: string } }>(
+  route.get(
     "/v2/organizations/:org/pipelines/:pipeline/builds/:number",
     {
+      config: { scope: "read_builds" },
       schema: {
-        querystring: { type: "object", properties: { include_retried_jobs: { type: "string" } } },
-        response: response(buildSchema),
+        operationId: "getBuild",
+        summary: "Get a build by number",
+        tags,
+        params: BuildParams,
+        querystring: Type.Object({
+          include_retried_jobs: Type.Optional(Type.Boolean({ description: "list every retried job" })),
+        }),
+        response: responses(200, BuildSchema),
       },
     },
     async (request) => {
       const access = organizationAccess(request, request.params.org);
-      const number = buildNumber(request.params.number);
-      const includeRetriedJobs = parseBoolean("include_retried_jobs", request.query.include_retried_jobs);
+      const number = request.params.number;
+      const includeRetriedJobs = request.query.include_retried_jobs ?? false;
       const pipeline = await pipelineOf(request, access, "read");
       const res = await clients.builds.getBuild(
         { pipelineId: pipeline.pipeline.id, number, includeRetriedJobs },
@@ -225,9 +231,19 @@ export function buildRoutes(app: FastifyInstance, deps: RouteDeps): void {
     },
   );
 
-  app.post<{ Params: PipelineParams; Body: CreateBuildBody | undefined }>(
+  route.post(
     "/v2/organizations/:org/pipelines/:pipeline/builds",
-    { schema: { body: createBuildBodySchema, response: response(buildSchema, 201) } },
+    {
+      config: { scope: "write_builds" },
+      schema: {
+        operationId: "createBuild",
+        summary: "Create a build",
+        tags,
+        params: PipelineParams,
+        body: CreateBuildBodySchema,
+        response: responses(201, BuildSchema),
+      },
+    },
     async (request, reply) => {
       const access = organizationAccess(request, request.params.org);
       const body = request.body ?? {};
@@ -262,24 +278,42 @@ export function buildRoutes(app: FastifyInstance, deps: RouteDeps): void {
     },
   );
 
-  app.put<{ Params: BuildParams }>(
+  route.put(
     "/v2/organizations/:org/pipelines/:pipeline/builds/:number/cancel",
-    { schema: { response: response(buildSchema) } },
+    {
+      config: { scope: "write_builds" },
+      schema: {
+        operationId: "cancelBuild",
+        summary: "Cancel a scheduled, running or failing build",
+        tags,
+        params: BuildParams,
+        response: responses(200, BuildSchema),
+      },
+    },
     async (request) => {
       const access = organizationAccess(request, request.params.org);
-      const number = buildNumber(request.params.number);
+      const number = request.params.number;
       const pipeline = await pipelineOf(request, access, "build");
       const res = await clients.builds.cancelBuild({ pipelineId: pipeline.pipeline.id, number }, rpcOptions(request));
       return renderOne(res.build, access, pipeline, "single");
     },
   );
 
-  app.put<{ Params: BuildParams }>(
+  route.put(
     "/v2/organizations/:org/pipelines/:pipeline/builds/:number/rebuild",
-    { schema: { response: response(buildSchema) } },
+    {
+      config: { scope: "write_builds" },
+      schema: {
+        operationId: "rebuildBuild",
+        summary: "Rebuild a build: a new build of the same commit",
+        tags,
+        params: BuildParams,
+        response: responses(200, BuildSchema),
+      },
+    },
     async (request) => {
       const access = organizationAccess(request, request.params.org);
-      const number = buildNumber(request.params.number);
+      const number = request.params.number;
       const pipeline = await pipelineOf(request, access, "build");
       const res = await clients.builds.rebuildBuild(
         {

@@ -1,25 +1,34 @@
 import { isUuid } from "@conveyor/runtime";
+import { Type } from "@fastify/type-provider-typebox";
 import type { FastifyInstance } from "fastify";
 import { organizationAccess } from "../auth/authenticate.js";
 import { HttpError } from "../http-error.js";
-import { linkHeader, pagingQuerySchema, parsePaging } from "../paging.js";
-import { arrayOf, errorSchema } from "../render/schemas.js";
-import { memberSchema, renderMember } from "../render/user.js";
+import { linkHeader } from "../paging.js";
+import { MemberSchema, renderMember } from "../render/user.js";
+import { responses, typed } from "./declare.js";
 import { type RouteDeps, rpcOptions } from "./deps.js";
+import { Id, OrgParams, PagingQuery, pageOf, Slug } from "./params.js";
+
+const tags = ["organizations"];
 
 /** GET /v2/organizations/:org/members and GET /v2/organizations/:org/members/:user. */
 export function memberRoutes(app: FastifyInstance, deps: RouteDeps): void {
-  app.get<{ Params: { org: string }; Querystring: { page?: string; per_page?: string } }>(
+  typed(app).get(
     "/v2/organizations/:org/members",
     {
+      config: { scope: "read_organizations" },
       schema: {
-        querystring: { type: "object", properties: pagingQuerySchema },
-        response: { 200: arrayOf(memberSchema), "4xx": errorSchema },
+        operationId: "listMembers",
+        summary: "List an organization's members",
+        tags,
+        params: OrgParams,
+        querystring: PagingQuery,
+        response: responses(200, Type.Array(MemberSchema)),
       },
     },
     async (request, reply) => {
       const org = organizationAccess(request, request.params.org).organization;
-      const paging = parsePaging(request.query);
+      const paging = pageOf(request.query);
       const res = await deps.clients.identity.listMembers(
         { organizationId: org?.id ?? "", page: paging.page, perPage: paging.perPage },
         rpcOptions(request),
@@ -30,9 +39,18 @@ export function memberRoutes(app: FastifyInstance, deps: RouteDeps): void {
     },
   );
 
-  app.get<{ Params: { org: string; user: string } }>(
+  typed(app).get(
     "/v2/organizations/:org/members/:user",
-    { schema: { response: { 200: memberSchema, "4xx": errorSchema } } },
+    {
+      config: { scope: "read_organizations" },
+      schema: {
+        operationId: "getMember",
+        summary: "Get one member of an organization by user UUID",
+        tags,
+        params: Type.Object({ org: Slug, user: Id }),
+        response: responses(200, MemberSchema),
+      },
+    },
     async (request) => {
       const org = organizationAccess(request, request.params.org).organization;
       if (!isUuid(request.params.user)) throw new HttpError(404, "No user found");

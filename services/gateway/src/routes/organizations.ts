@@ -1,24 +1,30 @@
+import { Type } from "@fastify/type-provider-typebox";
 import type { FastifyInstance } from "fastify";
 import { organizationAccess } from "../auth/authenticate.js";
-import { linkHeader, type PageRequest, pagingQuerySchema, parsePaging } from "../paging.js";
-import { organizationSchema, renderOrganization } from "../render/organization.js";
-import { arrayOf, errorSchema } from "../render/schemas.js";
+import { linkHeader } from "../paging.js";
+import { OrganizationSchema, renderOrganization } from "../render/organization.js";
+import { responses, typed } from "./declare.js";
 import { type RouteDeps, rpcOptions } from "./deps.js";
+import { OrgParams, PagingQuery, pageOf } from "./params.js";
 
-const orgParams = { type: "object", properties: { org: { type: "string" } }, required: ["org"] } as const;
+const tags = ["organizations"];
 
 /** GET /v2/organizations and GET /v2/organizations/:org. */
 export function organizationRoutes(app: FastifyInstance, deps: RouteDeps): void {
-  app.get<{ Querystring: { page?: string; per_page?: string } }>(
+  typed(app).get(
     "/v2/organizations",
     {
+      config: { scope: "read_organizations" },
       schema: {
-        querystring: { type: "object", properties: pagingQuerySchema },
-        response: { 200: arrayOf(organizationSchema), "4xx": errorSchema },
+        operationId: "listOrganizations",
+        summary: "List the organizations the token may reach",
+        tags,
+        querystring: PagingQuery,
+        response: responses(200, Type.Array(OrganizationSchema)),
       },
     },
     async (request, reply) => {
-      const paging: PageRequest = parsePaging(request.query);
+      const paging = pageOf(request.query);
       const ids = (request.principal?.organizations ?? []).flatMap((o) => (o.organization ? [o.organization.id] : []));
       const res = await deps.clients.identity.listOrganizations(
         { ids, page: paging.page, perPage: paging.perPage },
@@ -32,9 +38,18 @@ export function organizationRoutes(app: FastifyInstance, deps: RouteDeps): void 
 
   // Served from the caller's principal, which identity resolved moments ago (cached for TOKEN_CACHE_TTL_MS): the
   // organization record comes with the access decision, so no further hop is needed.
-  app.get<{ Params: { org: string } }>(
+  typed(app).get(
     "/v2/organizations/:org",
-    { schema: { params: orgParams, response: { 200: organizationSchema, "4xx": errorSchema } } },
+    {
+      config: { scope: "read_organizations" },
+      schema: {
+        operationId: "getOrganization",
+        summary: "Get an organization",
+        tags,
+        params: OrgParams,
+        response: responses(200, OrganizationSchema),
+      },
+    },
     async (request) => {
       const access = organizationAccess(request, request.params.org);
       return renderOrganization(access.organization as NonNullable<typeof access.organization>, deps.urls);

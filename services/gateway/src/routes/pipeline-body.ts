@@ -1,59 +1,57 @@
 import type { JsonObject, MessageInitShape } from "@bufbuild/protobuf";
 import type { PipelineAttributesSchema } from "@conveyor/proto/pipelines";
+import { type Static, Type } from "@fastify/type-provider-typebox";
+import { BOUNDS, MAX_INT32, nullableText, text } from "./params.js";
 
-const nullableString = { type: ["string", "null"] } as const;
+const minutes = Type.Union([Type.Integer({ minimum: 0, maximum: MAX_INT32 }), Type.Null()]);
+/** An object the pipelines service reads key by key and reports on (env names, provider settings). */
+const looseObject = Type.Union([
+  Type.Record(Type.String(), Type.Unknown(), {
+    maxProperties: BOUNDS.entries,
+    propertyNames: { maxLength: BOUNDS.key },
+  }),
+  Type.Null(),
+]);
 
-/** The JSON schema of a pipeline create or update body: types only; the pipelines service judges the values. */
-export const pipelineBodySchema = {
-  type: "object",
-  properties: {
-    name: { type: "string" },
-    slug: nullableString,
-    description: nullableString,
-    repository: { type: "string" },
-    cluster_id: nullableString,
-    pipeline_template_uuid: nullableString,
-    branch_configuration: nullableString,
-    default_branch: nullableString,
-    skip_queued_branch_builds: { type: "boolean" },
-    skip_queued_branch_builds_filter: nullableString,
-    cancel_running_branch_builds: { type: "boolean" },
-    cancel_running_branch_builds_filter: nullableString,
-    allow_rebuilds: { type: "boolean" },
-    env: { type: ["object", "null"] },
-    provider_settings: { type: ["object", "null"] },
-    tags: { type: ["array", "null"], items: { type: "string" } },
-    visibility: { type: "string" },
-    configuration: { type: "string" },
-    steps: { type: "array" },
-    teams: { type: "object", additionalProperties: { type: "string" } },
-    team_uuids: { type: "array", items: { type: "string" } },
-  },
-} as const;
+/**
+ * A pipeline create or update body (spec: Pipelines), with its types and bounds; the pipelines service judges the
+ * values (required keys, names, env names, YAML).
+ */
+export const PipelineBodySchema = Type.Object({
+  name: Type.Optional(text(BOUNDS.name)),
+  slug: Type.Optional(nullableText(BOUNDS.slug)),
+  description: Type.Optional(nullableText(BOUNDS.text)),
+  repository: Type.Optional(text(BOUNDS.ref)),
+  cluster_id: Type.Optional(nullableText(BOUNDS.id)),
+  pipeline_template_uuid: Type.Optional(nullableText(BOUNDS.id)),
+  branch_configuration: Type.Optional(nullableText(BOUNDS.ref)),
+  default_branch: Type.Optional(nullableText(BOUNDS.ref)),
+  skip_queued_branch_builds: Type.Optional(Type.Boolean()),
+  skip_queued_branch_builds_filter: Type.Optional(nullableText(BOUNDS.ref)),
+  cancel_running_branch_builds: Type.Optional(Type.Boolean()),
+  cancel_running_branch_builds_filter: Type.Optional(nullableText(BOUNDS.ref)),
+  allow_rebuilds: Type.Optional(Type.Boolean()),
+  default_timeout_in_minutes: Type.Optional(minutes),
+  maximum_timeout_in_minutes: Type.Optional(minutes),
+  env: Type.Optional(looseObject),
+  provider_settings: Type.Optional(looseObject),
+  tags: Type.Optional(Type.Union([Type.Array(text(BOUNDS.name), { maxItems: BOUNDS.entries }), Type.Null()])),
+  visibility: Type.Optional(text(BOUNDS.name, { description: "private (default) or public" })),
+  configuration: Type.Optional(text(BOUNDS.yaml, { description: "the pipeline's steps as YAML" })),
+  steps: Type.Optional(
+    Type.Array(Type.Unknown(), { maxItems: BOUNDS.entries, description: "the visual form's steps" }),
+  ),
+  teams: Type.Optional(
+    Type.Record(Type.String(), text(BOUNDS.name), {
+      maxProperties: BOUNDS.entries,
+      propertyNames: { maxLength: BOUNDS.id },
+      description: "team UUID → read_only, build_and_read or manage_build_and_read (create only)",
+    }),
+  ),
+  team_uuids: Type.Optional(Type.Array(text(BOUNDS.id), { maxItems: BOUNDS.entries, deprecated: true })),
+});
 
-export interface PipelineBody {
-  name?: string;
-  slug?: string | null;
-  description?: string | null;
-  repository?: string;
-  cluster_id?: string | null;
-  pipeline_template_uuid?: string | null;
-  branch_configuration?: string | null;
-  default_branch?: string | null;
-  skip_queued_branch_builds?: boolean;
-  skip_queued_branch_builds_filter?: string | null;
-  cancel_running_branch_builds?: boolean;
-  cancel_running_branch_builds_filter?: string | null;
-  allow_rebuilds?: boolean;
-  env?: JsonObject | null;
-  provider_settings?: JsonObject | null;
-  tags?: string[] | null;
-  visibility?: string;
-  configuration?: string;
-  steps?: unknown[];
-  teams?: Record<string, string>;
-  team_uuids?: string[];
-}
+export type PipelineRequestBody = Static<typeof PipelineBodySchema>;
 
 /** The team access level the deprecated `team_uuids` form grants. */
 export const TEAM_UUIDS_ACCESS_LEVEL = "manage_build_and_read";
@@ -62,7 +60,7 @@ export const TEAM_UUIDS_ACCESS_LEVEL = "manage_build_and_read";
  * Maps a request body to the service's attributes: only keys present in the body are set, and null becomes the
  * empty value that clears an attribute.
  */
-export function bodyToAttributes(body: PipelineBody): MessageInitShape<typeof PipelineAttributesSchema> {
+export function bodyToAttributes(body: PipelineRequestBody): MessageInitShape<typeof PipelineAttributesSchema> {
   const str = (v: string | null | undefined) => (v === undefined ? undefined : (v ?? ""));
   const attrs: MessageInitShape<typeof PipelineAttributesSchema> = {
     name: body.name,
@@ -78,8 +76,12 @@ export function bodyToAttributes(body: PipelineBody): MessageInitShape<typeof Pi
     cancelRunningBranchBuilds: body.cancel_running_branch_builds,
     cancelRunningBranchBuildsFilter: str(body.cancel_running_branch_builds_filter),
     allowRebuilds: body.allow_rebuilds,
-    env: body.env === undefined ? undefined : (body.env ?? {}),
-    providerSettings: body.provider_settings === undefined ? undefined : (body.provider_settings ?? {}),
+    defaultTimeoutInMinutes:
+      body.default_timeout_in_minutes === undefined ? undefined : (body.default_timeout_in_minutes ?? 0),
+    maximumTimeoutInMinutes:
+      body.maximum_timeout_in_minutes === undefined ? undefined : (body.maximum_timeout_in_minutes ?? 0),
+    env: body.env === undefined ? undefined : ((body.env ?? {}) as JsonObject),
+    providerSettings: body.provider_settings === undefined ? undefined : ((body.provider_settings ?? {}) as JsonObject),
     tags: body.tags === undefined ? undefined : { values: body.tags ?? [] },
     visibility: body.visibility,
     configuration: body.configuration,
@@ -92,7 +94,7 @@ export function bodyToAttributes(body: PipelineBody): MessageInitShape<typeof Pi
 }
 
 /** The teams of a create body: `teams`, or the deprecated `team_uuids` with full access. */
-export function bodyTeams(body: PipelineBody): Record<string, string> {
+export function bodyTeams(body: PipelineRequestBody): Record<string, string> {
   if (body.teams) return body.teams;
   return Object.fromEntries((body.team_uuids ?? []).map((uuid) => [uuid, TEAM_UUIDS_ACCESS_LEVEL]));
 }

@@ -1,18 +1,21 @@
 import type { OrganizationAccess } from "@conveyor/proto/identity";
 import { ArchiveFilter, type Pipeline } from "@conveyor/proto/pipelines";
+import { Type } from "@fastify/type-provider-typebox";
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import { organizationAccess } from "../auth/authenticate.js";
 import { isOrganizationAdmin } from "../auth/pipeline-access.js";
 import { HttpError } from "../http-error.js";
-import { linkHeader, pagingQuerySchema, parsePaging } from "../paging.js";
-import { type PipelineView, pipelineSchema, renderPipeline } from "../render/pipeline.js";
-import { arrayOf, errorSchema } from "../render/schemas.js";
+import { linkHeader } from "../paging.js";
+import { PipelineSchema, type PipelineView, renderPipeline } from "../render/pipeline.js";
 import { pipelineLevelOf } from "../render/team.js";
+import { noContent, responses, typed } from "./declare.js";
 import { type RouteDeps, rpcOptions } from "./deps.js";
-import { bodyTeams, bodyToAttributes, type PipelineBody, pipelineBodySchema } from "./pipeline-body.js";
+import { OrgParams, pageOf, pagingProperties, Slug } from "./params.js";
+import { bodyTeams, bodyToAttributes, PipelineBodySchema } from "./pipeline-body.js";
 
-type OrgParams = { org: string };
-type PipelineParams = { org: string; slug: string };
+/** A pipeline by slug (or id) in an organization. */
+const PipelineParams = Type.Object({ org: Slug, slug: Slug });
+const tags = ["pipelines"];
 
 /**
  * The pipelines routes: list, get, create, update, archive, unarchive and delete. What a caller may see and do is
@@ -31,11 +34,11 @@ export function pipelineRoutes(app: FastifyInstance, deps: RouteDeps): void {
    * Edits need edit access. When the caller may edit every pipeline the service is asked directly; otherwise the
    * pipeline is read first, so one the caller cannot see stays 404 and one they can see but not edit is 403.
    */
-  const requireEdit = async (request: FastifyRequest<{ Params: PipelineParams }>) => {
-    const access = organizationAccess(request, request.params.org);
+  const requireEdit = async (request: FastifyRequest, params: { org: string; slug: string }) => {
+    const access = organizationAccess(request, params.org);
     if (access.allPipelines?.edit) return;
     const res = await clients.pipelines.getPipeline(
-      { organizationId: access.organization?.id ?? "", pipeline: request.params.slug },
+      { organizationId: access.organization?.id ?? "", pipeline: params.slug },
       rpcOptions(request),
     );
     if (!res.pipeline) throw new HttpError(404, "No pipeline found");
@@ -79,31 +82,34 @@ export function pipelineRoutes(app: FastifyInstance, deps: RouteDeps): void {
     }
   };
 
-  const response = (ok: object, okStatus = 200) => ({ [okStatus]: ok, "4xx": errorSchema });
+  const route = typed(app);
 
-  app.get<{
-    Params: OrgParams;
-    Querystring: { page?: string; per_page?: string; archived?: string; include_archived?: string };
-  }>(
+  route.get(
     "/v2/organizations/:org/pipelines",
     {
+      config: { scope: "read_pipelines" },
       schema: {
-        querystring: {
-          type: "object",
-          properties: { ...pagingQuerySchema, archived: { type: "string" }, include_archived: { type: "string" } },
-        },
-        response: response(arrayOf(pipelineSchema)),
+        operationId: "listPipelines",
+        summary: "List the pipelines of an organization the caller may read",
+        tags,
+        params: OrgParams,
+        querystring: Type.Object({
+          ...pagingProperties,
+          archived: Type.Optional(Type.Boolean({ description: "only archived pipelines" })),
+          include_archived: Type.Optional(Type.Boolean({ description: "archived pipelines too" })),
+        }),
+        response: responses(200, Type.Array(PipelineSchema)),
       },
     },
     async (request, reply) => {
       const access = organizationAccess(request, request.params.org);
-      const paging = parsePaging(request.query);
+      const paging = pageOf(request.query);
       const visible = access.allPipelines ? undefined : await pipelineAccess.accessible(request, [access]);
       if (visible && visible.pipelines.size === 0) return [];
       const archiveFilter =
-        request.query.archived === "true"
+        request.query.archived === true
           ? ArchiveFilter.ARCHIVED
-          : request.query.include_archived === "true"
+          : request.query.include_archived === true
             ? ArchiveFilter.ALL
             : ArchiveFilter.ACTIVE;
       const res = await clients.pipelines.listPipelines(
@@ -123,9 +129,18 @@ export function pipelineRoutes(app: FastifyInstance, deps: RouteDeps): void {
     },
   );
 
-  app.get<{ Params: PipelineParams }>(
+  route.get(
     "/v2/organizations/:org/pipelines/:slug",
-    { schema: { response: response(pipelineSchema) } },
+    {
+      config: { scope: "read_pipelines" },
+      schema: {
+        operationId: "getPipeline",
+        summary: "Get a pipeline by slug or id",
+        tags,
+        params: PipelineParams,
+        response: responses(200, PipelineSchema),
+      },
+    },
     async (request) => {
       const access = organizationAccess(request, request.params.org);
       const res = await clients.pipelines.getPipeline(
@@ -138,9 +153,19 @@ export function pipelineRoutes(app: FastifyInstance, deps: RouteDeps): void {
     },
   );
 
-  app.post<{ Params: OrgParams; Body: PipelineBody }>(
+  route.post(
     "/v2/organizations/:org/pipelines",
-    { schema: { body: pipelineBodySchema, response: response(pipelineSchema, 201) } },
+    {
+      config: { scope: "write_pipelines" },
+      schema: {
+        operationId: "createPipeline",
+        summary: "Create a pipeline (YAML `configuration` or visual `steps`)",
+        tags,
+        params: OrgParams,
+        body: PipelineBodySchema,
+        response: responses(201, PipelineSchema),
+      },
+    },
     async (request, reply) => {
       const access = organizationAccess(request, request.params.org);
       const user = request.principal?.user;
@@ -170,11 +195,21 @@ export function pipelineRoutes(app: FastifyInstance, deps: RouteDeps): void {
     },
   );
 
-  app.patch<{ Params: PipelineParams; Body: PipelineBody }>(
+  route.patch(
     "/v2/organizations/:org/pipelines/:slug",
-    { schema: { body: pipelineBodySchema, response: response(pipelineSchema) } },
+    {
+      config: { scope: "write_pipelines" },
+      schema: {
+        operationId: "updatePipeline",
+        summary: "Update a pipeline: keys present change, null clears",
+        tags,
+        params: PipelineParams,
+        body: PipelineBodySchema,
+        response: responses(200, PipelineSchema),
+      },
+    },
     async (request) => {
-      await requireEdit(request);
+      await requireEdit(request, request.params);
       const body = request.body ?? {};
       if (body.teams !== undefined || body.team_uuids !== undefined) {
         throw new HttpError(422, "Validation Failed", {
@@ -199,11 +234,20 @@ export function pipelineRoutes(app: FastifyInstance, deps: RouteDeps): void {
     },
   );
 
-  app.post<{ Params: PipelineParams }>(
+  route.post(
     "/v2/organizations/:org/pipelines/:slug/archive",
-    { schema: { response: response(pipelineSchema) } },
+    {
+      config: { scope: "write_pipelines" },
+      schema: {
+        operationId: "archivePipeline",
+        summary: "Archive a pipeline: read-only, hidden from lists",
+        tags,
+        params: PipelineParams,
+        response: responses(200, PipelineSchema),
+      },
+    },
     async (request) => {
-      await requireEdit(request);
+      await requireEdit(request, request.params);
       const res = await clients.pipelines.archivePipeline(
         { organizationId: orgId(request, request.params.org), pipeline: request.params.slug },
         rpcOptions(request),
@@ -212,11 +256,20 @@ export function pipelineRoutes(app: FastifyInstance, deps: RouteDeps): void {
     },
   );
 
-  app.post<{ Params: PipelineParams }>(
+  route.post(
     "/v2/organizations/:org/pipelines/:slug/unarchive",
-    { schema: { response: response(pipelineSchema) } },
+    {
+      config: { scope: "write_pipelines" },
+      schema: {
+        operationId: "unarchivePipeline",
+        summary: "Unarchive a pipeline",
+        tags,
+        params: PipelineParams,
+        response: responses(200, PipelineSchema),
+      },
+    },
     async (request) => {
-      await requireEdit(request);
+      await requireEdit(request, request.params);
       const res = await clients.pipelines.unarchivePipeline(
         { organizationId: orgId(request, request.params.org), pipeline: request.params.slug },
         rpcOptions(request),
@@ -225,11 +278,20 @@ export function pipelineRoutes(app: FastifyInstance, deps: RouteDeps): void {
     },
   );
 
-  app.delete<{ Params: PipelineParams }>(
+  route.delete(
     "/v2/organizations/:org/pipelines/:slug",
-    { schema: { response: { "4xx": errorSchema } } },
+    {
+      config: { scope: "write_pipelines" },
+      schema: {
+        operationId: "deletePipeline",
+        summary: "Delete a pipeline",
+        tags,
+        params: PipelineParams,
+        response: noContent,
+      },
+    },
     async (request, reply) => {
-      await requireEdit(request);
+      await requireEdit(request, request.params);
       await clients.pipelines.deletePipeline(
         { organizationId: orgId(request, request.params.org), pipeline: request.params.slug },
         rpcOptions(request),

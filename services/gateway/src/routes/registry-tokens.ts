@@ -1,22 +1,20 @@
+import { Type } from "@fastify/type-provider-typebox";
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import { organizationAccess } from "../auth/authenticate.js";
 import { HttpError } from "../http-error.js";
-import { linkHeader, pagingQuerySchema, parsePaging } from "../paging.js";
-import { createdRegistryTokenSchema, registryTokenSchema, renderRegistryToken } from "../render/registry-token.js";
-import { arrayOf, errorSchema } from "../render/schemas.js";
+import { linkHeader } from "../paging.js";
+import { CreatedRegistryTokenSchema, RegistryTokenSchema, renderRegistryToken } from "../render/registry-token.js";
+import { responses, typed } from "./declare.js";
 import { type RouteDeps, rpcOptions } from "./deps.js";
+import { BOUNDS, Id, PagingQuery, pageOf, Slug, text } from "./params.js";
 
-type RegistryParams = { org: string; registry: string };
-type TokenParams = RegistryParams & { token: string };
+const RegistryParams = Type.Object({ org: Slug, registry: Slug });
+const TokenParams = Type.Object({ org: Slug, registry: Slug, token: Id });
 
 const BASE = "/v2/packages/organizations/:org/registries/:registry/tokens";
 
-const response = (ok: object, okStatus = 200) => ({ [okStatus]: ok, "4xx": errorSchema });
-
-const descriptionBody = {
-  type: "object",
-  properties: { description: { type: "string" } },
-} as const;
+const DescriptionBody = Type.Object({ description: Type.Optional(text(BOUNDS.text)) });
+const tags = ["registry-tokens"];
 
 /**
  * The registry token routes: list, get, create (POST on the collection, 200, the only answer with the secret),
@@ -24,23 +22,30 @@ const descriptionBody = {
  */
 export function registryTokenRoutes(app: FastifyInstance, deps: RouteDeps): void {
   const { clients, urls } = deps;
-  const scope = (request: FastifyRequest<{ Params: RegistryParams }>) => {
+  const scope = (request: FastifyRequest & { params: { org: string; registry: string } }) => {
     const org = organizationAccess(request, request.params.org).organization;
     if (!org) throw new HttpError(404, "No organization found");
     return { org, organizationId: org.id, registry: request.params.registry };
   };
 
-  app.get<{ Params: RegistryParams; Querystring: { page?: string; per_page?: string } }>(
+  const route = typed(app);
+
+  route.get(
     BASE,
     {
+      config: { scope: "read_registries" },
       schema: {
-        querystring: { type: "object", properties: pagingQuerySchema },
-        response: response(arrayOf(registryTokenSchema)),
+        operationId: "listRegistryTokens",
+        summary: "List a package registry's tokens",
+        tags,
+        params: RegistryParams,
+        querystring: PagingQuery,
+        response: responses(200, Type.Array(RegistryTokenSchema)),
       },
     },
     async (request, reply) => {
       const { org, ...req } = scope(request);
-      const paging = parsePaging(request.query);
+      const paging = pageOf(request.query);
       const res = await clients.registries.listRegistryTokens(
         { ...req, page: paging.page, perPage: paging.perPage },
         rpcOptions(request),
@@ -53,9 +58,18 @@ export function registryTokenRoutes(app: FastifyInstance, deps: RouteDeps): void
     },
   );
 
-  app.get<{ Params: TokenParams }>(
+  route.get(
     `${BASE}/:token`,
-    { schema: { response: response(registryTokenSchema) } },
+    {
+      config: { scope: "read_registries" },
+      schema: {
+        operationId: "getRegistryToken",
+        summary: "Get a registry token (without its secret)",
+        tags,
+        params: TokenParams,
+        response: responses(200, RegistryTokenSchema),
+      },
+    },
     async (request) => {
       const { org, ...req } = scope(request);
       const res = await clients.registries.getRegistryToken({ ...req, id: request.params.token }, rpcOptions(request));
@@ -64,9 +78,19 @@ export function registryTokenRoutes(app: FastifyInstance, deps: RouteDeps): void
     },
   );
 
-  app.post<{ Params: RegistryParams; Body: { description?: string } | undefined }>(
+  route.post(
     BASE,
-    { schema: { body: descriptionBody, response: response(createdRegistryTokenSchema) } },
+    {
+      config: { scope: "write_registries" },
+      schema: {
+        operationId: "createRegistryToken",
+        summary: "Create a registry token: the only answer with its secret",
+        tags,
+        params: RegistryParams,
+        body: DescriptionBody,
+        response: responses(200, CreatedRegistryTokenSchema),
+      },
+    },
     async (request) => {
       const { org, ...req } = scope(request);
       const res = await clients.registries.createRegistryToken(
@@ -78,9 +102,19 @@ export function registryTokenRoutes(app: FastifyInstance, deps: RouteDeps): void
     },
   );
 
-  app.post<{ Params: TokenParams; Body: { description?: string } | undefined }>(
+  route.post(
     `${BASE}/:token`,
-    { schema: { body: descriptionBody, response: response(registryTokenSchema) } },
+    {
+      config: { scope: "write_registries" },
+      schema: {
+        operationId: "updateRegistryToken",
+        summary: "Update a registry token's description",
+        tags,
+        params: TokenParams,
+        body: DescriptionBody,
+        response: responses(200, RegistryTokenSchema),
+      },
+    },
     async (request) => {
       const { org, ...req } = scope(request);
       const res = await clients.registries.updateRegistryToken(
@@ -97,9 +131,18 @@ export function registryTokenRoutes(app: FastifyInstance, deps: RouteDeps): void
     },
   );
 
-  app.delete<{ Params: TokenParams }>(
+  route.delete(
     `${BASE}/:token`,
-    { schema: { response: { "4xx": errorSchema } } },
+    {
+      config: { scope: "write_registries" },
+      schema: {
+        operationId: "deleteRegistryToken",
+        summary: "Delete a registry token (200 with no body, as Buildkite answers)",
+        tags,
+        params: TokenParams,
+        response: responses(200, Type.Unsafe<undefined>({ type: "null", description: "No body" })),
+      },
+    },
     async (request, reply) => {
       const { org: _org, ...req } = scope(request);
       await clients.registries.deleteRegistryToken(

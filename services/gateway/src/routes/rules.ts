@@ -1,22 +1,37 @@
 import { Code, ConnectError } from "@connectrpc/connect";
+import { Type } from "@fastify/type-provider-typebox";
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import { organizationAccess } from "../auth/authenticate.js";
 import { HttpError } from "../http-error.js";
-import { linkHeader, pagingQuerySchema, parsePaging } from "../paging.js";
-import { renderRule, ruleSchema } from "../render/rule.js";
-import { arrayOf, errorSchema } from "../render/schemas.js";
+import { linkHeader } from "../paging.js";
+import { RuleSchema, renderRule } from "../render/rule.js";
+import { noContent, responses, typed } from "./declare.js";
 import { type RouteDeps, rpcOptions } from "./deps.js";
+import { BOUNDS, Id, OrgParams, PagingQuery, pageOf, Slug, text } from "./params.js";
 
-type OrgParams = { org: string };
-type RuleParams = { org: string; rule: string };
+const RuleParams = Type.Object({ org: Slug, rule: Id });
 
-/** A create-rule body; `value` names the source and target as the rule's type needs them. */
-export interface CreateRuleBody {
-  type?: unknown;
-  value?: unknown;
-}
+const pipelineRef = Type.Optional(text(BOUNDS.slug, { description: "a pipeline UUID or slug" }));
 
-const response = (ok: object, okStatus = 200) => ({ [okStatus]: ok, "4xx": errorSchema });
+/**
+ * A create-rule body: its type, and a value naming the source and target as the type needs them, as go-buildkite
+ * and the docs spell them (`source_pipeline`) or as the spec does (`source_pipeline_uuid`). Rules answer every
+ * problem with a reason (422 `{message}`), so identity judges presence and the type's name.
+ */
+export const CreateRuleBodySchema = Type.Object({
+  type: Type.Optional(text(BOUNDS.name, { description: "e.g. pipeline.trigger_build.pipeline" })),
+  value: Type.Optional(
+    Type.Object({
+      source_pipeline: pipelineRef,
+      target_pipeline: pipelineRef,
+      source_pipeline_uuid: pipelineRef,
+      target_pipeline_uuid: pipelineRef,
+      conditions: Type.Optional(Type.Array(text(BOUNDS.ref), { maxItems: 100 })),
+    }),
+  ),
+});
+
+const tags = ["rules"];
 
 /**
  * The pipeline reference of one side ("source" or "target") of a rule value: `<side>_pipeline` (UUID or slug, as
@@ -65,16 +80,23 @@ export function ruleRoutes(app: FastifyInstance, deps: RouteDeps): void {
     }
   };
 
-  app.get<{ Params: OrgParams; Querystring: { page?: string; per_page?: string } }>(
+  const route = typed(app);
+
+  route.get(
     "/v2/organizations/:org/rules",
     {
+      config: { scope: "read_rules" },
       schema: {
-        querystring: { type: "object", properties: pagingQuerySchema },
-        response: response(arrayOf(ruleSchema)),
+        operationId: "listRules",
+        summary: "List an organization's rules",
+        tags,
+        params: OrgParams,
+        querystring: PagingQuery,
+        response: responses(200, Type.Array(RuleSchema)),
       },
     },
     async (request, reply) => {
-      const paging = parsePaging(request.query);
+      const paging = pageOf(request.query);
       const res = await clients.rules.listRules(
         { organizationId: orgId(request, request.params.org), page: paging.page, perPage: paging.perPage },
         rpcOptions(request),
@@ -85,9 +107,18 @@ export function ruleRoutes(app: FastifyInstance, deps: RouteDeps): void {
     },
   );
 
-  app.get<{ Params: RuleParams }>(
+  route.get(
     "/v2/organizations/:org/rules/:rule",
-    { schema: { response: response(ruleSchema) } },
+    {
+      config: { scope: "read_rules" },
+      schema: {
+        operationId: "getRule",
+        summary: "Get a rule",
+        tags,
+        params: RuleParams,
+        response: responses(200, RuleSchema),
+      },
+    },
     async (request) => {
       const res = await clients.rules.getRule(
         { organizationId: orgId(request, request.params.org), id: request.params.rule },
@@ -98,9 +129,19 @@ export function ruleRoutes(app: FastifyInstance, deps: RouteDeps): void {
     },
   );
 
-  app.post<{ Params: OrgParams; Body: CreateRuleBody | undefined }>(
+  route.post(
     "/v2/organizations/:org/rules",
-    { schema: { response: response(ruleSchema, 201) } },
+    {
+      config: { scope: "write_rules", bodyErrors: "sentence" },
+      schema: {
+        operationId: "createRule",
+        summary: "Create a rule",
+        tags,
+        params: OrgParams,
+        body: CreateRuleBodySchema,
+        response: responses(201, RuleSchema),
+      },
+    },
     async (request, reply) => {
       const organizationId = orgId(request, request.params.org);
       const body = typeof request.body === "object" && request.body !== null ? request.body : {};
@@ -123,9 +164,12 @@ export function ruleRoutes(app: FastifyInstance, deps: RouteDeps): void {
     },
   );
 
-  app.delete<{ Params: RuleParams }>(
+  route.delete(
     "/v2/organizations/:org/rules/:rule",
-    { schema: { response: { "4xx": errorSchema } } },
+    {
+      config: { scope: "write_rules" },
+      schema: { operationId: "deleteRule", summary: "Delete a rule", tags, params: RuleParams, response: noContent },
+    },
     async (request, reply) => {
       await clients.rules.deleteRule(
         {

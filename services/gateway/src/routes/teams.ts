@@ -1,38 +1,73 @@
 import { Code, ConnectError } from "@connectrpc/connect";
+import { type TSchema, Type } from "@fastify/type-provider-typebox";
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import { organizationAccess } from "../auth/authenticate.js";
 import { HttpError } from "../http-error.js";
-import { linkHeader, pagingQuerySchema, parsePaging } from "../paging.js";
-import { arrayOf, errorSchema } from "../render/schemas.js";
+import { linkHeader } from "../paging.js";
 import {
   pipelineLevelOf,
   renderTeamMember,
   renderTeamPipeline,
   renderTeamSuite,
   suiteLevelsOf,
-  teamMemberSchema,
-  teamPipelineSchema,
+  TeamMemberSchema,
+  TeamPipelineSchema,
+  TeamSuiteSchema,
   teamRoleOf,
-  teamSuiteSchema,
 } from "../render/team.js";
+import { noContent, responses, typed } from "./declare.js";
 import { type RouteDeps, rpcOptions } from "./deps.js";
+import { BOUNDS, Id, PagingQuery, type PagingQueryValues, pageOf, Slug, text } from "./params.js";
 
-type TeamParams = { org: string; team: string };
-type PagingQuery = { page?: string; per_page?: string };
+const TeamParams = Type.Object({ org: Slug, team: Id });
+const MemberParams = Type.Object({ org: Slug, team: Id, user: Id });
+const TeamPipelineParams = Type.Object({ org: Slug, team: Id, pipeline: Id });
+const SuiteParams = Type.Object({ org: Slug, team: Id, suite: Id });
 
 const TEAM = "/v2/organizations/:org/teams/:team";
 
-const response = (ok: object, okStatus = 200) => ({ [okStatus]: ok, "4xx": errorSchema });
-const listSchema = (item: object) => ({
-  querystring: { type: "object", properties: pagingQuerySchema },
-  response: response(arrayOf(item)),
-});
-
 /**
- * A string property of a JSON body. Bodies are not checked by a schema here: these routes answer every invalid
- * input with identity's `{"message":"Validation failed: <reason>"}`, so a value of the wrong type is passed on as
- * missing and reported with the other problems.
+ * The association bodies (spec: Team members, pipelines, suites). Presence and values (roles, levels) are identity's
+ * to judge, so every problem is reported at once in its `{"message":"Validation failed: <reason>"}`; the schemas
+ * bound the types and sizes (`bodyErrors: "sentence"` words their failures the same way).
  */
+const role = Type.Optional(text(BOUNDS.name, { description: "member or maintainer" }));
+const pipelineLevel = Type.Optional(
+  text(BOUNDS.name, { description: "read_only, build_and_read or manage_build_and_read" }),
+);
+const suiteLevels = Type.Optional(
+  Type.Union([Type.Array(text(BOUNDS.name), { maxItems: 10 }), text(BOUNDS.name)], {
+    description: "an array of read and edit",
+  }),
+);
+const AddMemberBody = Type.Object({ user_id: Type.Optional(text(BOUNDS.id)), role });
+const UpdateMemberBody = Type.Object({ role });
+const AddPipelineBody = Type.Object({ pipeline_id: Type.Optional(text(BOUNDS.slug)), access_level: pipelineLevel });
+const UpdatePipelineBody = Type.Object({ access_level: pipelineLevel });
+const RemovePipelineBody = Type.Object({ pipeline_id: Type.Optional(text(BOUNDS.id)) });
+const AddSuiteBody = Type.Object({ suite_id: Type.Optional(text(BOUNDS.id)), access_level: suiteLevels });
+const UpdateSuiteBody = Type.Object({ access_level: suiteLevels });
+
+const tags = ["teams"];
+
+/** The declaration of a team route: its scope, schemas and the team routes' way of answering a bad body. */
+function declaration<S extends object>(scope: "view_teams" | "write_teams", schema: S) {
+  return {
+    config: { scope, bodyErrors: "sentence" as const },
+    schema: { tags, ...schema },
+  };
+}
+
+const list = (operationId: string, summary: string, item: TSchema) =>
+  declaration("view_teams", {
+    operationId,
+    summary,
+    params: TeamParams,
+    querystring: PagingQuery,
+    response: responses(200, Type.Array(item)),
+  });
+
+/** A string property of a JSON body, trimmed; absent is "", which identity reports as missing. */
 function bodyString(body: unknown, key: string): string {
   const value = typeof body === "object" && body !== null ? (body as Record<string, unknown>)[key] : undefined;
   return typeof value === "string" ? value.trim() : "";
@@ -50,7 +85,7 @@ export function teamRoutes(app: FastifyInstance, deps: RouteDeps): void {
   const { clients, urls } = deps;
 
   /** The team a request names and who is asking; the organization must be reachable (else 404). */
-  const teamOf = (request: FastifyRequest<{ Params: TeamParams }>) => ({
+  const teamOf = (request: FastifyRequest & { params: { org: string; team: string } }) => ({
     organizationId: organizationAccess(request, request.params.org).organization?.id ?? "",
     actorId: request.principal?.user?.id ?? "",
     teamId: request.params.team,
@@ -58,11 +93,11 @@ export function teamRoutes(app: FastifyInstance, deps: RouteDeps): void {
 
   /** Lists one page through `fetch` and sets the Link header from its total. */
   const paged = async <T>(
-    request: FastifyRequest<{ Querystring: PagingQuery }>,
+    request: FastifyRequest & { query: PagingQueryValues },
     reply: { header(name: string, value: string): unknown },
     fetch: (page: number, perPage: number) => Promise<{ items: T[]; totalCount: number }>,
   ) => {
-    const paging = parsePaging(request.query);
+    const paging = pageOf(request.query);
     const { items, totalCount } = await fetch(paging.page, paging.perPage);
     const link = linkHeader(deps.publicUrl, request.url, paging, { total: totalCount });
     if (link) reply.header("link", link);
@@ -71,9 +106,11 @@ export function teamRoutes(app: FastifyInstance, deps: RouteDeps): void {
 
   // Team members.
 
-  app.get<{ Params: TeamParams; Querystring: PagingQuery }>(
+  const route = typed(app);
+
+  route.get(
     `${TEAM}/members`,
-    { schema: listSchema(teamMemberSchema) },
+    list("listTeamMembers", "List a team's members", TeamMemberSchema),
     async (request, reply) => {
       const items = await paged(request, reply, async (page, perPage) => {
         const res = await clients.teams.listTeamMembers({ ...teamOf(request), page, perPage }, rpcOptions(request));
@@ -83,9 +120,14 @@ export function teamRoutes(app: FastifyInstance, deps: RouteDeps): void {
     },
   );
 
-  app.get<{ Params: TeamParams & { user: string } }>(
+  route.get(
     `${TEAM}/members/:user`,
-    { schema: { response: response(teamMemberSchema) } },
+    declaration("view_teams", {
+      operationId: "getTeamMember",
+      summary: "Get a team member",
+      params: MemberParams,
+      response: responses(200, TeamMemberSchema),
+    }),
     async (request) => {
       const res = await clients.teams.getTeamMember(
         { ...teamOf(request), userId: request.params.user },
@@ -96,10 +138,19 @@ export function teamRoutes(app: FastifyInstance, deps: RouteDeps): void {
     },
   );
 
-  for (const path of [`${TEAM}/members`, `${TEAM}/members/`]) {
-    app.post<{ Params: TeamParams; Body: unknown }>(
+  for (const [path, operationId] of [
+    [`${TEAM}/members`, "addTeamMember"],
+    [`${TEAM}/members/`, "addTeamMemberSlash"],
+  ] as const) {
+    route.post(
       path,
-      { schema: { response: response(teamMemberSchema, 201) } },
+      declaration("write_teams", {
+        operationId,
+        summary: "Add a user to a team as member or maintainer",
+        params: TeamParams,
+        body: AddMemberBody,
+        response: responses(201, TeamMemberSchema),
+      }),
       async (request, reply) => {
         const res = await clients.teams.addTeamMember(
           {
@@ -115,9 +166,15 @@ export function teamRoutes(app: FastifyInstance, deps: RouteDeps): void {
     );
   }
 
-  app.patch<{ Params: TeamParams & { user: string }; Body: unknown }>(
+  route.patch(
     `${TEAM}/members/:user`,
-    { schema: { response: response(teamMemberSchema) } },
+    declaration("write_teams", {
+      operationId: "updateTeamMember",
+      summary: "Change a team member's role",
+      params: MemberParams,
+      body: UpdateMemberBody,
+      response: responses(200, TeamMemberSchema),
+    }),
     async (request) => {
       const res = await clients.teams.updateTeamMember(
         { ...teamOf(request), userId: request.params.user, role: teamRoleOf(bodyValue(request.body, "role")) },
@@ -128,9 +185,14 @@ export function teamRoutes(app: FastifyInstance, deps: RouteDeps): void {
     },
   );
 
-  app.delete<{ Params: TeamParams & { user: string } }>(
+  route.delete(
     `${TEAM}/members/:user`,
-    { schema: { response: { "4xx": errorSchema } } },
+    declaration("write_teams", {
+      operationId: "removeTeamMember",
+      summary: "Remove a user from a team",
+      params: MemberParams,
+      response: noContent,
+    }),
     async (request, reply) => {
       await clients.teams.removeTeamMember({ ...teamOf(request), userId: request.params.user }, rpcOptions(request));
       return reply.status(204).send();
@@ -139,9 +201,9 @@ export function teamRoutes(app: FastifyInstance, deps: RouteDeps): void {
 
   // Team pipelines.
 
-  app.get<{ Params: TeamParams; Querystring: PagingQuery }>(
+  route.get(
     `${TEAM}/pipelines`,
-    { schema: listSchema(teamPipelineSchema) },
+    list("listTeamPipelines", "List the pipelines a team has access to", TeamPipelineSchema),
     async (request, reply) => {
       const items = await paged(request, reply, async (page, perPage) => {
         const res = await clients.teams.listTeamPipelines({ ...teamOf(request), page, perPage }, rpcOptions(request));
@@ -151,9 +213,14 @@ export function teamRoutes(app: FastifyInstance, deps: RouteDeps): void {
     },
   );
 
-  app.get<{ Params: TeamParams & { pipeline: string } }>(
+  route.get(
     `${TEAM}/pipelines/:pipeline`,
-    { schema: { response: response(teamPipelineSchema) } },
+    declaration("view_teams", {
+      operationId: "getTeamPipeline",
+      summary: "Get a team's access to a pipeline",
+      params: TeamPipelineParams,
+      response: responses(200, TeamPipelineSchema),
+    }),
     async (request) => {
       const res = await clients.teams.getTeamPipeline(
         { ...teamOf(request), pipelineId: request.params.pipeline },
@@ -164,10 +231,19 @@ export function teamRoutes(app: FastifyInstance, deps: RouteDeps): void {
     },
   );
 
-  for (const path of [`${TEAM}/pipelines`, `${TEAM}/pipelines/`]) {
-    app.post<{ Params: TeamParams; Body: unknown }>(
+  for (const [path, operationId] of [
+    [`${TEAM}/pipelines`, "addTeamPipeline"],
+    [`${TEAM}/pipelines/`, "addTeamPipelineSlash"],
+  ] as const) {
+    route.post(
       path,
-      { schema: { response: response(teamPipelineSchema, 201) } },
+      declaration("write_teams", {
+        operationId,
+        summary: "Give a team access to a pipeline",
+        params: TeamParams,
+        body: AddPipelineBody,
+        response: responses(201, TeamPipelineSchema),
+      }),
       async (request, reply) => {
         const team = teamOf(request);
         // Pipelines belong to the pipelines service: only one of this organization may be added. One that is not
@@ -195,9 +271,15 @@ export function teamRoutes(app: FastifyInstance, deps: RouteDeps): void {
     );
   }
 
-  app.patch<{ Params: TeamParams & { pipeline: string }; Body: unknown }>(
+  route.patch(
     `${TEAM}/pipelines/:pipeline`,
-    { schema: { response: response(teamPipelineSchema) } },
+    declaration("write_teams", {
+      operationId: "updateTeamPipeline",
+      summary: "Change a team's access level to a pipeline",
+      params: TeamPipelineParams,
+      body: UpdatePipelineBody,
+      response: responses(200, TeamPipelineSchema),
+    }),
     async (request) => {
       const res = await clients.teams.updateTeamPipeline(
         {
@@ -212,9 +294,14 @@ export function teamRoutes(app: FastifyInstance, deps: RouteDeps): void {
     },
   );
 
-  app.delete<{ Params: TeamParams & { pipeline: string } }>(
+  route.delete(
     `${TEAM}/pipelines/:pipeline`,
-    { schema: { response: { "4xx": errorSchema } } },
+    declaration("write_teams", {
+      operationId: "removeTeamPipeline",
+      summary: "Take a pipeline from a team",
+      params: TeamPipelineParams,
+      response: noContent,
+    }),
     async (request, reply) => {
       await clients.teams.removeTeamPipeline(
         { ...teamOf(request), pipelineId: request.params.pipeline },
@@ -225,14 +312,16 @@ export function teamRoutes(app: FastifyInstance, deps: RouteDeps): void {
   );
 
   // The published form names no pipeline in the path: it comes as pipeline_id in the JSON body or the query string.
-  app.delete<{ Params: TeamParams; Querystring: { pipeline_id?: string }; Body: unknown }>(
+  route.delete(
     `${TEAM}/pipelines/`,
-    {
-      schema: {
-        querystring: { type: "object", properties: { pipeline_id: { type: "string" } } },
-        response: { "4xx": errorSchema },
-      },
-    },
+    declaration("write_teams", {
+      operationId: "removeTeamPipelineNamedInBody",
+      summary: "Take a pipeline from a team, naming it as pipeline_id in the body or query string",
+      params: TeamParams,
+      querystring: Type.Object({ pipeline_id: Type.Optional(text(BOUNDS.id)) }),
+      body: Type.Union([RemovePipelineBody, Type.Null()]),
+      response: noContent,
+    }),
     async (request, reply) => {
       const pipelineId = bodyString(request.body, "pipeline_id") || (request.query.pipeline_id ?? "").trim();
       if (pipelineId === "") {
@@ -248,9 +337,9 @@ export function teamRoutes(app: FastifyInstance, deps: RouteDeps): void {
 
   // Team suites.
 
-  app.get<{ Params: TeamParams; Querystring: PagingQuery }>(
+  route.get(
     `${TEAM}/suites`,
-    { schema: listSchema(teamSuiteSchema) },
+    list("listTeamSuites", "List the test suites a team has access to", TeamSuiteSchema),
     async (request, reply) => {
       const items = await paged(request, reply, async (page, perPage) => {
         const res = await clients.teams.listTeamSuites({ ...teamOf(request), page, perPage }, rpcOptions(request));
@@ -260,9 +349,14 @@ export function teamRoutes(app: FastifyInstance, deps: RouteDeps): void {
     },
   );
 
-  app.get<{ Params: TeamParams & { suite: string } }>(
+  route.get(
     `${TEAM}/suites/:suite`,
-    { schema: { response: response(teamSuiteSchema) } },
+    declaration("view_teams", {
+      operationId: "getTeamSuite",
+      summary: "Get a team's access to a test suite",
+      params: SuiteParams,
+      response: responses(200, TeamSuiteSchema),
+    }),
     async (request) => {
       const res = await clients.teams.getTeamSuite(
         { ...teamOf(request), suiteId: request.params.suite },
@@ -274,10 +368,21 @@ export function teamRoutes(app: FastifyInstance, deps: RouteDeps): void {
   );
 
   // Published as the singular `suite/`; go-buildkite posts to `suite`, the current docs to `suites/`.
-  for (const path of [`${TEAM}/suite`, `${TEAM}/suite/`, `${TEAM}/suites`, `${TEAM}/suites/`]) {
-    app.post<{ Params: TeamParams; Body: unknown }>(
+  for (const [path, operationId] of [
+    [`${TEAM}/suite`, "addTeamSuite"],
+    [`${TEAM}/suite/`, "addTeamSuiteSlash"],
+    [`${TEAM}/suites`, "addTeamSuitePlural"],
+    [`${TEAM}/suites/`, "addTeamSuitePluralSlash"],
+  ] as const) {
+    route.post(
       path,
-      { schema: { response: response(teamSuiteSchema, 201) } },
+      declaration("write_teams", {
+        operationId,
+        summary: "Give a team access to a test suite",
+        params: TeamParams,
+        body: AddSuiteBody,
+        response: responses(201, TeamSuiteSchema),
+      }),
       async (request, reply) => {
         const res = await clients.teams.addTeamSuite(
           {
@@ -293,9 +398,15 @@ export function teamRoutes(app: FastifyInstance, deps: RouteDeps): void {
     );
   }
 
-  app.patch<{ Params: TeamParams & { suite: string }; Body: unknown }>(
+  route.patch(
     `${TEAM}/suites/:suite`,
-    { schema: { response: response(teamSuiteSchema) } },
+    declaration("write_teams", {
+      operationId: "updateTeamSuite",
+      summary: "Change a team's access levels to a test suite",
+      params: SuiteParams,
+      body: UpdateSuiteBody,
+      response: responses(200, TeamSuiteSchema),
+    }),
     async (request) => {
       const res = await clients.teams.updateTeamSuite(
         {
@@ -310,10 +421,18 @@ export function teamRoutes(app: FastifyInstance, deps: RouteDeps): void {
     },
   );
 
-  for (const path of [`${TEAM}/suites/:suite`, `${TEAM}/suites/:suite/`]) {
-    app.delete<{ Params: TeamParams & { suite: string } }>(
+  for (const [path, operationId] of [
+    [`${TEAM}/suites/:suite`, "removeTeamSuite"],
+    [`${TEAM}/suites/:suite/`, "removeTeamSuiteSlash"],
+  ] as const) {
+    route.delete(
       path,
-      { schema: { response: { "4xx": errorSchema } } },
+      declaration("write_teams", {
+        operationId,
+        summary: "Take a test suite from a team",
+        params: SuiteParams,
+        response: noContent,
+      }),
       async (request, reply) => {
         await clients.teams.removeTeamSuite({ ...teamOf(request), suiteId: request.params.suite }, rpcOptions(request));
         return reply.status(204).send();

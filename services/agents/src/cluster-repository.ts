@@ -26,20 +26,29 @@ export class DuplicateClusterError extends Error {
 }
 
 /** Persistence of clusters and agent registration tokens. */
-export interface AgentsRepository {
+export interface ClusterRepository {
   insertCluster(cluster: ClusterDoc): Promise<void>;
   findCluster(organizationId: string, id: string): Promise<ClusterDoc | null>;
+  listClusters(organizationId: string): Promise<ClusterDoc[]>;
   insertAgentToken(token: AgentTokenDoc): Promise<void>;
+  findAgentToken(id: string): Promise<AgentTokenDoc | null>;
   findAgentTokenByHash(hash: string): Promise<AgentTokenDoc | null>;
+  listAgentTokens(organizationId: string, clusterId?: string): Promise<AgentTokenDoc[]>;
+  /** Marks a token revoked (once); returns it as it is now, or null when the organization has no such token. */
+  revokeAgentToken(organizationId: string, id: string, at: Date): Promise<AgentTokenDoc | null>;
 }
 
+/** The most clusters or tokens one list returns (an organization has a handful). */
+const LIST_LIMIT = 500;
+
 /** The MongoDB implementation; creates its indexes before returning. */
-export async function createMongoAgentsRepository(db: Db): Promise<AgentsRepository> {
+export async function createMongoClusterRepository(db: Db): Promise<ClusterRepository> {
   const clusters: Collection<ClusterDoc> = db.collection("clusters");
   const tokens: Collection<AgentTokenDoc> = db.collection("agent_tokens");
   await Promise.all([
     clusters.createIndex({ organizationId: 1, name: 1 }, { unique: true, name: "org_name_unique" }),
     tokens.createIndex({ hash: 1 }, { unique: true, name: "hash_unique" }),
+    tokens.createIndex({ organizationId: 1, createdAt: -1 }, { name: "org_newest_first" }),
   ]);
   return {
     async insertCluster(cluster) {
@@ -51,9 +60,22 @@ export async function createMongoAgentsRepository(db: Db): Promise<AgentsReposit
       }
     },
     findCluster: (organizationId, id) => clusters.findOne({ _id: id, organizationId }),
+    listClusters: (organizationId) =>
+      clusters.find({ organizationId }).sort({ organizationId: 1, name: 1 }).limit(LIST_LIMIT).toArray(),
     insertAgentToken: async (token) => {
       await tokens.insertOne(token);
     },
+    findAgentToken: (id) => tokens.findOne({ _id: id }),
     findAgentTokenByHash: (hash) => tokens.findOne({ hash }),
+    listAgentTokens: (organizationId, clusterId) =>
+      tokens
+        .find({ organizationId, ...(clusterId ? { clusterId } : {}) })
+        .sort({ organizationId: 1, createdAt: -1 })
+        .limit(LIST_LIMIT)
+        .toArray(),
+    async revokeAgentToken(organizationId, id, at) {
+      await tokens.updateOne({ _id: id, organizationId, revokedAt: null }, { $set: { revokedAt: at } });
+      return tokens.findOne({ _id: id, organizationId });
+    },
   };
 }

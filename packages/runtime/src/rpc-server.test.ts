@@ -1,0 +1,105 @@
+import { createClient } from "@connectrpc/connect";
+import { createConnectTransport } from "@connectrpc/connect-node";
+import { Health } from "@conveyor/proto/health";
+import { createServiceClient, GuardedHttp2SessionManager } from "./clients.js";
+import { createHealthState } from "./health.js";
+import { createLogger } from "./logger.js";
+import { type RpcServer, startRpcServer } from "./rpc-server.js";
+
+async function stats(server: RpcServer): Promise<{ rpcCalls: number; connectionsOpened: number }> {
+  const res = await fetch(`http://127.0.0.1:${server.healthPort}/stats`);
+  return (await res.json()) as { rpcCalls: number; connectionsOpened: number };
+}
+
+describe("startRpcServer with a maximum connection age", () => {
+  let server: RpcServer;
+
+  beforeAll(async () => {
+    const health = createHealthState(["ci.test.v1.TestService"]);
+    health.setServing(true);
+    server = await startRpcServer({
+      host: "127.0.0.1",
+      port: 0,
+      healthPort: 0,
+      routes: () => {},
+      health,
+      logger: createLogger("test", "silent"),
+      maxConnectionAgeMs: 100,
+    });
+  });
+
+  afterAll(() => server.close());
+
+  it("retires connections under a steady stream of calls, and the client sends refused calls again: none fails, none runs twice", async () => {
+    const client = createServiceClient(Health, server.url, { timeoutMs: 5_000 });
+    const before = await stats(server);
+    const failures: string[] = [];
+    let done = 0;
+    const until = Date.now() + 1_500;
+    // Four callers at once, so that calls are in flight whenever a connection is retired.
+    await Promise.all(
+      Array.from({ length: 4 }, async () => {
+        while (Date.now() < until) {
+          try {
+            await client.check({ service: "" });
+            done++;
+          } catch (err) {
+            failures.push(String(err));
+          }
+        }
+      }),
+    );
+    const after = await stats(server);
+    expect(failures).toEqual([]);
+    expect(done).toBeGreaterThan(20);
+    expect(after.rpcCalls - before.rpcCalls).toBe(done);
+    // A connection lives 100–110 ms: the client opened several over 1.5 s.
+    expect(after.connectionsOpened - before.connectionsOpened).toBeGreaterThanOrEqual(5);
+  });
+});
+
+describe("a GOAWAY on an idle client connection", () => {
+  it("does not crash the client when a call starts just as it arrives (GuardedHttp2SessionManager)", async () => {
+    const health = createHealthState([]);
+    health.setServing(true);
+    const server = await startRpcServer({
+      host: "127.0.0.1",
+      port: 0,
+      healthPort: 0,
+      routes: () => {},
+      health,
+      logger: createLogger("test", "silent"),
+      maxConnectionAgeMs: 100,
+    });
+    const hooked = new WeakSet<object>();
+    const later: Array<Promise<unknown>> = [];
+    let client: ReturnType<typeof createClient<typeof Health>> | undefined;
+    // A call started from the client's own "goaway" handler: exactly the window in which connect-node 2.1.2 drops
+    // its error listener of the session it is destroying (without the guard, the process dies of that error).
+    class Racing extends GuardedHttp2SessionManager {
+      override async request(...args: Parameters<GuardedHttp2SessionManager["request"]>) {
+        const stream = await super.request(...args);
+        const session = stream.session;
+        // Only the first connection: the call started on its GOAWAY opens the next one.
+        if (session && !hooked.has(session) && later.length === 0) {
+          hooked.add(session);
+          session.once("goaway", () => {
+            if (client) later.push(client.check({ service: "" }));
+          });
+        }
+        return stream;
+      }
+    }
+    client = createClient(
+      Health,
+      createConnectTransport({ baseUrl: server.url, httpVersion: "2", sessionManager: new Racing(server.url) }),
+    );
+    await client.check({ service: "" });
+    // The connection, idle now, is retired at its age (100 ms) with a GOAWAY; the call started as it arrives goes to
+    // a new connection and is answered, and the process lives.
+    await new Promise((resolve) => setTimeout(resolve, 400));
+    await server.close();
+    expect(later).toHaveLength(1);
+    expect(await later[0]?.then(() => "answered")).toBe("answered");
+  });
+});

@@ -1,0 +1,236 @@
+import type { AnyBulkWriteOperation, Collection, Db } from "mongodb";
+
+/** The connection states of an agent (buildkite-compat.md B3). */
+export type ConnectionState = "never_connected" | "connected" | "disconnected" | "stopping" | "stopped" | "lost";
+
+/** States in which an agent is alive: it may ping, and it counts in metrics and lists. */
+export const LIVE_STATES: readonly ConnectionState[] = ["never_connected", "connected", "stopping"];
+
+/** A registered agent. */
+export interface AgentDoc {
+  _id: string;
+  organizationId: string;
+  clusterId: string | null;
+  tokenId: string;
+  /** SHA-256 of its access token. */
+  accessTokenHash: string;
+  name: string;
+  hostname: string;
+  os: string;
+  arch: string;
+  version: string;
+  build: string;
+  userAgent: string;
+  ipAddress: string;
+  metaData: string[];
+  queue: string;
+  priority: number | null;
+  connectionState: ConnectionState;
+  /** The job it holds (assigned, running or finishing), or null when idle. */
+  currentJobId: string | null;
+  paused: boolean;
+  pausedNote: string | null;
+  pausedAt: Date | null;
+  /** The user who paused it over REST; null when it paused itself from a job. Absent on older agents. */
+  pausedBy?: PausedBy | null;
+  /** How long its pause lasts from pausedAt; null for no end. Absent on older agents. */
+  pausedTimeoutInMinutes?: number | null;
+  stopRequested: boolean;
+  pid: number;
+  machineId: string;
+  ignoreInDispatches: boolean;
+  createdAt: Date;
+  connectedAt: Date | null;
+  disconnectedAt: Date | null;
+  lostAt: Date | null;
+  stoppedAt: Date | null;
+  lastSeenAt: Date;
+  lastJobFinishedAt: Date | null;
+}
+
+/** The user who paused an agent, as REST shows them. */
+export interface PausedBy {
+  id: string;
+  name: string;
+  email: string;
+  avatarUrl: string;
+  createdAt: Date | null;
+}
+
+/** A job token: valid from the agent's accept until the job finishes. */
+export interface JobTokenDoc {
+  _id: string;
+  hash: string;
+  jobId: string;
+  buildId: string;
+  agentId: string;
+  organizationId: string;
+  clusterId: string | null;
+  createdAt: Date;
+  revokedAt: Date | null;
+}
+
+/** The fields of an agent an update may change. */
+export type AgentUpdate = Partial<
+  Pick<
+    AgentDoc,
+    | "connectionState"
+    | "currentJobId"
+    | "paused"
+    | "pausedNote"
+    | "pausedAt"
+    | "pausedBy"
+    | "pausedTimeoutInMinutes"
+    | "stopRequested"
+    | "userAgent"
+    | "ipAddress"
+    | "connectedAt"
+    | "disconnectedAt"
+    | "lostAt"
+    | "stoppedAt"
+    | "lastSeenAt"
+    | "lastJobFinishedAt"
+  >
+>;
+
+/** What an update requires of the agent as it is stored (compare-and-set). */
+export interface AgentGuard {
+  connectionStates?: readonly ConnectionState[];
+  currentJobId?: string | null;
+  paused?: boolean;
+}
+
+/** Agents alive in an organization, counted by queue and whether they hold a job. */
+export interface QueueAgentCount {
+  queue: string;
+  busy: boolean;
+  count: number;
+}
+
+/** Persistence of agents and job tokens. */
+export interface AgentRepository {
+  insertAgent(agent: AgentDoc): Promise<void>;
+  findAgent(id: string): Promise<AgentDoc | null>;
+  findAgentByTokenHash(hash: string): Promise<AgentDoc | null>;
+  /** Applies `update` if the agent still matches `guard`; returns the updated agent or null. */
+  updateAgent(id: string, update: AgentUpdate, guard?: AgentGuard): Promise<AgentDoc | null>;
+  /** Raises each agent's lastSeenAt to at least the given time, in one round trip. */
+  touchAgents(seen: ReadonlyMap<string, Date>): Promise<void>;
+  /** Alive agents not seen since `before`, and lost agents still holding a job, oldest first. */
+  silentAgents(before: Date, limit: number): Promise<AgentDoc[]>;
+  /** An organization's alive agents by name, optionally filtered; one more than `limit` tells that more follow. */
+  listAgents(
+    organizationId: string,
+    filter: { name?: string; hostname?: string; version?: string },
+    skip: number,
+    limit: number,
+  ): Promise<AgentDoc[]>;
+  countAgents(organizationId: string): Promise<QueueAgentCount[]>;
+  insertJobToken(token: JobTokenDoc): Promise<void>;
+  findJobTokenByHash(hash: string): Promise<JobTokenDoc | null>;
+  /** Revokes every token of a job. */
+  revokeJobTokens(jobId: string, at: Date): Promise<void>;
+}
+
+/** Sightings written per bulk command. */
+const TOUCH_BATCH = 50;
+
+/** Escapes a user's text for a literal match inside a regular expression. */
+function literal(text: string): string {
+  return text.replace(/[\\^$.*+?()[\]{}|]/g, "\\$&");
+}
+
+/** The MongoDB implementation; creates its indexes before returning. */
+export async function createMongoAgentRepository(db: Db): Promise<AgentRepository> {
+  const agents: Collection<AgentDoc> = db.collection("agents");
+  const jobTokens: Collection<JobTokenDoc> = db.collection("job_tokens");
+  await Promise.all([
+    agents.createIndex({ accessTokenHash: 1 }, { unique: true, name: "access_token_unique" }),
+    agents.createIndex({ organizationId: 1, connectionState: 1, name: 1 }, { name: "org_state_name" }),
+    agents.createIndex({ connectionState: 1, lastSeenAt: 1 }, { name: "state_last_seen" }),
+    jobTokens.createIndex({ hash: 1 }, { unique: true, name: "hash_unique" }),
+    jobTokens.createIndex({ jobId: 1 }, { name: "job" }),
+  ]);
+
+  return {
+    insertAgent: async (agent) => {
+      await agents.insertOne(agent);
+    },
+    findAgent: (id) => agents.findOne({ _id: id }),
+    findAgentByTokenHash: (hash) => agents.findOne({ accessTokenHash: hash }),
+    updateAgent(id, update, guard = {}) {
+      return agents.findOneAndUpdate(
+        {
+          _id: id,
+          ...(guard.connectionStates ? { connectionState: { $in: [...guard.connectionStates] } } : {}),
+          ...(guard.currentJobId !== undefined ? { currentJobId: guard.currentJobId } : {}),
+          ...(guard.paused !== undefined ? { paused: guard.paused } : {}),
+        },
+        { $set: update },
+        { returnDocument: "after" },
+      );
+    },
+    async touchAgents(seen) {
+      const ops: AnyBulkWriteOperation<AgentDoc>[] = [...seen].map(([id, at]) => ({
+        updateOne: { filter: { _id: id }, update: { $max: { lastSeenAt: at } } },
+      }));
+      // In bounded batches: an unpatched FerretDB holds a connection per statement of an update command until the
+      // command ends, and hangs past 100 (deploy/ferretdb/update-statements.patch).
+      for (let i = 0; i < ops.length; i += TOUCH_BATCH) {
+        await agents.bulkWrite(ops.slice(i, i + TOUCH_BATCH), { ordered: false });
+      }
+    },
+    silentAgents: (before, limit) =>
+      agents
+        .find({
+          $or: [
+            { connectionState: { $in: [...LIVE_STATES] }, lastSeenAt: { $lt: before } },
+            { connectionState: "lost", currentJobId: { $ne: null } },
+          ],
+        })
+        .sort({ lastSeenAt: 1 })
+        .limit(limit)
+        .toArray(),
+    listAgents(organizationId, filter, skip, limit) {
+      const contains = (text: string) => ({ $regex: literal(text), $options: "i" });
+      return agents
+        .find({
+          organizationId,
+          connectionState: { $in: [...LIVE_STATES] },
+          ...(filter.name ? { name: contains(filter.name) } : {}),
+          ...(filter.hostname ? { hostname: contains(filter.hostname) } : {}),
+          ...(filter.version ? { version: { $regex: `^${literal(filter.version)}` } } : {}),
+        })
+        .sort({ organizationId: 1, name: 1, _id: 1 })
+        .skip(skip)
+        .limit(limit)
+        .toArray();
+    },
+    async countAgents(organizationId) {
+      // Read with a projection and counted here: one index-served read of the organization's live agents
+      // (FerretDB v1's $group takes no expressions, which "busy" needs).
+      const rows = await agents
+        .find(
+          { organizationId, connectionState: { $in: ["connected", "stopping"] } },
+          { projection: { _id: 0, queue: 1, currentJobId: 1 } },
+        )
+        .toArray();
+      const counts = new Map<string, QueueAgentCount>();
+      for (const row of rows) {
+        const busy = row.currentJobId !== null && row.currentJobId !== undefined;
+        const key = `${busy ? 1 : 0}${row.queue}`;
+        const entry = counts.get(key) ?? { queue: row.queue, busy, count: 0 };
+        entry.count++;
+        counts.set(key, entry);
+      }
+      return [...counts.values()];
+    },
+    insertJobToken: async (token) => {
+      await jobTokens.insertOne(token);
+    },
+    findJobTokenByHash: (hash) => jobTokens.findOne({ hash }),
+    async revokeJobTokens(jobId, at) {
+      await jobTokens.updateMany({ jobId, revokedAt: null }, { $set: { revokedAt: at } });
+    },
+  };
+}

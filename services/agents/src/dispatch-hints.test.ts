@@ -1,0 +1,77 @@
+import { create } from "@bufbuild/protobuf";
+import { timestampFromDate } from "@bufbuild/protobuf/wkt";
+import { DispatchableJobSchema, JobSchema } from "@conveyor/proto/builds";
+import { createDispatchHints } from "./dispatch-hints.js";
+
+const ORG = "org-1";
+const listed = (id: string, extra: { clusterId?: string; priority?: number; runnableAt?: number } = {}) =>
+  create(DispatchableJobSchema, {
+    id,
+    organizationId: ORG,
+    clusterId: extra.clusterId ?? "c1",
+    priority: extra.priority ?? 0,
+    ...(extra.runnableAt === undefined ? {} : { runnableAt: timestampFromDate(new Date(extra.runnableAt)) }),
+  });
+const changed = (id: string, state: string, type = "script") =>
+  create(JobSchema, { id, organizationId: ORG, clusterId: "c1", state, type });
+const asking = (clusterId: string | null = "c1") => ({
+  organizationId: ORG,
+  clusterId,
+  tags: new Map<string, string>(),
+});
+const ids = (hints: ReturnType<typeof createDispatchHints>, clusterId: string | null = "c1", limit = 10) =>
+  hints.candidates(asking(clusterId), limit).map((j) => j.id);
+
+describe("dispatch hints", () => {
+  it("follows job events: a scheduled script job waits, any other state or type forgets it", () => {
+    const hints = createDispatchHints();
+    hints.jobChanged(changed("a", "scheduled"));
+    hints.jobChanged(changed("b", "scheduled"));
+    hints.jobChanged(changed("m", "scheduled", "manual"));
+    expect(ids(hints)).toEqual(["a", "b"]);
+    hints.jobChanged(changed("a", "assigned"));
+    expect(ids(hints)).toEqual(["b"]);
+    hints.jobChanged(changed("a", "scheduled")); // unassigned: waiting again
+    hints.jobChanged(changed("b", "canceled"));
+    expect(ids(hints)).toEqual(["a"]);
+    expect(hints.size).toBe(1);
+  });
+
+  it("keeps each job once, in the scope of its latest event", () => {
+    const hints = createDispatchHints();
+    hints.jobChanged(changed("a", "scheduled"));
+    hints.jobChanged(
+      create(JobSchema, { id: "a", organizationId: ORG, clusterId: "", state: "scheduled", type: "script" }),
+    );
+    expect(hints.size).toBe(1);
+    expect(ids(hints)).toEqual([]);
+    expect(ids(hints, null)).toEqual(["a"]);
+  });
+
+  it("replaces everything with a complete list, and merges a truncated one", () => {
+    const hints = createDispatchHints();
+    hints.jobChanged(
+      create(JobSchema, {
+        ...changed("event-only", "scheduled"),
+        runnableAt: timestampFromDate(new Date(10)),
+      }),
+    );
+    hints.replace([listed("x", { priority: 1 }), listed("y", { runnableAt: 5 }), listed("z", { runnableAt: 1 })], true);
+    expect(ids(hints)).toEqual(["x", "z", "y", "event-only"]);
+    hints.replace([listed("x"), listed("w", { clusterId: "" })], false);
+    expect(ids(hints)).toEqual(["x"]);
+    expect(ids(hints, null)).toEqual(["w"]);
+    expect(hints.size).toBe(2);
+  });
+
+  it("forgets a removed job and answers an unknown scope with nothing", () => {
+    const hints = createDispatchHints();
+    hints.replace([listed("x"), listed("y")], false);
+    hints.remove("x");
+    hints.remove("never-known");
+    expect(ids(hints)).toEqual(["y"]);
+    expect(ids(hints, "c2")).toEqual([]);
+    expect(hints.candidates({ ...asking(), organizationId: "other" }, 10)).toEqual([]);
+    expect(ids(hints, "c1", 0)).toEqual([]);
+  });
+});

@@ -1,0 +1,54 @@
+/**
+ * Agent tags and the agent query rules of jobs (buildkite-compat.md B6 "Agent targeting", issue 9 item 3). Pure.
+ *
+ * An agent's tags are "key=value" strings; its queue is its `queue` tag, "default" without one. A job's rules are
+ * "key=value" strings too; every rule must match: the agent has that tag, and the value matches, where `*` in the
+ * rule's value matches any run of characters (so `os=*` means "has an os tag" and `os=linux*` matches
+ * `linux-arm64`). A job without a `queue` rule runs in the "default" queue, so it never goes to an agent of
+ * another queue.
+ */
+import { compileWildcard, matchesWildcard } from "@conveyor/ci-rules";
+
+/** The queue of agents and jobs that name none. */
+export const DEFAULT_QUEUE = "default";
+
+/** Tags as a map; a tag without "=" has the value "". Later tags win. */
+export function parseTags(tags: readonly string[]): Map<string, string> {
+  const map = new Map<string, string>();
+  for (const tag of tags) {
+    const eq = tag.indexOf("=");
+    const key = (eq < 0 ? tag : tag.slice(0, eq)).trim();
+    if (key !== "") map.set(key, eq < 0 ? "" : tag.slice(eq + 1).trim());
+  }
+  return map;
+}
+
+/** The queue named by tags or rules: the `queue` value, else "default". */
+export function queueOf(tagsOrRules: readonly string[]): string {
+  return parseTags(tagsOrRules).get("queue") || DEFAULT_QUEUE;
+}
+
+/** Whether an agent with these tags may run a job with these rules. */
+export function rulesMatch(rules: readonly string[], agentTags: ReadonlyMap<string, string>): boolean {
+  const wanted = parseTags(rules);
+  // The queue is compared with its default on both sides.
+  const queue = wanted.get("queue") || DEFAULT_QUEUE;
+  if (!matchesWildcard(compileWildcard(queue), agentTags.get("queue") || DEFAULT_QUEUE)) return false;
+  for (const [key, pattern] of wanted) {
+    if (key === "queue") continue;
+    const value = agentTags.get(key);
+    if (value === undefined) return false;
+    if (!matchesWildcard(compileWildcard(pattern), value)) return false;
+  }
+  return true;
+}
+
+/** The problem with a list of agent tags, or null: each is "key=value" with a non-empty key, bounded in size. */
+export function tagsProblem(tags: readonly string[]): string | null {
+  if (tags.length > 100) return "an agent may have at most 100 tags";
+  for (const tag of tags) {
+    if (tag.length > 1024) return "each tag must be at most 1024 characters";
+    if (/\p{Cc}/u.test(tag)) return "tags must not contain control characters";
+  }
+  return null;
+}

@@ -1,0 +1,196 @@
+import { matchesBranchFilter, type PipelineStep } from "@conveyor/ci-rules";
+import type { Pipeline } from "@conveyor/proto/pipelines";
+import { failedPrecondition, invalidFields, newId, SUBJECTS } from "@conveyor/runtime";
+import type { BuildCancel } from "./build-cancel.js";
+import { DuplicateBuildNumberError } from "./build-repository.js";
+import { type BuildsContext, MAX_ATTEMPTS } from "./builds-context.js";
+import {
+  type Build,
+  conditionContext,
+  type PipelineSnapshot,
+  type TriggeredFrom,
+  type UserSnapshot,
+} from "./domain/build.js";
+import { type Job, storedJob } from "./domain/job.js";
+import { planJobs } from "./domain/jobs-from-steps.js";
+import { deriveBuildState } from "./domain/state-machine.js";
+import { buildsToSupersede } from "./domain/supersede.js";
+import type { BuildWithJobs } from "./reconcile.js";
+
+/** What a new build is made of. */
+export interface NewBuild {
+  pipeline: Pipeline;
+  organizationSlug: string;
+  creator: UserSnapshot | null;
+  commit: string;
+  branch: string;
+  message: string;
+  author: { name: string; email: string } | null;
+  cleanCheckout: boolean;
+  env: Record<string, string>;
+  metaData: Record<string, string>;
+  pullRequest: { id: string; base: string; repository: string } | null;
+  source: string;
+  rebuiltFrom: { id: string; number: number } | null;
+  /** The trigger job creating it, for builds a trigger step starts. */
+  triggeredFrom?: TriggeredFrom | null;
+  /** Its id, when the caller must find it again (a trigger job's child build); a new UUID otherwise. */
+  id?: string;
+}
+
+/** Creating builds: numbering, planning jobs from the pipeline's steps, and superseding older builds. */
+export function createBuildCreation(
+  ctx: BuildsContext,
+  cancel: BuildCancel,
+  settled?: (build: Build, jobs: readonly Job[]) => void,
+) {
+  const { repo, now, withLock } = ctx;
+
+  /** Applies the pipeline's skip-queued and cancel-running rules to earlier builds of the new build's branch. */
+  const supersede = async (build: Build, pipeline: Pipeline) => {
+    if (!pipeline.skipQueuedBranchBuilds && !pipeline.cancelRunningBranchBuilds) return;
+    const candidates = await repo.unfinishedOnBranch(build.pipelineId, build.branch, build.number);
+    const plan = buildsToSupersede(
+      { branch: build.branch, number: build.number },
+      candidates.map((c) => ({ id: c.id, number: c.number, branch: c.branch, state: c.state, blocked: c.blocked })),
+      {
+        skipQueued: pipeline.skipQueuedBranchBuilds,
+        skipQueuedFilter: pipeline.skipQueuedBranchBuildsFilter ?? null,
+        cancelRunning: pipeline.cancelRunningBranchBuilds,
+        cancelRunningFilter: pipeline.cancelRunningBranchBuildsFilter ?? null,
+      },
+    );
+    for (const id of plan.skip) await withLock(id, () => cancel.skip(id));
+    for (const id of plan.cancel) {
+      await withLock(id, async () => {
+        const target = await repo.findBuildById(id);
+        if (target && !target.finishedAt) await cancel.cancel(target, `superseded by build #${build.number}`);
+      });
+    }
+  };
+
+  /** Creates a build of a pipeline with jobs planned from its steps. */
+  const create = async (input: NewBuild): Promise<BuildWithJobs> => {
+    const { pipeline } = input;
+    const at = now();
+    const buildId = input.id ?? newId();
+    let number = await withLock(`number:${pipeline.id}`, () => repo.nextNumber(pipeline.id));
+    const timeouts = {
+      default: pipeline.defaultCommandStepTimeout ?? null,
+      maximum: pipeline.maximumCommandStepTimeout ?? null,
+    };
+    const snapshot: PipelineSnapshot = {
+      name: pipeline.name,
+      repository: pipeline.repository,
+      defaultBranch: pipeline.defaultBranch,
+      providerId: pipeline.provider?.id ?? "git",
+      env: { ...pipeline.env, ...pipeline.configurationEnv },
+      organizationSlug: input.organizationSlug,
+      timeouts,
+    };
+    const context = conditionContext({
+      ...input,
+      id: buildId,
+      number,
+      pipelineId: pipeline.id,
+      pipelineSlug: pipeline.slug,
+      organizationId: pipeline.organizationId,
+      pipeline: snapshot,
+    });
+    const steps = pipeline.steps as unknown as PipelineStep[];
+    const stepIds = steps.map(() => newId());
+    const planned = planJobs(steps, context, { newId, timeouts });
+    const jobs: Job[] = planned.map((p) =>
+      storedJob(
+        p,
+        {
+          buildId,
+          organizationId: pipeline.organizationId,
+          pipelineId: pipeline.id,
+          buildNumber: number,
+          clusterId: pipeline.clusterId ?? null,
+          stepId: stepIds[p.stepIndex] ?? newId(),
+        },
+        at,
+      ),
+    );
+    const derived = deriveBuildState(planned, { cancelRequested: false });
+    const draft: Build = {
+      id: buildId,
+      organizationId: pipeline.organizationId,
+      pipelineId: pipeline.id,
+      pipelineSlug: pipeline.slug,
+      pipeline: snapshot,
+      number,
+      state: derived.state,
+      blocked: derived.blocked,
+      cancelRequested: false,
+      cancelReason: null,
+      message: input.message,
+      commit: input.commit,
+      branch: input.branch,
+      env: input.env,
+      metaData: input.metaData,
+      source: input.source,
+      creator: input.creator,
+      author: input.author,
+      pullRequest: input.pullRequest,
+      rebuiltFrom: input.rebuiltFrom,
+      triggeredFrom: input.triggeredFrom ?? null,
+      cleanCheckout: input.cleanCheckout,
+      createdAt: at,
+      scheduledAt: at,
+      startedAt: null,
+      finishedAt: derived.finished ? at : null,
+      version: 1,
+    };
+    // The build claims its number first, in state "creating" (the unique index is the cross-process guard), then
+    // its jobs are stored, then it takes its first real state.
+    for (let attempt = 0; ; attempt++) {
+      try {
+        await repo.insertBuild({ ...draft, number, state: "creating", blocked: false, finishedAt: null });
+        break;
+      } catch (err) {
+        if (!(err instanceof DuplicateBuildNumberError) || attempt >= MAX_ATTEMPTS) throw err;
+        await repo.raiseNumber(pipeline.id, number);
+        number = await withLock(`number:${pipeline.id}`, () => repo.nextNumber(pipeline.id));
+      }
+    }
+    for (const job of jobs) job.buildNumber = number;
+    await repo.insertJobs(jobs);
+    const build = await repo.updateBuild(buildId, draft.version, {
+      state: draft.state,
+      blocked: draft.blocked,
+      finishedAt: draft.finishedAt,
+    });
+    if (!build) throw new Error(`build ${buildId} changed while it was being created`);
+    // The events go out together (each waits for the stream's acknowledgement).
+    await Promise.all([
+      ctx.publishBuild(SUBJECTS.builds.buildCreated, build, ""),
+      ...jobs.filter((job) => job.state === "scheduled").map((job) => ctx.publishJob(job, "pending")),
+    ]);
+    await supersede(build, pipeline);
+    ctx.publishCounts(pipeline.id);
+    // The jobs were planned and advanced already: what a reconcile would do after a change (start trigger jobs,
+    // queue concurrency groups) is told of the new build directly, without reading it back.
+    settled?.(build, jobs);
+    return { build, jobs };
+  };
+
+  return { create };
+}
+
+/** The pipeline a build is created for, when builds may be created for it on `branch`. */
+export function checkPipeline(pipeline: Pipeline | undefined, branch: string, ignoreFilters: boolean): Pipeline {
+  if (!pipeline) throw invalidFields([{ field: "pipeline", code: "is required" }]);
+  if (pipeline.archivedAt) throw failedPrecondition("Pipeline is archived: unarchive it before creating builds.");
+  const filter = pipeline.branchConfiguration;
+  if (!ignoreFilters && filter && !matchesBranchFilter(filter, branch)) {
+    throw failedPrecondition(
+      `Branch "${branch}" does not match the pipeline's branch filter "${filter}": use another branch, or set ignore_pipeline_branch_filters.`,
+    );
+  }
+  return pipeline;
+}
+
+export type BuildCreation = ReturnType<typeof createBuildCreation>;

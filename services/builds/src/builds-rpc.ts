@@ -1,0 +1,147 @@
+import { timestampDate } from "@bufbuild/protobuf/wkt";
+import type { ServiceImpl } from "@connectrpc/connect";
+import type { BuildsService } from "@conveyor/proto/builds";
+import { failedPrecondition, invalidFields, notFound, pageWindow } from "@conveyor/runtime";
+import type { BuildCancel } from "./build-cancel.js";
+import { type BuildCreation, checkPipeline } from "./build-creation.js";
+import type { BuildListFilter } from "./build-list.js";
+import { buildMessage, userSnapshot } from "./build-message.js";
+import type { BuildsContext } from "./builds-context.js";
+import type { Job } from "./domain/job.js";
+import { BUILD_STATES, type BuildState } from "./domain/types.js";
+
+/** "finished" in a state filter stands for these. */
+const FINISHED_FILTER: BuildState[] = ["passed", "failed", "blocked", "canceled"];
+
+/** A build's jobs as answers show them: the attempts a retry replaced only when asked for. */
+const shownJobs = (jobs: Job[], includeRetried: boolean) => (includeRetried ? jobs : jobs.filter((j) => !j.retried));
+
+type BuildRpcs = Pick<
+  ServiceImpl<typeof BuildsService>,
+  "createBuild" | "getBuild" | "listBuilds" | "cancelBuild" | "rebuildBuild"
+>;
+
+/** The RPCs on builds: create, get, list, cancel and rebuild. */
+export function createBuildRpcs(
+  ctx: BuildsContext,
+  parts: { creation: BuildCreation; cancel: BuildCancel },
+): BuildRpcs {
+  const { repo, withLock } = ctx;
+  const { creation, cancel } = parts;
+
+  const requireBuild = async (pipelineId: string, number: number) => {
+    const build = pipelineId !== "" && number > 0 ? await repo.findBuild(pipelineId, number) : null;
+    if (!build) throw notFound("build");
+    return build;
+  };
+
+  return {
+    async createBuild(req) {
+      const problems = [];
+      const commit = req.commit.trim();
+      const branch = req.branch.trim();
+      if (commit === "") problems.push({ field: "commit", code: "can't be blank" });
+      if (branch === "") problems.push({ field: "branch", code: "can't be blank" });
+      if (req.pullRequestId !== "" && !/^\d+$/.test(req.pullRequestId)) {
+        problems.push({ field: "pull_request_id", code: "must be a pull request number" });
+      }
+      if (problems.length > 0) throw invalidFields(problems);
+      const pipeline = checkPipeline(req.pipeline, branch, req.ignorePipelineBranchFilters);
+      const creator = userSnapshot(req.creator);
+      const author =
+        req.author && (req.author.name !== "" || req.author.email !== "")
+          ? { name: req.author.name, email: req.author.email }
+          : creator && { name: creator.name, email: creator.email };
+      const created = await creation.create({
+        pipeline,
+        organizationSlug: req.organizationSlug,
+        creator,
+        commit,
+        branch,
+        message: req.message,
+        author,
+        cleanCheckout: req.cleanCheckout,
+        env: req.env,
+        metaData: req.metaData,
+        pullRequest:
+          req.pullRequestId !== ""
+            ? { id: req.pullRequestId, base: req.pullRequestBaseBranch, repository: req.pullRequestRepository }
+            : null,
+        source: req.source || "api",
+        rebuiltFrom: null,
+      });
+      return { build: buildMessage(created.build, created.jobs) };
+    },
+
+    async getBuild(req) {
+      const found =
+        req.pipelineId !== "" && req.number > 0 ? await repo.findBuildWithJobs(req.pipelineId, req.number) : null;
+      if (!found) throw notFound("build");
+      return { build: buildMessage(found.build, shownJobs(found.jobs, req.includeRetriedJobs)) };
+    },
+
+    async listBuilds(req) {
+      if (req.organizationIds.length === 0 && req.pipelineIds.length === 0) return { builds: [], hasMore: false };
+      const states = new Set<BuildState>();
+      for (const s of req.states) {
+        if (s === "finished") for (const f of FINISHED_FILTER) states.add(f);
+        else if ((BUILD_STATES as readonly string[]).includes(s)) states.add(s as BuildState);
+        else throw invalidFields([{ field: "state", code: `"${s}" is not a build state` }]);
+      }
+      const filter: BuildListFilter = {
+        organizationIds: req.organizationIds,
+        pipelineIds: req.pipelineIds,
+        ...(req.pipelineId ? { pipelineId: req.pipelineId } : {}),
+        branches: req.branches,
+        commits: req.commits,
+        ...(req.createdFrom ? { createdFrom: timestampDate(req.createdFrom) } : {}),
+        ...(req.createdTo ? { createdTo: timestampDate(req.createdTo) } : {}),
+        ...(req.creatorId ? { creatorId: req.creatorId } : {}),
+        ...(req.finishedFrom ? { finishedFrom: timestampDate(req.finishedFrom) } : {}),
+        metaPairs: Object.entries(req.metaData).map(([k, v]) => `${k}=${v}`),
+        states: [...states],
+      };
+      const { skip, perPage } = pageWindow(req.page, req.perPage);
+      const page = await repo.listBuilds(filter, skip, perPage + 1);
+      const builds = page.slice(0, perPage);
+      const jobs = req.excludeJobs ? [] : await repo.jobsOf(builds.map((b) => b.id));
+      const byBuild = new Map<string, Job[]>();
+      for (const job of shownJobs(jobs, req.includeRetriedJobs)) {
+        const list = byBuild.get(job.buildId);
+        if (list) list.push(job);
+        else byBuild.set(job.buildId, [job]);
+      }
+      return { builds: builds.map((b) => buildMessage(b, byBuild.get(b.id) ?? [])), hasMore: page.length > perPage };
+    },
+
+    async cancelBuild(req) {
+      const found = await requireBuild(req.pipelineId, req.number);
+      const result = await withLock(found.id, () => cancel.cancelOnRequest(req.pipelineId, req.number, req.reason));
+      return { build: buildMessage(result.build, shownJobs(result.jobs, false)) };
+    },
+
+    async rebuildBuild(req) {
+      const pipeline = req.pipeline;
+      if (!pipeline) throw invalidFields([{ field: "pipeline", code: "is required" }]);
+      const original = await requireBuild(pipeline.id, req.number);
+      if (!pipeline.allowRebuilds) throw failedPrecondition("Rebuilds are not allowed for this pipeline.");
+      if (pipeline.archivedAt) throw failedPrecondition("Pipeline is archived: unarchive it before rebuilding.");
+      const created = await creation.create({
+        pipeline,
+        organizationSlug: req.organizationSlug,
+        creator: userSnapshot(req.creator) ?? original.creator,
+        commit: original.commit,
+        branch: original.branch,
+        message: original.message,
+        author: original.author,
+        cleanCheckout: original.cleanCheckout,
+        env: original.env,
+        metaData: original.metaData,
+        pullRequest: original.pullRequest,
+        source: "api",
+        rebuiltFrom: { id: original.id, number: original.number },
+      });
+      return { build: buildMessage(created.build, created.jobs) };
+    },
+  };
+}

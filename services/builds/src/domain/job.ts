@@ -1,0 +1,151 @@
+/**
+ * The one declaration of a job's shape in the builds service. JobModel (types.ts) is what the state machine reads;
+ * a job planned from a step adds its JobDefinition; a stored job adds where it belongs and what happened to it.
+ * The repository keeps its own storage form private; the proto Job and the REST Job are views of this one.
+ */
+import type { PipelineStep, TriggerStep } from "@conveyor/ci-rules";
+import type { UserSnapshot } from "./build.js";
+import type { JobModel } from "./types.js";
+
+/** A trigger job's target, as the step wrote it; defaults (branch, commit, message) are the caller's to fill. */
+export interface PlannedTrigger {
+  pipeline: string;
+  async: boolean;
+  build: NonNullable<TriggerStep["build"]>;
+}
+
+/** What a job is, from its step: everything but its progress. */
+export interface JobDefinition {
+  /** The step's label (script: `label`/`name`; block, input, trigger: `label`); "" for waiters. */
+  name: string;
+  /** The same as `name`: Buildkite's job `label` is the step label, parallel jobs included. */
+  label: string;
+  command: string | null;
+  agentQueryRules: string[];
+  /** The queue the agent query rules name, "default" when none; null for jobs no agent runs. */
+  queue: string | null;
+  env: Record<string, string>;
+  artifactPaths: string | null;
+  timeoutInMinutes: number | null;
+  /** The step's `priority`, 0 when unset (higher runs first). */
+  priority: number;
+  /** 0-based index and count of a `parallelism` step's jobs; null for steps without `parallelism`. */
+  parallelGroupIndex: number | null;
+  parallelGroupTotal: number | null;
+  concurrency: number | null;
+  concurrencyGroup: string | null;
+  trigger: PlannedTrigger | null;
+  /** The step the job came from. */
+  step: PipelineStep;
+}
+
+/** A job as created from its step: the state-machine fields plus its definition. */
+export type PlannedJob = JobModel & JobDefinition;
+
+/** The agent a job was assigned to, as it was then. */
+export interface AgentSnapshot {
+  id: string;
+  name: string;
+  hostname: string;
+  ipAddress: string;
+  userAgent: string;
+  connectionState: string;
+  createdAt: Date | null;
+  /** Its tags, "key=value". */
+  metaData: string[];
+}
+
+/** A job of a stored build. */
+export interface Job extends PlannedJob {
+  buildId: string;
+  organizationId: string;
+  pipelineId: string;
+  buildNumber: number;
+  /** A UUID per step of the build, shared by the step's parallel jobs. */
+  stepId: string;
+  /** The cluster of the pipeline when the job was created; null for an unclustered pipeline. */
+  clusterId: string | null;
+  agent: AgentSnapshot | null;
+  /** How the process ended, as the agent reported it. */
+  signal: string | null;
+  signalReason: string | null;
+  /** Line index of a log section header → when it was printed. */
+  headerTimes: Record<string, string>;
+  /** The attempt that replaced this one, when it was retried. */
+  retriedInJobId: string | null;
+  /** How many retries led to this attempt (0 for the first). */
+  retriesCount: number;
+  /** How this attempt was retried, once it was. */
+  retryType: "automatic" | "manual" | null;
+  /** The attempt this one retries, and how. */
+  retrySource: { jobId: string; retryType: "automatic" | "manual" } | null;
+  /** Who retried this attempt by hand. */
+  retriedBy: UserSnapshot | null;
+  /** Who unblocked this block step. */
+  unblockedBy: UserSnapshot | null;
+  /**
+   * The meta-data an unblock's fields make, until it is stored: the build's next reconcile stores it before it
+   * releases the jobs behind the block, then clears this.
+   */
+  unblockFields: Record<string, string> | null;
+  /** Trigger jobs: the build they created, once it exists. */
+  triggeredBuild: { id: string; number: number; pipelineSlug: string } | null;
+  /** When a running job times out (started + its timeout); null without a timeout. */
+  deadlineAt: Date | null;
+  createdAt: Date;
+  scheduledAt: Date | null;
+  runnableAt: Date | null;
+  /** When it was last assigned to an agent. */
+  assignedAt: Date | null;
+  startedAt: Date | null;
+  finishedAt: Date | null;
+  unblockedAt: Date | null;
+}
+
+/** The queue a job's agent query rules name: the value of its `queue=` rule, else "default". */
+export function queueOf(agentQueryRules: readonly string[]): string {
+  for (const rule of agentQueryRules) {
+    const eq = rule.indexOf("=");
+    if (eq > 0 && rule.slice(0, eq).trim() === "queue") return rule.slice(eq + 1).trim() || "default";
+  }
+  return "default";
+}
+
+/** Where a new job belongs: its build, and the step it comes from. */
+export interface JobPlace {
+  buildId: string;
+  organizationId: string;
+  pipelineId: string;
+  buildNumber: number;
+  clusterId: string | null;
+  stepId: string;
+}
+
+/** A planned job as stored when its build is created or a pipeline upload adds it: nothing has happened to it. */
+export function storedJob(p: PlannedJob, place: JobPlace, at: Date): Job {
+  return {
+    ...p,
+    ...place,
+    allowFailureOf: p.allowFailureOf ?? [],
+    agent: null,
+    signal: null,
+    signalReason: null,
+    headerTimes: {},
+    retriedInJobId: null,
+    retriesCount: 0,
+    retryType: null,
+    retrySource: null,
+    retriedBy: null,
+    unblockedBy: null,
+    unblockFields: null,
+    triggeredBuild: null,
+    deadlineAt: null,
+    createdAt: at,
+    scheduledAt: p.state === "scheduled" ? at : null,
+    runnableAt: p.state === "scheduled" ? at : null,
+    assignedAt: null,
+    startedAt: null,
+    finishedAt: ["broken", "skipped", "passed"].includes(p.state) ? at : null,
+    unblockedAt: null,
+  };
+}

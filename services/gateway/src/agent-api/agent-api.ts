@@ -1,0 +1,76 @@
+import type { FastifyInstance } from "fastify";
+import type { GatewayClients } from "../clients.js";
+import type { Urls } from "../render/urls.js";
+import { agentControlRoutes } from "./agent-control-routes.js";
+import { type AgentCredentialCache, registerAgentAuthentication } from "./agent-credentials.js";
+import type { LogSettings } from "./agent-job.js";
+import { agentRoutes } from "./agent-routes.js";
+import { annotationAgentRoutes } from "./annotation-routes.js";
+import { artifactAgentRoutes } from "./artifact-routes.js";
+import { createJobAccess, type JobAccess } from "./job-access.js";
+import { jobRoutes } from "./job-routes.js";
+import { metaDataRoutes } from "./meta-data-routes.js";
+import { createOrganizationLookup, type OrganizationLookup } from "./organizations.js";
+import { pipelineUploadRoutes } from "./pipeline-upload-routes.js";
+
+/** What the agent API's route modules receive. */
+export interface AgentApiDeps {
+  clients: GatewayClients;
+  urls: Urls;
+  logs: LogSettings;
+  jobAccess: JobAccess;
+  organizations: OrganizationLookup;
+  /** The base signed artifact URLs carry (the object store, or the gateway's /objects proxy). */
+  artifactUrlBase: string;
+}
+
+/** The path of the agent's streaming pings (§C10): served by no gRPC server here, so it must answer 404. */
+export const STREAM_PINGS_PATH = "/agentedge.v1.AgentEdgeService/StreamPings";
+
+/**
+ * The agent API under /v3 (buildkite-compat.md §C), in its own encapsulated scope: credentials in the `Token`
+ * scheme, and log chunks taken as raw bytes (gzip, sent as text/plain) where the REST API takes JSON only.
+ */
+export async function registerAgentApi(
+  app: FastifyInstance,
+  opts: {
+    clients: GatewayClients;
+    urls: Urls;
+    logs: LogSettings;
+    credentials: AgentCredentialCache;
+    artifactUrlBase: string;
+  },
+): Promise<void> {
+  // The agent's streaming pings: answered 404 before any body is read, so connect-go reports Unimplemented and the
+  // agent falls back to polling for good (§C10).
+  app.post(STREAM_PINGS_PATH, {
+    onRequest: async (_request, reply) =>
+      reply.status(404).send({ message: "Streaming pings are not served here: poll /v3/ping" }),
+    handler: async () => ({}),
+  });
+  await app.register(async (scope) => {
+    scope.addContentTypeParser(["text/plain", "application/octet-stream"], { parseAs: "buffer" }, (_req, body, done) =>
+      done(null, body),
+    );
+    // The agent sends some bodies only when it has something to say (start, finish): no body is an empty object.
+    scope.addHook("preValidation", async (request) => {
+      if (request.body === undefined || request.body === null) request.body = {};
+    });
+    registerAgentAuthentication(scope, opts.credentials);
+    const deps: AgentApiDeps = {
+      clients: opts.clients,
+      urls: opts.urls,
+      logs: opts.logs,
+      jobAccess: createJobAccess(opts.clients),
+      organizations: createOrganizationLookup(opts.clients),
+      artifactUrlBase: opts.artifactUrlBase,
+    };
+    agentRoutes(scope, deps);
+    jobRoutes(scope, deps);
+    metaDataRoutes(scope, deps);
+    annotationAgentRoutes(scope, deps);
+    agentControlRoutes(scope, deps);
+    pipelineUploadRoutes(scope, deps);
+    artifactAgentRoutes(scope, deps);
+  });
+}

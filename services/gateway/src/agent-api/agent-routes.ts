@@ -1,0 +1,294 @@
+import { CredentialKind, type QueueMetrics } from "@conveyor/proto/agents";
+import { isoTime } from "@conveyor/runtime";
+import { Type } from "@fastify/type-provider-typebox";
+import type { FastifyInstance } from "fastify";
+import { Int, NullableTimestamp, Str } from "../render/schemas.js";
+import { responses, typed } from "../routes/declare.js";
+import { rpcOptions } from "../routes/deps.js";
+import { MAX_INT32, text } from "../routes/params.js";
+import type { AgentApiDeps } from "./agent-api.js";
+import { credentialOf } from "./agent-credentials.js";
+
+/** The body of `POST /v3/register` (buildkite-compat.md §C3); unknown keys are ignored, as the agent adds some. */
+const RegisterBody = Type.Object({
+  name: Type.Optional(text(255)),
+  hostname: Type.Optional(text(255)),
+  // The agent sends the whole of /etc/os-release here.
+  os: Type.Optional(text(4096)),
+  arch: Type.Optional(text(255)),
+  script_eval_enabled: Type.Optional(Type.Boolean()),
+  ignore_in_dispatches: Type.Optional(Type.Boolean()),
+  priority: Type.Optional(Type.Union([Type.Integer({ minimum: -MAX_INT32 - 1, maximum: MAX_INT32 }), Type.Null()])),
+  version: Type.Optional(text(255)),
+  build: Type.Optional(text(255)),
+  meta_data: Type.Optional(Type.Array(text(1024), { maxItems: 100, description: "the agent's tags, k=v" })),
+  pid: Type.Optional(Type.Integer({ minimum: 0, maximum: MAX_INT32 })),
+  machine_id: Type.Optional(text(255)),
+  features: Type.Optional(Type.Array(text(255), { maxItems: 100 })),
+});
+
+const RegisteredSchema = Type.Object({
+  id: Str,
+  name: Str,
+  access_token: Str,
+  endpoint: Str,
+  request_headers: Type.Record(Type.String(), Type.String()),
+  ping_interval: Int,
+  job_status_interval: Int,
+  heartbeat_interval: Int,
+  meta_data: Type.Array(Str),
+});
+const HeartbeatBody = Type.Object({ sent_at: Type.Optional(text(64)) });
+const HeartbeatSchema = Type.Object({ sent_at: Type.Union([Str, Type.Null()]), received_at: NullableTimestamp });
+const PingSchema = Type.Object({
+  action: Str,
+  message: Type.Optional(Str),
+  job: Type.Optional(Type.Object({ id: Str })),
+});
+const TokenSchema = Type.Object({
+  uuid: Str,
+  description: Str,
+  token_type: Str,
+  organization_slug: Str,
+  organization_uuid: Str,
+  cluster_uuid: Str,
+  cluster_name: Str,
+  organization_queue_uuid: Str,
+  organization_queue_key: Str,
+});
+const agentCounts = { idle: Int, busy: Int, total: Int };
+const jobCounts = { scheduled: Int, running: Int, waiting: Int, total: Int };
+/** The spec's Agent metrics. */
+const MetricsSchema = Type.Object({
+  agents: Type.Object({ ...agentCounts, queues: Type.Record(Type.String(), Type.Object(agentCounts)) }),
+  jobs: Type.Object({ ...jobCounts, queues: Type.Record(Type.String(), Type.Object(jobCounts)) }),
+  organization: Type.Object({ slug: Str }),
+});
+/** The answer of calls whose body the agent ignores. */
+export const Empty = Type.Object({});
+const tags = ["agent"];
+
+/** Agents and jobs of a queue (or all), as buildkite-agent-metrics decodes them. */
+function countAgents(m: QueueMetrics | undefined) {
+  return { idle: m?.agentsIdle ?? 0, busy: m?.agentsBusy ?? 0, total: m?.agentsTotal ?? 0 };
+}
+function countJobs(m: QueueMetrics | undefined) {
+  return {
+    scheduled: m?.jobsScheduled ?? 0,
+    running: m?.jobsRunning ?? 0,
+    waiting: m?.jobsWaiting ?? 0,
+    total: m?.jobsTotal ?? 0,
+  };
+}
+
+/**
+ * The agent's own routes (buildkite-compat.md §C2, §C3): register with a registration token; connect, heartbeat,
+ * ping and disconnect with its access token; `GET token` with any credential; and the spec's metrics endpoint.
+ */
+export function agentRoutes(app: FastifyInstance, deps: AgentApiDeps): void {
+  const { clients } = deps;
+  const agent = { credential: ["agent"] } as const;
+  const route = typed(app);
+
+  route.post(
+    "/v3/register",
+    {
+      config: { credential: ["registration"] },
+      schema: {
+        operationId: "agentRegister",
+        summary: "Register an agent with a registration token: its access token and intervals",
+        tags,
+        body: RegisterBody,
+        response: responses(200, RegisteredSchema),
+      },
+    },
+    async (request) => {
+      const body = request.body ?? {};
+      const res = await clients.agents.registerAgent(
+        {
+          tokenId: credentialOf(request).tokenId,
+          name: body.name ?? "",
+          hostname: body.hostname ?? "",
+          os: body.os ?? "",
+          arch: body.arch ?? "",
+          version: body.version ?? "",
+          build: body.build ?? "",
+          metaData: body.meta_data ?? [],
+          ...(typeof body.priority === "number" ? { priority: body.priority } : {}),
+          pid: body.pid ?? 0,
+          machineId: body.machine_id ?? "",
+          scriptEvalEnabled: body.script_eval_enabled ?? true,
+          ignoreInDispatches: body.ignore_in_dispatches ?? false,
+          features: body.features ?? [],
+          userAgent: request.headers["user-agent"] ?? "",
+          ipAddress: request.ip,
+        },
+        rpcOptions(request),
+      );
+      return {
+        id: res.agent?.id ?? "",
+        name: res.agent?.name ?? "",
+        access_token: res.accessToken,
+        // Empty: the agent keeps the endpoint it registered with (and tells jobs that one).
+        endpoint: "",
+        request_headers: {},
+        ping_interval: res.pingInterval,
+        job_status_interval: res.jobStatusInterval,
+        heartbeat_interval: res.heartbeatInterval,
+        meta_data: res.agent?.metaData ?? [],
+      };
+    },
+  );
+
+  route.post(
+    "/v3/connect",
+    {
+      config: agent,
+      schema: {
+        operationId: "agentConnect",
+        summary: "Mark the agent connected",
+        tags,
+        response: responses(200, Empty),
+      },
+    },
+    async (request) => {
+      await clients.agents.connectAgent(
+        {
+          agentId: credentialOf(request).agentId,
+          userAgent: request.headers["user-agent"] ?? "",
+          ipAddress: request.ip,
+        },
+        rpcOptions(request),
+      );
+      return {};
+    },
+  );
+
+  route.post(
+    "/v3/disconnect",
+    {
+      config: agent,
+      schema: {
+        operationId: "agentDisconnect",
+        summary: "Mark the agent disconnected",
+        tags,
+        response: responses(200, Empty),
+      },
+    },
+    async (request) => {
+      await clients.agents.disconnectAgent({ agentId: credentialOf(request).agentId }, rpcOptions(request));
+      return {};
+    },
+  );
+
+  route.post(
+    "/v3/heartbeat",
+    {
+      config: agent,
+      schema: {
+        operationId: "agentHeartbeat",
+        summary: "The agent is alive",
+        tags,
+        body: HeartbeatBody,
+        response: responses(200, HeartbeatSchema),
+      },
+    },
+    async (request) => {
+      const res = await clients.agents.heartbeatAgent({ agentId: credentialOf(request).agentId }, rpcOptions(request));
+      return { sent_at: request.body?.sent_at ?? null, received_at: isoTime(res.receivedAt) };
+    },
+  );
+
+  route.get(
+    "/v3/ping",
+    {
+      config: agent,
+      schema: {
+        operationId: "agentPing",
+        summary: "What the agent should do next: a job to accept, pause, disconnect or nothing",
+        tags,
+        response: responses(200, PingSchema),
+      },
+    },
+    async (request) => {
+      const res = await clients.agents.pingAgent({ agentId: credentialOf(request).agentId }, rpcOptions(request));
+      return {
+        action: res.action,
+        ...(res.message ? { message: res.message } : {}),
+        ...(res.jobId ? { job: { id: res.jobId } } : {}),
+      };
+    },
+  );
+
+  route.get(
+    "/v3/token",
+    {
+      config: { credential: ["registration", "agent", "job"] },
+      schema: {
+        operationId: "agentToken",
+        summary: "What the calling credential is",
+        tags,
+        response: responses(200, TokenSchema),
+      },
+    },
+    async (request) => {
+      const credential = credentialOf(request);
+      const [organization, cluster] = await Promise.all([
+        deps.organizations.get(credential.organizationId, request.id),
+        credential.clusterId
+          ? clients.agents
+              .getCluster({ organizationId: credential.organizationId, id: credential.clusterId }, rpcOptions(request))
+              .then((r) => r.cluster)
+          : undefined,
+      ]);
+      const kind = {
+        [CredentialKind.REGISTRATION]: "registration",
+        [CredentialKind.AGENT]: "agent",
+        [CredentialKind.JOB]: "job",
+      };
+      return {
+        uuid: credential.kind === CredentialKind.JOB ? credential.jobId : credential.tokenId,
+        description: "",
+        token_type: kind[credential.kind as keyof typeof kind] ?? "",
+        organization_slug: organization?.slug ?? "",
+        organization_uuid: credential.organizationId,
+        cluster_uuid: credential.clusterId,
+        cluster_name: cluster?.name ?? "",
+        organization_queue_uuid: "",
+        organization_queue_key: "",
+      };
+    },
+  );
+
+  route.get(
+    "/v3/metrics",
+    {
+      config: { credential: ["registration"] },
+      schema: {
+        operationId: "agentMetrics",
+        summary: "Idle and busy agents and queued jobs of the registration token's organization",
+        tags,
+        response: responses(200, MetricsSchema),
+      },
+    },
+    async (request) => {
+      const credential = credentialOf(request);
+      const [metrics, organization] = await Promise.all([
+        clients.agents.getMetrics({ organizationId: credential.organizationId }, rpcOptions(request)),
+        deps.organizations.get(credential.organizationId, request.id),
+      ]);
+      const queues = Object.entries(metrics.queues);
+      return {
+        agents: {
+          ...countAgents(metrics.overall),
+          queues: Object.fromEntries(queues.map(([name, m]) => [name, countAgents(m)])),
+        },
+        jobs: {
+          ...countJobs(metrics.overall),
+          queues: Object.fromEntries(queues.map(([name, m]) => [name, countJobs(m)])),
+        },
+        organization: { slug: organization?.slug ?? "" },
+      };
+    },
+  );
+}

@@ -1,0 +1,63 @@
+import { Code, ConnectError } from "@connectrpc/connect";
+import { CredentialKind } from "@conveyor/proto/agents";
+import type { FastifyRequest } from "fastify";
+import type { GatewayClients } from "../clients.js";
+import { HttpError } from "../http-error.js";
+import { rpcOptions } from "../routes/deps.js";
+import { credentialOf } from "./agent-credentials.js";
+
+/** The job (and its build) a caller of a job route acts on, and the agent acting. */
+export interface JobInHand {
+  jobId: string;
+  buildId: string;
+  agentId: string;
+}
+
+const NO_JOB = () => new HttpError(404, "No job found");
+const NO_BUILD = () => new HttpError(404, "No build found");
+
+/** A job by id, or undefined when there is none. */
+async function findJob(clients: Pick<GatewayClients, "builds">, request: FastifyRequest, jobId: string) {
+  try {
+    return (await clients.builds.getJob({ jobId }, rpcOptions(request))).job;
+  } catch (err) {
+    if (ConnectError.from(err).code === Code.NotFound) return undefined;
+    throw err;
+  }
+}
+
+/**
+ * What an agent credential may act on (buildkite-compat.md §C1, §C12): a job token its own job and build; an agent
+ * access token the job its agent holds. Anything else is 404, so a credential cannot probe other jobs.
+ */
+export function createJobAccess(clients: Pick<GatewayClients, "builds" | "agents">) {
+  return {
+    async job(request: FastifyRequest, jobId: string): Promise<JobInHand> {
+      const credential = credentialOf(request);
+      if (credential.kind === CredentialKind.JOB) {
+        if (credential.jobId !== jobId) throw NO_JOB();
+        return { jobId, buildId: credential.buildId, agentId: credential.agentId };
+      }
+      const job = await findJob(clients, request, jobId);
+      if (!job || job.agent?.id !== credential.agentId) throw NO_JOB();
+      return { jobId, buildId: job.buildId, agentId: credential.agentId };
+    },
+
+    async build(request: FastifyRequest, buildId: string): Promise<{ buildId: string }> {
+      const credential = credentialOf(request);
+      if (credential.kind === CredentialKind.JOB) {
+        if (credential.buildId !== buildId) throw NO_BUILD();
+        return { buildId };
+      }
+      const { agent } = await clients.agents.getAgent(
+        { organizationId: credential.organizationId, id: credential.agentId },
+        rpcOptions(request),
+      );
+      const job = agent?.currentJobId ? await findJob(clients, request, agent.currentJobId) : undefined;
+      if (job?.buildId !== buildId) throw NO_BUILD();
+      return { buildId };
+    },
+  };
+}
+
+export type JobAccess = ReturnType<typeof createJobAccess>;

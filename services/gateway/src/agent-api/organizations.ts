@@ -1,0 +1,21 @@
+import type { Organization } from "@conveyor/proto/identity";
+import { LRUCache } from "lru-cache";
+import type { GatewayClients } from "../clients.js";
+
+/** How long an organization (for its slug) is reused: slugs change rarely, and only metrics and `token` need them. */
+const TTL_MS = 60_000;
+
+/** Organizations by id, as the agent API needs them (metrics and `GET token` name the slug), cached briefly. */
+export function createOrganizationLookup(clients: Pick<GatewayClients, "identity">) {
+  const cache = new LRUCache<string, Organization, string>({
+    max: 10_000,
+    ttl: TTL_MS,
+    fetchMethod: async (id, _stale, { context }) =>
+      (await clients.identity.getOrganization({ id }, { headers: { "x-request-id": context } })).organization,
+  });
+  return {
+    get: (id: string, requestId: string) => cache.fetch(id, { context: requestId }),
+  };
+}
+
+export type OrganizationLookup = ReturnType<typeof createOrganizationLookup>;

@@ -1,0 +1,30 @@
+import { readGatewayConfig } from "./config.js";
+
+describe("the gateway's artifact URL settings", () => {
+  it("signs for the store's endpoint by default, S3_PUBLIC_URL when set, and the gateway with ARTIFACTS_PROXY", () => {
+    const env = { PORT: "8080", S3_ENDPOINT: "http://minio.internal:9000" };
+    expect(readGatewayConfig(env).artifacts).toEqual({
+      storeUrl: "http://minio.internal:9000",
+      bucket: "conveyor-artifacts",
+      proxy: false,
+      urlBase: "http://minio.internal:9000",
+    });
+    expect(readGatewayConfig({ ...env, S3_PUBLIC_URL: "https://s3.example.com/" }).artifacts.urlBase).toBe(
+      "https://s3.example.com",
+    );
+    const proxied = readGatewayConfig({
+      ...env,
+      ARTIFACTS_PROXY: "1",
+      PUBLIC_URL: "https://ci.example.com",
+      S3_PUBLIC_URL: "https://ignored.example.com",
+      S3_BUCKET: "b",
+    }).artifacts;
+    expect(proxied).toEqual({
+      storeUrl: "http://minio.internal:9000",
+      bucket: "b",
+      proxy: true,
+      urlBase: "https://ci.example.com/objects",
+    });
+    expect(() => readGatewayConfig({ ARTIFACTS_PROXY: "maybe" })).toThrow("ARTIFACTS_PROXY");
+  });
+});

@@ -1,0 +1,49 @@
+import httpProxy from "@fastify/http-proxy";
+import type { FastifyInstance } from "fastify";
+import { HttpError } from "./http-error.js";
+
+/** The path prefix under which the gateway forwards signed requests to the object store (ARTIFACTS_PROXY). */
+export const OBJECTS_PREFIX = "/objects";
+
+/**
+ * With ARTIFACTS_PROXY, the gateway is the object store's public address: `/objects/<bucket>` (signed POST uploads)
+ * and `/objects/<bucket>/<key>` (signed GET and HEAD downloads) are forwarded to the store with @fastify/http-proxy,
+ * bodies streamed both ways (never buffered). The store still checks every signature: URLs are signed for the
+ * gateway's public host and the bucket path, so the forwarded request carries that Host, loses the prefix and any
+ * Authorization header (a client following the API's 302 to the same host may send its bearer token along, which
+ * the store would take for a second signature). Nothing else of the store is reachable: other buckets, listings and
+ * other methods answer 404.
+ */
+export async function registerObjectProxy(
+  app: FastifyInstance,
+  opts: { storeUrl: string; bucket: string; publicUrl: string },
+): Promise<void> {
+  const publicHost = new URL(opts.publicUrl).host;
+  const bucketPath = `${OBJECTS_PREFIX}/${opts.bucket}`;
+  await app.register(async (scope) => {
+    // Bodies pass through untouched: the proxy's own parsers hand the request stream on, so the gateway's JSON
+    // parser and body limit stay out of this scope.
+    scope.removeAllContentTypeParsers();
+    await scope.register(httpProxy, {
+      upstream: opts.storeUrl,
+      prefix: OBJECTS_PREFIX,
+      rewritePrefix: "",
+      httpMethods: ["GET", "HEAD", "POST"],
+      preHandler: async (request) => {
+        const path = (request.raw.url ?? "").split("?", 1)[0] ?? "";
+        const upload = request.method === "POST" && (path === bucketPath || path === `${bucketPath}/`);
+        const download =
+          request.method !== "POST" && path.startsWith(`${bucketPath}/`) && path.length > bucketPath.length + 1;
+        if (!upload && !download) throw new HttpError(404, "Not Found");
+      },
+      replyOptions: {
+        rewriteRequestHeaders: (_request, headers) => {
+          const { authorization: _authorization, ...rest } = headers;
+          return { ...rest, host: publicHost };
+        },
+      },
+      // Uploads of up to 5 GiB take their time: no deadline while bytes flow.
+      undici: { headersTimeout: 0, bodyTimeout: 0 },
+    });
+  });
+}

@@ -1,0 +1,160 @@
+import { create, type DescMessage, type MessageShape } from "@bufbuild/protobuf";
+import { timestampDate } from "@bufbuild/protobuf/wkt";
+import type { CallOptions } from "@connectrpc/connect";
+import { PipelineCountsChangedSchema } from "@conveyor/proto/builds";
+import type { GetPipelineResponse, PipelinesService } from "@conveyor/proto/pipelines";
+import {
+  PipelineChangedSchema,
+  type PipelineCounts,
+  PipelineCountsSchema,
+  PipelineDeletedSchema,
+} from "@conveyor/proto/pipelines";
+import { type Client, decodeEvent, type Logger, SUBJECTS } from "@conveyor/runtime";
+import type { NatsConnection } from "@nats-io/transport-node";
+import { LRUCache } from "lru-cache";
+
+/** The pipelines client, whose `getPipeline` answers come from the cache. */
+export type PipelinesClient = Client<typeof PipelinesService>;
+
+/**
+ * Pipelines change rarely and nearly every REST route resolves one by slug: a gateway keeps `getPipeline` answers
+ * for `ttlMs` (the backstop), drops a pipeline's answers as soon as it is changed through this gateway (the caller
+ * reads its own write) or an event says it changed elsewhere (`ci.pipelines.*`; its build counters are updated in
+ * place from the builds service's snapshots), and lets
+ * concurrent lookups of one pipeline share a single RPC. Errors (an unknown slug) are not kept. A TTL of 0 turns it
+ * off.
+ */
+export function createPipelineCache(raw: PipelinesClient, opts: { ttlMs: number; max?: number }) {
+  /** Cache keys of each pipeline id: a pipeline is looked up by slug and by id, in its organization. */
+  const keysById = new Map<string, Set<string>>();
+  const forget = (key: string, res: GetPipelineResponse) => {
+    const id = res.pipeline?.id;
+    const keys = id ? keysById.get(id) : undefined;
+    keys?.delete(key);
+    if (id && keys?.size === 0) keysById.delete(id);
+  };
+  const cache = new LRUCache<string, GetPipelineResponse, Parameters<PipelinesClient["getPipeline"]>>({
+    max: opts.max ?? 10_000,
+    ttl: Math.max(opts.ttlMs, 1),
+    dispose: (res, key) => forget(key, res),
+    fetchMethod: async (key, _stale, { context }) => {
+      const res = await raw.getPipeline(...context);
+      const id = res.pipeline?.id;
+      if (id) keysById.set(id, (keysById.get(id) ?? new Set()).add(key));
+      return res;
+    },
+  });
+
+  /** Drops every cached answer about a pipeline. */
+  const evict = (pipelineId: string) => {
+    for (const key of [...(keysById.get(pipelineId) ?? [])]) cache.delete(key);
+    keysById.delete(pipelineId);
+    countsAt.delete(pipelineId);
+  };
+
+  /**
+   * Runs a write, then drops what the cache says of the pipeline it named (by the id its answer gives, else the id a
+   * cached lookup of the same reference gave), whatever the write's outcome.
+   */
+  const evicting =
+    <Req extends { organizationId?: string; pipeline?: string }, Res extends object>(
+      write: (req: Req, options?: CallOptions) => Promise<Res>,
+    ) =>
+    async (req: Req, options?: CallOptions): Promise<Res> => {
+      const known = cache.peek(keyOf(req.organizationId ?? "", req.pipeline ?? ""))?.pipeline?.id;
+      try {
+        const res = await write(req, options);
+        const written = "pipeline" in res ? (res.pipeline as { id?: string } | undefined)?.id : undefined;
+        if (written) evict(written);
+        return res;
+      } finally {
+        if (known) evict(known);
+      }
+    };
+
+  const client: PipelinesClient =
+    opts.ttlMs === 0
+      ? raw
+      : {
+          ...raw,
+          async getPipeline(req, options) {
+            const key = keyOf(req.organizationId ?? "", req.pipeline ?? "");
+            const res = await cache.fetch(key, { context: [req, options] });
+            if (!res) throw new Error(`pipeline lookup ${key} gave no answer`);
+            return res;
+          },
+          updatePipeline: evicting(raw.updatePipeline),
+          archivePipeline: evicting(raw.archivePipeline),
+          unarchivePipeline: evicting(raw.unarchivePipeline),
+          deletePipeline: evicting(raw.deletePipeline),
+        };
+
+  /** When each pipeline's counters were taken, as far as this cache applied them. */
+  const countsAt = new Map<string, number>();
+
+  /**
+   * Puts new counters into a pipeline's cached answers (they change with every job; dropping the answers each time
+   * would leave a busy pipeline never cached). An older snapshot than one applied is ignored.
+   */
+  const applyCounts = (pipelineId: string, counts: Omit<PipelineCounts, "$typeName">, at: number) => {
+    const keys = keysById.get(pipelineId);
+    if (!keys || (countsAt.get(pipelineId) ?? 0) > at) return;
+    countsAt.set(pipelineId, at);
+    for (const key of keys) {
+      const pipeline = cache.peek(key)?.pipeline;
+      if (pipeline) pipeline.counts = create(PipelineCountsSchema, counts);
+    }
+  };
+
+  return { client, evict, applyCounts, clear: () => cache.clear() };
+}
+
+function keyOf(organizationId: string, pipeline: string): string {
+  return `${organizationId}\n${pipeline}`;
+}
+
+export type PipelineCache = ReturnType<typeof createPipelineCache>;
+
+/**
+ * Drops a pipeline's cached answers when any gateway or service changes it: every gateway needs every such event, so
+ * these are plain subscriptions; the TTL bounds staleness if one is missed.
+ */
+export function subscribePipelineEvents(nc: NatsConnection, cache: PipelineCache, logger: Logger): void {
+  const on = <S extends DescMessage>(
+    subject: string,
+    schema: S,
+    idOf: (event: MessageShape<S>) => string | undefined,
+  ) => {
+    const sub = nc.subscribe(subject);
+    void (async () => {
+      for await (const msg of sub) {
+        try {
+          const id = idOf(decodeEvent(schema, msg.data));
+          if (id) cache.evict(id);
+        } catch (err) {
+          logger.warn({ err, subject }, "undecodable pipeline event");
+        }
+      }
+    })();
+  };
+  for (const subject of [SUBJECTS.pipelines.updated, SUBJECTS.pipelines.archived, SUBJECTS.pipelines.unarchived])
+    on(subject, PipelineChangedSchema, (e) => e.pipeline?.id);
+  on(SUBJECTS.pipelines.deleted, PipelineDeletedSchema, (e) => e.pipelineId);
+  const counts = nc.subscribe(SUBJECTS.builds.pipelineCountsChanged);
+  void (async () => {
+    for await (const msg of counts) {
+      try {
+        const e = decodeEvent(PipelineCountsChangedSchema, msg.data);
+        if (!e.pipelineId || !e.at) continue;
+        const { scheduledBuilds, runningBuilds, scheduledJobs, runningJobs, waitingJobs } = e;
+        cache.applyCounts(
+          e.pipelineId,
+          { scheduledBuilds, runningBuilds, scheduledJobs, runningJobs, waitingJobs },
+          timestampDate(e.at).getTime(),
+        );
+      } catch (err) {
+        logger.warn({ err }, "undecodable pipeline counters event");
+      }
+    }
+  })();
+}
