@@ -394,7 +394,7 @@ describe("the build lifecycle on real agents", () => {
     expect(build.jobs[0].exit_status).not.toBe(0);
     expect(log).toContain("422");
     expect(log).toContain('timeout_in_minutes must be a positive integer, got "soon"');
-    expect(log).toContain("parallelism must be a positive integer, got 0");
+    expect(log).toContain("parallelism must be an integer from 1 to 500, got 0");
   });
 
   it("triggers a second pipeline: a sync trigger follows the child build, an async one passes at once", async () => {

@@ -292,10 +292,11 @@ steps:
     expect(fieldErrorsOf(many)).toEqual([
       { field: "pipeline", code: "An upload may add at most 500 steps; this one has 501" },
     ]);
-    const wide = "steps:\n  - command: echo wide\n    parallelism: 2001\n";
+    // No step may ask for more than 500 jobs, so five of 500 make 2500.
+    const wide = `steps:\n${"  - command: echo wide\n    parallelism: 500\n".repeat(5)}`;
     const jobsErr = await failure(client.uploadPipeline({ jobId: gen, pipeline: wide, uuid: randomUUID() }));
     expect(fieldErrorsOf(jobsErr)).toEqual([
-      { field: "pipeline", code: "An upload may add at most 2000 jobs; this one makes 2001" },
+      { field: "pipeline", code: "An upload may add at most 2000 jobs; this one makes 2500" },
     ]);
     expect(await jobs()).toHaveLength(3);
   });
@@ -303,7 +304,7 @@ steps:
   it("refuses an upload that would take the build past 4000 jobs", async () => {
     const { gen, jobs } = await uploading(client);
     // Jobs of omitted steps count too, and cost the least to store (nothing schedules them).
-    const wide = "steps:\n  - command: echo wide\n    parallelism: 2000\n    branches: never\n";
+    const wide = `steps:\n${"  - command: echo wide\n    parallelism: 500\n    branches: never\n".repeat(4)}`;
     await client.uploadPipeline({ jobId: gen, pipeline: wide, uuid: randomUUID() });
     const over = await failure(client.uploadPipeline({ jobId: gen, pipeline: wide, uuid: randomUUID() }));
     expect(fieldErrorsOf(over)).toEqual([

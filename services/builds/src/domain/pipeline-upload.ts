@@ -3,19 +3,19 @@
  * steps go right after the uploading step; jobs that waited for the uploader wait for the new jobs too; `replace`
  * drops the jobs that have not started. Pure: the plan is what the service stores, then applies.
  */
-import type { BuildContext, PipelineStep } from "@conveyor/ci-rules";
+import { type BuildContext, type PipelineStep, STEP_LIMITS } from "@conveyor/ci-rules";
 import type { Job, PlannedJob } from "./job.js";
 import { planSteps } from "./jobs-from-steps.js";
 import type { JobState } from "./types.js";
 
 /** Bounds of one upload and of a build. */
 export const UPLOAD_LIMITS = {
-  /** Steps one upload may add (groups count their steps). */
-  maxSteps: 500,
+  /** Steps one upload may add (groups count their steps): as many as a pipeline's definition may hold. */
+  maxSteps: STEP_LIMITS.maxSteps,
   /** Jobs one upload may add (parallelism multiplies). */
   maxJobs: 2000,
   /** Jobs a build may hold, every attempt included. */
-  maxBuildJobs: 4000,
+  maxBuildJobs: STEP_LIMITS.maxBuildJobs,
 } as const;
 
 /** Jobs `replace` removes: those no agent has taken yet and no person has acted on. */

@@ -31,21 +31,29 @@ const TEAM = "/v2/organizations/:org/teams/:team";
  * to judge, so every problem is reported at once in its `{"message":"Validation failed: <reason>"}`; the schemas
  * bound the types and sizes (`bodyErrors: "sentence"` words their failures the same way).
  */
-const role = Type.Optional(text(BOUNDS.name, { description: "member or maintainer" }));
-const pipelineLevel = Type.Optional(
-  text(BOUNDS.name, { description: "read_only, build_and_read or manage_build_and_read" }),
-);
+/**
+ * A body value identity judges: a string is bounded like any other, and a value of another type passes the schema
+ * (JSON Schema's `maxLength` applies to strings only) so that it is reported in the spec's words ("User can't be
+ * blank") rather than the validator's.
+ */
+const judged = (max: number, description?: string) =>
+  Type.Optional(Type.Unsafe<unknown>({ maxLength: max, ...(description ? { description } : {}) }));
+const role = judged(BOUNDS.name, "member or maintainer");
+const pipelineLevel = judged(BOUNDS.name, "read_only, build_and_read or manage_build_and_read");
 const suiteLevels = Type.Optional(
-  Type.Union([Type.Array(text(BOUNDS.name), { maxItems: 10 }), text(BOUNDS.name)], {
+  Type.Unsafe<unknown>({
+    maxLength: BOUNDS.name,
+    maxItems: 10,
+    items: { maxLength: BOUNDS.name },
     description: "an array of read and edit",
   }),
 );
-const AddMemberBody = Type.Object({ user_id: Type.Optional(text(BOUNDS.id)), role });
+const AddMemberBody = Type.Object({ user_id: judged(BOUNDS.id), role });
 const UpdateMemberBody = Type.Object({ role });
-const AddPipelineBody = Type.Object({ pipeline_id: Type.Optional(text(BOUNDS.slug)), access_level: pipelineLevel });
+const AddPipelineBody = Type.Object({ pipeline_id: judged(BOUNDS.slug), access_level: pipelineLevel });
 const UpdatePipelineBody = Type.Object({ access_level: pipelineLevel });
-const RemovePipelineBody = Type.Object({ pipeline_id: Type.Optional(text(BOUNDS.id)) });
-const AddSuiteBody = Type.Object({ suite_id: Type.Optional(text(BOUNDS.id)), access_level: suiteLevels });
+const RemovePipelineBody = Type.Object({ pipeline_id: judged(BOUNDS.id) });
+const AddSuiteBody = Type.Object({ suite_id: judged(BOUNDS.id), access_level: suiteLevels });
 const UpdateSuiteBody = Type.Object({ access_level: suiteLevels });
 
 const tags = ["teams"];
