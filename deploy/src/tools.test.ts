@@ -3,6 +3,8 @@ import {
   BUILDKITE_AGENT,
   cachedToolPath,
   FERRETDB,
+  HELM,
+  KUBECTL_VALIDATE,
   type MachineProbe,
   MINIO,
   NATS_SERVER,
@@ -10,6 +12,7 @@ import {
   planMongo,
   planNats,
   planS3,
+  planTool,
   VERSITYGW,
 } from "./tools.js";
 
@@ -166,5 +169,37 @@ describe("planAgent", () => {
   it("keeps the binary's name, which jobs call it by", () => {
     expect(BUILDKITE_AGENT.binary).toBe("buildkite-agent");
     expect(cached.endsWith("/buildkite-agent")).toBe(true);
+  });
+});
+
+describe("the chart's tools (helm, kubectl-validate)", () => {
+  it("are go installs of the versions the module proxy serves, cached like the servers", () => {
+    expect(HELM.build).toEqual({ kind: "go-install", pkg: "helm.sh/helm/v4/cmd/helm@v4.2.4" });
+    expect(HELM.minGo).toBe("1.26");
+    expect(KUBECTL_VALIDATE.build).toEqual({ kind: "go-install", pkg: "sigs.k8s.io/kubectl-validate@v0.0.4" });
+    for (const tool of [HELM, KUBECTL_VALIDATE]) {
+      if (tool.build.kind !== "go-install") throw new Error("expected a go install");
+      expect(tool.build.pkg.endsWith(`@${tool.version}`)).toBe(true);
+    }
+    expect(cachedToolPath(cache, HELM)).toBe(join(cache, "bin", "helm-v4.2.4", "helm"));
+    expect(cachedToolPath(cache, KUBECTL_VALIDATE)).toBe(
+      join(cache, "bin", "kubectl-validate-v0.0.4", "kubectl-validate"),
+    );
+  });
+
+  it("come from HELM_BIN / KUBECTL_VALIDATE_BIN, else the cache, else are built", () => {
+    expect(planTool(HELM, { HELM_BIN: "/opt/helm" }, cache, probe({ onPath: ["helm"] }))).toEqual({
+      tool: "helm",
+      path: "/opt/helm",
+      source: "env",
+    });
+    const cached = cachedToolPath(cache, KUBECTL_VALIDATE);
+    expect(planTool(KUBECTL_VALIDATE, {}, cache, probe({ files: [cached] }))).toMatchObject({ source: "cache" });
+    expect(planTool(KUBECTL_VALIDATE, { KUBECTL_VALIDATE_BIN: " " }, cache, probe())).toEqual({
+      tool: "kubectl-validate",
+      path: cached,
+      source: "build",
+      spec: KUBECTL_VALIDATE,
+    });
   });
 });
