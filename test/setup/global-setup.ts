@@ -65,7 +65,15 @@ export default async function globalSetup(_globalConfig: unknown, projectConfig:
   const started = Date.now();
   // Agents in the suites ping every second (the service's default is 2 s), so that builds on real agents start fast,
   // and heartbeat every 2 s with a 6 s lost window (defaults 10 s and 60 s), so that a killed agent is noticed soon.
-  const env = { AGENT_PING_INTERVAL_S: "1", AGENT_HEARTBEAT_INTERVAL_S: "2", AGENT_LOST_AFTER_S: "6", ...process.env };
+  // The suites share the bootstrap organization and user, and poll: a limit far above what they send keeps the
+  // rate-limit headers on every answer without a 429 (test/rate-limit.e2e.test.ts runs gateways with a small one).
+  const env = {
+    AGENT_PING_INTERVAL_S: "1",
+    AGENT_HEARTBEAT_INTERVAL_S: "2",
+    AGENT_LOST_AFTER_S: "6",
+    RATE_LIMIT_PER_MINUTE: "100000",
+    ...process.env,
+  };
   stack = await startStack({ repoRoot, dataDir, ports: "free", env, log, signal: controller.signal });
   const state: TestStackState = { stack, dataDir, onSignal };
   Object.assign(globalThis, { [TEST_STACK_KEY]: state });

@@ -10,6 +10,8 @@ import type { GatewayClients } from "./clients.js";
 import type { GatewayConfig } from "./config.js";
 import { registerErrorHandling } from "./error-handler.js";
 import { registerObjectProxy } from "./object-proxy.js";
+import { RATE_LIMIT_HEADER_NAMES, registerRateLimit } from "./rate-limit/rate-limit-hook.js";
+import type { RateLimiter } from "./rate-limit/rate-limiter.js";
 import { createUrls } from "./render/urls.js";
 import { accessTokenRoutes } from "./routes/access-token.js";
 import { agentRestRoutes } from "./routes/agents.js";
@@ -36,6 +38,8 @@ export interface AppDeps {
   >;
   clients: GatewayClients;
   logger?: Logger;
+  /** Counts REST requests per organization (main.ts shares its counts with the other gateways); none: no limit. */
+  rateLimiter?: RateLimiter;
 }
 
 export interface GatewayApp {
@@ -58,7 +62,10 @@ export async function buildApp(deps: AppDeps): Promise<GatewayApp> {
   });
   registerRouteDeclarations(app);
   await registerOpenApi(app);
-  await app.register(cors, { origin: "*", exposedHeaders: ["Link"] });
+  await app.register(cors, {
+    origin: "*",
+    exposedHeaders: ["Link", ...(deps.rateLimiter ? RATE_LIMIT_HEADER_NAMES : [])],
+  });
   // The API takes JSON bodies only: anything else is a 415, not a string handed to a route.
   app.removeContentTypeParser("text/plain");
   // Scripts often send `Content-Type: application/json` on every request, bodyless DELETEs included: an empty body
@@ -83,6 +90,8 @@ export async function buildApp(deps: AppDeps): Promise<GatewayApp> {
   );
   registerArtifactQueryToken(app);
   registerAuthentication(app, principals);
+  // After authentication, whose hook sets the principal the request is counted against.
+  if (deps.rateLimiter) registerRateLimit(app, deps.rateLimiter);
   app.addHook("onResponse", async (request, reply) => {
     request.log.info(
       { method: request.method, url: request.url, status: reply.statusCode, ms: Math.round(reply.elapsedTime) },

@@ -28,3 +28,13 @@ describe("the gateway's artifact URL settings", () => {
     expect(() => readGatewayConfig({ ARTIFACTS_PROXY: "maybe" })).toThrow("ARTIFACTS_PROXY");
   });
 });
+
+describe("the gateway's rate limit setting", () => {
+  it("limits to Buildkite's 200 requests a minute by default, takes RATE_LIMIT_PER_MINUTE, and 0 as off", () => {
+    expect(readGatewayConfig({}).rateLimitPerMinute).toBe(200);
+    expect(readGatewayConfig({ RATE_LIMIT_PER_MINUTE: "1000" }).rateLimitPerMinute).toBe(1000);
+    expect(readGatewayConfig({ RATE_LIMIT_PER_MINUTE: "0" }).rateLimitPerMinute).toBe(0);
+    expect(() => readGatewayConfig({ RATE_LIMIT_PER_MINUTE: "-1" })).toThrow("RATE_LIMIT_PER_MINUTE must be >= 0");
+    expect(() => readGatewayConfig({ RATE_LIMIT_PER_MINUTE: "lots" })).toThrow("RATE_LIMIT_PER_MINUTE");
+  });
+});

@@ -33,6 +33,8 @@ export interface GatewayConfig {
   readonly agentLogs: Readonly<{ chunkBytes: number; maxLogBytes: number }>;
   /** Where artifact URLs point, and the object store proxy. */
   readonly artifacts: ArtifactsUrlConfig;
+  /** REST requests per organization per minute, shared by every gateway; 0 turns the limit (and its headers) off. */
+  readonly rateLimitPerMinute: number;
 }
 
 /** Where signed artifact URLs point (see README, Artifacts). */
@@ -50,7 +52,7 @@ export interface ArtifactsUrlConfig {
 /**
  * Parses HOST, PORT, PUBLIC_URL, WEB_URL, <SERVICE>_URL, NATS_URL, LOG_LEVEL, TOKEN_CACHE_TTL_MS, BODY_LIMIT_BYTES,
  * RPC_TIMEOUT_MS, PIPELINE_CACHE_TTL_MS, AGENT_CREDENTIAL_CACHE_TTL_MS, AGENT_LOG_CHUNK_BYTES, JOB_LOG_MAX_BYTES, S3_ENDPOINT, S3_BUCKET,
- * S3_PUBLIC_URL and ARTIFACTS_PROXY.
+ * S3_PUBLIC_URL, ARTIFACTS_PROXY and RATE_LIMIT_PER_MINUTE.
  */
 export function readGatewayConfig(env: Env): GatewayConfig {
   const r = createEnvReader(env);
@@ -87,5 +89,7 @@ export function readGatewayConfig(env: Env): GatewayConfig {
       maxLogBytes: r.int("JOB_LOG_MAX_BYTES", 256 * 1024 * 1024, { min: 1024 }),
     }),
     artifacts,
+    // Buildkite's default limit (compat §A3).
+    rateLimitPerMinute: r.int("RATE_LIMIT_PER_MINUTE", 200, { min: 0 }),
   });
 }

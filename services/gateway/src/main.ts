@@ -1,3 +1,4 @@
+import { randomUUID } from "node:crypto";
 import { createLogger, onShutdown } from "@conveyor/runtime";
 import { connect } from "@nats-io/transport-node";
 import { subscribeCredentialEvents } from "./agent-api/agent-credentials.js";
@@ -6,6 +7,8 @@ import { createGatewayClients } from "./clients.js";
 import { readGatewayConfig } from "./config.js";
 import { subscribeIdentityEvents } from "./identity-events.js";
 import { createPipelineCache, subscribePipelineEvents } from "./pipeline-cache.js";
+import { shareRateLimitCounts } from "./rate-limit/rate-limit-sharing.js";
+import { createRateLimiter } from "./rate-limit/rate-limiter.js";
 
 let logger = createLogger("gateway");
 try {
@@ -14,14 +17,19 @@ try {
   const services = createGatewayClients(config);
   const pipelineCache = createPipelineCache(services.pipelines, { ttlMs: config.pipelineCacheTtlMs });
   const clients = { ...services, pipelines: pipelineCache.client };
-  const { app, principals, agentCredentials } = await buildApp({ config, clients, logger });
+  const rateLimiter =
+    config.rateLimitPerMinute > 0
+      ? createRateLimiter({ limit: config.rateLimitPerMinute, gatewayId: randomUUID() })
+      : undefined;
+  const { app, principals, agentCredentials } = await buildApp({ config, clients, logger, rateLimiter });
   const nc = await connect({ servers: config.natsUrl, name: "gateway", maxReconnectAttempts: -1 });
+  const stopSharing = rateLimiter ? shareRateLimitCounts(nc, rateLimiter, logger) : () => {};
   subscribeIdentityEvents(nc, principals, logger);
   subscribeCredentialEvents(nc, agentCredentials, logger);
   subscribePipelineEvents(nc, pipelineCache, logger);
   await app.listen({ host: config.host, port: config.port });
   logger.info({ url: config.publicUrl }, "gateway ready");
-  onShutdown(logger, [() => app.close(), () => nc.drain()]);
+  onShutdown(logger, [() => app.close(), async () => stopSharing(), () => nc.drain()]);
 } catch (err) {
   logger.fatal({ err }, "gateway failed to start");
   process.exit(1);

@@ -130,6 +130,7 @@ export async function buildTestApp(
   world: FakeWorld,
   services: FakeServices = {},
   artifacts: Partial<AppDeps["config"]["artifacts"]> = {},
+  extra: Pick<AppDeps, "rateLimiter"> = {},
 ) {
   const transport = createRouterTransport((router) => {
     router.service(IdentityService, fakeIdentity(world));
@@ -170,5 +171,6 @@ export async function buildTestApp(
       },
     },
     clients,
+    ...extra,
   });
 }

@@ -23,11 +23,15 @@ export const NullableTimestamp = Nullable(Timestamp);
 /** An object of string → string (env, meta_data). */
 export const StringMap = Type.Record(Type.String(), Type.String());
 
-/** The body of every error answer (buildkite-compat.md §A2). */
+/** The body of every error answer (buildkite-compat.md §A2; a 429 also says which limit and when it resets, §A3). */
 export const ErrorBody = Type.Object(
   {
     message: Str,
     errors: Type.Optional(Type.Array(Type.Object({ field: Str, code: Str }))),
+    scope: Type.Optional(Str),
+    limit: Type.Optional(Int),
+    current: Type.Optional(Int),
+    reset: Type.Optional(Int),
   },
   { title: "Error" },
 );
