@@ -302,9 +302,10 @@ describe("the metrics endpoint and the agents API", () => {
 
   it("lists and gets connected agents, and stops one over REST", async () => {
     const agent = startAgent({ token: agentToken, tags: ["queue=stoppable"] });
-    const listed = await eventually("the agent to be listed", async () => {
+    // Registered agents are listed before they connect: wait for the connection.
+    const listed = await eventually("the agent to be listed as connected", async () => {
       const res = await send("GET", `${base}/agents?name=${agent.name}`, org.secret);
-      return res.body?.length === 1 ? res.body[0] : undefined;
+      return res.body?.length === 1 && res.body[0].connection_state === "connected" ? res.body[0] : undefined;
     });
     expect(listed).toMatchObject({ name: agent.name, connection_state: "connected", meta_data: ["queue=stoppable"] });
     const one = await send("GET", `${base}/agents/${listed.id}`, org.secret);

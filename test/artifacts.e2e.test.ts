@@ -201,7 +201,9 @@ describe.each(["versitygw", "minio", "proxy"] as const)("artifacts on %s", (whic
     if (target.gatewayPid) {
       const growthMb = (peakRss - baseRss) / 1024 / 1024;
       process.stderr.write(`[artifacts ${which}] proxy gateway RSS ${baseRss >> 20} MB → peak ${peakRss >> 20} MB\n`);
-      expect(growthMb).toBeLessThan(50);
+      // Buffering the big file anywhere would take at least its size (200 MB); streaming stays far below half of it.
+      // (Measured 29–52 MB: the gateway's heap settles at a size of its own under load, whatever the file size.)
+      expect(growthMb).toBeLessThan(BIG_MB / 2);
     }
 
     // REST: the build's list, each job's list, one artifact, its download and its deletion.
