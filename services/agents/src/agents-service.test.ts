@@ -489,6 +489,20 @@ describe("dispatch", () => {
     expect(s.builds.transitions()).toEqual([]);
   });
 
+  it("offers an accepted job again to its agent when the answer to the accept was lost, and accepts it again", async () => {
+    const s = await setup();
+    const a = await s.agent();
+    // The accept went through, but the agent saw an error (a server cut off mid-call) and pinged again.
+    const { jobId } = await s.takeJob(a.id);
+    s.job();
+    expect((await s.client.pingAgent({ agentId: a.id })).jobId).toBe(jobId);
+    expect(s.builds.job(jobId)).toMatchObject({ state: "accepted" });
+    const again = await s.client.acceptJob({ agentId: a.id, jobId });
+    expect(again.job?.id).toBe(jobId);
+    expect(await s.authenticate(again.jobToken)).toMatchObject({ kind: CredentialKind.JOB, jobId });
+    expect(s.builds.transitions()).toEqual([]);
+  });
+
   it("fails the running job of an agent that pings (it crashed mid-job) and offers it a new one", async () => {
     const s = await setup();
     const a = await s.agent();

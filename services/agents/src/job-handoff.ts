@@ -110,8 +110,9 @@ export function createJobHandoff(deps: JobHandoffDeps) {
     abandon,
 
     /**
-     * A job for an idle agent that pinged, or null. An agent still holding an unaccepted job is offered it again
-     * (the first offer may have been lost); a job it holds that moved on is let go first.
+     * A job for an idle agent that pinged, or null. An agent still holding a job it has not started is offered it
+     * again (the first offer, or the answer to its accept, may have been lost); a job it holds that moved on is let
+     * go first.
      */
     async offer(agent: AgentDoc): Promise<string | null> {
       if (agent.currentJobId) {
@@ -123,9 +124,12 @@ export function createJobHandoff(deps: JobHandoffDeps) {
             if (refused(err)) return undefined;
             throw err;
           });
-        if (job?.state === "assigned" && job.agent?.id === agent._id) return jobId;
+        // Assigned, or accepted without the agent hearing so (its accept answered 5xx: it gives up the job and pings
+        // again, as Buildkite's agent does): offered again, and accepting it again answers the same.
+        const unstarted = job?.state === "assigned" || job?.state === "accepted";
+        if (unstarted && job.agent?.id === agent._id) return jobId;
         if (job && RUNNING_STATES.has(job.state) && job.agent?.id === agent._id) {
-          // A v3 agent does not ping while it runs a job: this one lost it (a crash between accept and finish).
+          // A v3 agent does not ping while it runs a job: this one lost it (a crash between start and finish).
           await abandon(agent, "agent_stop");
         } else {
           await release(agent, jobId);

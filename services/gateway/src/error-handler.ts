@@ -97,6 +97,8 @@ function connectErrorReply(err: ConnectError): ErrorReply {
       return { status: 401, body: { message: "Authentication required" } };
     case Code.ResourceExhausted:
       return { status: 429, body: { message: "You have exceeded your API rate limit." } };
+    // A backend call cut off mid-way (the server it reached went away) is as retryable as one that found none.
+    case Code.Canceled:
     case Code.Unavailable:
       return { status: 503, body: { message: "Service Unavailable: please try again shortly" } };
     case Code.DeadlineExceeded:
