@@ -18,7 +18,7 @@ import { agentRestRoutes } from "./routes/agents.js";
 import { annotationRoutes } from "./routes/annotations.js";
 import { artifactRoutes, registerArtifactQueryToken } from "./routes/artifacts.js";
 import { buildRoutes } from "./routes/builds.js";
-import { registerRouteDeclarations } from "./routes/declare.js";
+import { type DeclaredRoute, registerRouteDeclarations } from "./routes/declare.js";
 import type { RouteDeps } from "./routes/deps.js";
 import { jobLogRoutes } from "./routes/job-logs.js";
 import { jobRoutes } from "./routes/jobs.js";
@@ -45,6 +45,8 @@ export interface AppDeps {
 export interface GatewayApp {
   app: FastifyInstance;
   principals: PrincipalCache;
+  /** Every route the app serves (method and URL pattern), as declared: what the OpenAPI document must cover. */
+  routes: readonly DeclaredRoute[];
   /** Agent API credentials, cached; main.ts drops revoked ones on the agents service's events. */
   agentCredentials: AgentCredentialCache;
 }
@@ -60,7 +62,7 @@ export async function buildApp(deps: AppDeps): Promise<GatewayApp> {
     ajv: { customOptions: { coerceTypes: false, allErrors: true } },
     routerOptions: { ignoreTrailingSlash: false, ignoreDuplicateSlashes: true },
   });
-  registerRouteDeclarations(app);
+  const routes = registerRouteDeclarations(app);
   await registerOpenApi(app);
   await app.register(cors, {
     origin: "*",
@@ -133,5 +135,5 @@ export async function buildApp(deps: AppDeps): Promise<GatewayApp> {
     artifactUrlBase: deps.config.artifacts.urlBase,
   });
   await app.ready();
-  return { app, principals, agentCredentials };
+  return { app, principals, agentCredentials, routes };
 }

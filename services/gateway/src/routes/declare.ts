@@ -175,11 +175,13 @@ function schemaErrorFormatter(route: { schema?: FastifySchema; config?: { bodyEr
     }
     if (dataVar === "params") return new HttpError(404, `No ${PARAM_THINGS[name] ?? "record"} found`);
     if (dataVar === "body" && route.config?.bodyErrors === "sentence") {
-      const reasons = errors.map((e) => {
+      // One reason per field: the first (a value failing every branch of a union is named once).
+      const reasons = new Map<string, string>();
+      for (const e of errors.filter((e) => e.keyword !== "anyOf")) {
         const field = e.instancePath.replace(/^\//, "").replace(/\//g, ".") || String(e.params?.missingProperty ?? "");
-        return `${field} ${e.message ?? "is invalid"}`.trim();
-      });
-      return new HttpError(422, `Validation failed: ${[...new Set(reasons)].join(", ")}`);
+        if (!reasons.has(field)) reasons.set(field, `${field} ${e.message ?? "is invalid"}`.trim());
+      }
+      return new HttpError(422, `Validation failed: ${[...reasons.values()].join(", ")}`);
     }
     return new Error(first?.message ?? "is invalid");
   };
@@ -188,13 +190,15 @@ function schemaErrorFormatter(route: { schema?: FastifySchema; config?: { bodyEr
 /**
  * Makes route declarations whole: every /v2 and /v3 route must declare an operationId, summary and tags (the app
  * refuses to start otherwise; authentication checks the scopes); query strings and path parameters are read
- * as their schemas type them; schema failures get the API's answers. Register before any route.
+ * as their schemas type them; schema failures get the API's answers. Register before any route; returns the routes as they are declared.
  */
-export function registerRouteDeclarations(app: FastifyInstance): void {
+export function registerRouteDeclarations(app: FastifyInstance): DeclaredRoute[] {
+  const routes: DeclaredRoute[] = [];
   const check: onRouteHookHandler = (route) => {
     const what = `route ${[route.method].flat().join(",")} ${route.url}`;
     // Fastify adds a HEAD route beside every GET, with the GET's declaration.
     const declared = ![route.method].flat().includes("HEAD");
+    if (declared) for (const method of [route.method].flat()) routes.push({ method, url: route.url });
     if (declared && (route.url.startsWith("/v2") || route.url.startsWith("/v3"))) {
       const schema = route.schema as
         | (FastifySchema & { operationId?: string; summary?: string; tags?: string[] })
@@ -212,4 +216,11 @@ export function registerRouteDeclarations(app: FastifyInstance): void {
     }
   };
   app.addHook("onRoute", check);
+  return routes;
+}
+
+/** A route the app serves: its method and URL pattern (`/v2/organizations/:org`). */
+export interface DeclaredRoute {
+  method: string;
+  url: string;
 }

@@ -13,6 +13,15 @@ export const OPENAPI_PATH = "/v2/openapi.json";
  */
 export const UNDOCUMENTED_PREFIXES = ["/objects"] as const;
 
+/**
+ * Whether a route belongs in the document: the REST (/v2) and agent (/v3) APIs, not the object store proxy, the
+ * health check or the agent's streaming-pings probe.
+ */
+export function isApiRoute(url: string): boolean {
+  if (!url.startsWith("/v2") && !url.startsWith("/v3")) return false;
+  return !UNDOCUMENTED_PREFIXES.some((p) => url === p || url.startsWith(`${p}/`));
+}
+
 const BEARER_DESCRIPTION =
   "An API access token: `Authorization: Bearer <token>`. Each operation names the scope it needs (`x-scope`, and " +
   "the scopes of its security requirement); a missing or unknown token is 401, a token without the scope is 403.";
@@ -45,7 +54,7 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
       },
     },
     transform: ({ schema, url, route }) => {
-      if (UNDOCUMENTED_PREFIXES.some((p) => url === p || url.startsWith(`${p}/`))) {
+      if (!isApiRoute(url)) {
         return { schema: { ...schema, hide: true }, url };
       }
       const config = route.config ?? {};

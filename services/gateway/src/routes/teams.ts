@@ -31,20 +31,29 @@ const TEAM = "/v2/organizations/:org/teams/:team";
  * to judge, so every problem is reported at once in its `{"message":"Validation failed: <reason>"}`; the schemas
  * bound the types and sizes (`bodyErrors: "sentence"` words their failures the same way).
  */
+/** The JSON types other than a string, each its own branch (no union types: Ajv's strict mode refuses them). */
+const NOT_STRING = ["number", "boolean", "null", "object", "array"].map((type) => ({ type }));
+
 /**
  * A body value identity judges: a string is bounded like any other, and a value of another type passes the schema
- * (JSON Schema's `maxLength` applies to strings only) so that it is reported in the spec's words ("User can't be
- * blank") rather than the validator's.
+ * so that it is reported in the spec's words ("User can't be blank") rather than the validator's.
  */
 const judged = (max: number, description?: string) =>
-  Type.Optional(Type.Unsafe<unknown>({ maxLength: max, ...(description ? { description } : {}) }));
+  Type.Optional(
+    Type.Unsafe<unknown>({
+      anyOf: [{ type: "string", maxLength: max }, ...NOT_STRING],
+      ...(description ? { description } : {}),
+    }),
+  );
 const role = judged(BOUNDS.name, "member or maintainer");
 const pipelineLevel = judged(BOUNDS.name, "read_only, build_and_read or manage_build_and_read");
 const suiteLevels = Type.Optional(
   Type.Unsafe<unknown>({
-    maxLength: BOUNDS.name,
-    maxItems: 10,
-    items: { maxLength: BOUNDS.name },
+    anyOf: [
+      { type: "string", maxLength: BOUNDS.name },
+      { type: "array", maxItems: 10, items: { anyOf: [{ type: "string", maxLength: BOUNDS.name }, ...NOT_STRING] } },
+      ...NOT_STRING.filter((t) => t.type !== "array"),
+    ],
     description: "an array of read and edit",
   }),
 );
