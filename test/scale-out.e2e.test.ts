@@ -253,12 +253,31 @@ describe("two replicas of every service (CONVEYOR_REPLICAS=2)", () => {
         expect(`${replica}: ${n > 0 ? "used" : "never used"}`).toBe(`${replica}: used`);
       }
     }
-    // Each backend replica now running (a restarted one is a new process) has served calls of its own.
-    for (const set of stack.replicaSets.filter((s) => s.name !== "gateway")) {
-      for (const slot of set.slots) {
+    // Each backend replica now running (a restarted one is a new process) has served calls of its own. Reads that
+    // reach every service keep coming while connections are retired (every 5 s) and opened again through the
+    // balancers, until each replica has served some: a replica restarted after the last build was created may
+    // otherwise have had nothing to do (the gateways cache pipelines).
+    const slots = stack.replicaSets.filter((s) => s.name !== "gateway").flatMap((s) => s.slots);
+    const served = async () => {
+      const states: string[] = [];
+      for (const slot of slots) {
         const stats = (await (await fetch(`http://127.0.0.1:${slot.healthPort}/stats`)).json()) as { rpcCalls: number };
-        expect(`${slot.name}: ${stats.rpcCalls > 0 ? "served calls" : "idle"}`).toBe(`${slot.name}: served calls`);
+        states.push(`${slot.name}: ${stats.rpcCalls > 0 ? "served calls" : "idle"}`);
       }
+      return states;
+    };
+    const latest = (
+      (await read("/builds?per_page=1")).body as Array<{ number: number; pipeline: { slug: string } }>
+    )[0];
+    const reads = ["/pipelines", "/builds?per_page=1", "/agents"];
+    if (latest) reads.push(`/pipelines/${latest.pipeline.slug}/builds/${latest.number}/artifacts`);
+    const deadline = Date.now() + 40_000;
+    let states = await served();
+    while (states.some((s) => s.endsWith("idle")) && Date.now() < deadline) {
+      for (const path of reads) await read(path);
+      await sleep(500);
+      states = await served();
     }
-  }, 60_000);
+    expect(states).toEqual(slots.map((slot) => `${slot.name}: served calls`));
+  }, 90_000);
 });

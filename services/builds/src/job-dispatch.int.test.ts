@@ -217,6 +217,25 @@ describe("dispatch", () => {
     expect(await codeOf(client.acceptJob({ jobId: randomUUID(), agentId: "agent-1" }))).toBe(Code.NotFound);
   });
 
+  it("answers a repeated start of a running job by its agent the same, and refuses it from another agent", async () => {
+    const build = await newBuild(client, pipelineOf("steps: [{label: a, command: a}]"));
+    const jobId = build.jobs[0]?.id ?? "";
+    await client.assignJob({ jobId, agent: agent(1) });
+    await client.acceptJob({ jobId, agentId: "agent-1" });
+    const first = await client.transitionJob({ jobId, event: JobEventType.START, agentId: "agent-1" });
+    expect(first.job?.state).toBe("running");
+    // The answer to the first start was lost (a server killed mid-call): the agent starts it again.
+    const again = await client.transitionJob({ jobId, event: JobEventType.START, agentId: "agent-1" });
+    expect(again.job).toMatchObject({ id: jobId, state: "running", startedAt: first.job?.startedAt });
+    expect(await codeOf(client.transitionJob({ jobId, event: JobEventType.START, agentId: "agent-2" }))).toBe(
+      Code.FailedPrecondition,
+    );
+    await client.transitionJob({ jobId, event: JobEventType.FINISH, exitStatus: 0, agentId: "agent-1" });
+    expect(await codeOf(client.transitionJob({ jobId, event: JobEventType.START, agentId: "agent-1" }))).toBe(
+      Code.FailedPrecondition,
+    );
+  });
+
   it("returns an unassigned job to the queue without its agent, for another agent to take", async () => {
     const build = await newBuild(client, pipelineOf("steps: [{label: a, command: a}]"));
     const jobId = build.jobs[0]?.id ?? "";

@@ -33,6 +33,9 @@ export interface TransitionResult extends BuildWithJobs {
 export function createJobTransitions(ctx: BuildsContext, reconcile: Reconcile, retries: JobRetries) {
   const { repo, now, withLock } = ctx;
 
+  /** States a started agent job can be in while its agent still runs it. */
+  const STARTED_STATES: ReadonlySet<string> = new Set(["running", "canceling", "timing_out"]);
+
   /** Applies `event` to a job under its build's lock, stores it with a compare-and-set, then reconciles the build. */
   const apply = async (jobId: string, event: JobEvent, opts: TransitionOptions = {}): Promise<TransitionResult> => {
     const found = jobId === "" ? null : await repo.findJob(jobId);
@@ -52,7 +55,14 @@ export function createJobTransitions(ctx: BuildsContext, reconcile: Reconcile, r
           // its jobs first (a compare-and-set like any reconcile, so safe beside another replica's). An automatic
           // retry the dead process did not make is not made up: only the process that stored the failure knows
           // it is not under way in another replica.
-          if (event.type === "start" || event.type === "finish") await reconcile(job.buildId);
+          if (event.type === "start" || event.type === "finish") {
+            const reconciled = await reconcile(job.buildId);
+            // A repeated start of the job this agent runs (the answer to its first was lost) answers the same:
+            // Buildkite's agent gives a job up when its start is refused, and the job would then fail as lost.
+            if (event.type === "start" && opts.agentId !== undefined && STARTED_STATES.has(job.state)) {
+              return { job: reconciled.jobs.find((j) => j.id === job.id) ?? job, ...reconciled };
+            }
+          }
           throw failedPrecondition(result.reason);
         }
         const next = result.job;
