@@ -15,7 +15,15 @@ import {
   type StackPorts,
 } from "./ports.js";
 import { type ReplicaSet, replicaCount, replicaSlots, startReplicaBalancers, startReplicaSet } from "./replicas.js";
-import { resolveBinary, type ServerContext, s3Settings, startMongo, startNats, startS3 } from "./servers.js";
+import {
+  resolveBinary,
+  type ServerContext,
+  type StartedServer,
+  s3Settings,
+  startMongo,
+  startNats,
+  startS3,
+} from "./servers.js";
 import {
   createTopology,
   type ProcessContext,
@@ -73,7 +81,18 @@ export interface Stack {
    * the launcher exits without stopping. Its owner stops it, before stop().
    */
   adopt(proc: ManagedProcess): void;
+  /** The process of one of the stack's own servers now (the last one started); undefined for an external server. */
+  server(kind: ServerKind): ManagedProcess | undefined;
+  /**
+   * Starts one of the stack's own servers again, on its port and data directory, once its process has exited (a
+   * fault drill kills it with SIGKILL): nothing supervises the servers, and the services reconnect by themselves.
+   * Resolves when it accepts connections again.
+   */
+  restartServer(kind: ServerKind): Promise<ManagedProcess>;
 }
+
+/** The servers the stack depends on. */
+export type ServerKind = "mongodb" | "nats" | "s3";
 
 const SERVER_NAMES = new Set(["ferretdb", "mongod", "nats-server", "versitygw", "minio"]);
 
@@ -172,6 +191,21 @@ export async function startStack(opts: StartStackOptions): Promise<Stack> {
     log(`  ${nats.label} ${nats.url}`);
     log(`  ${s3Server.label} ${s3Server.url}`);
     log(`servers ready in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+    const servers: Record<ServerKind, StartedServer> = { mongodb: mongo, nats, s3: s3Server };
+    const restartServer = async (kind: ServerKind): Promise<ManagedProcess> => {
+      const proc = servers[kind].proc;
+      if (!proc) throw new Error(`the ${kind} server is not one the stack started`);
+      if (proc.running()) throw new Error(`${proc.name} is still running`);
+      const again =
+        kind === "mongodb"
+          ? await startMongo(mongoPlan, ports.mongodb, serverCtx, build)
+          : kind === "nats"
+            ? await startNats(natsPlan, ports.nats, serverCtx, build)
+            : await startS3(s3Plan, s3, ports.s3, serverCtx, build);
+      servers[kind] = again;
+      if (!again.proc) throw new Error(`${kind} was not started again`);
+      return again.proc;
+    };
 
     const topo = createTopology(env, ports, { mongodbUrl: mongo.url, natsUrl: nats.url, s3 });
     const procCtx: ProcessContext = {
@@ -237,7 +271,8 @@ export async function startStack(opts: StartStackOptions): Promise<Stack> {
         });
       }
     });
-    return { info, processes: procs, unexpectedExit, replicaSets, balancers, stop, adopt };
+    const server = (kind: ServerKind) => servers[kind].proc;
+    return { info, processes: procs, unexpectedExit, replicaSets, balancers, stop, adopt, server, restartServer };
   } catch (err) {
     if (procs.length > 0) {
       log(`${opts.signal?.aborted ? "start interrupted" : "start failed"}; stopping what was started…`);
