@@ -10,6 +10,7 @@ export * from "./lease-lock.js";
 export * from "./logger.js";
 export * from "./mongo.js";
 export * from "./nats.js";
+export * from "./outbox.js";
 export * from "./paging.js";
 export * from "./rpc-server.js";
 export * from "./scopes.js";

@@ -3,6 +3,7 @@ import { create, fromBinary, type MessageInitShape, toBinary } from "@bufbuild/p
 import { AckPolicy, DeliverPolicy, type JetStreamClient, jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import type { Logger } from "pino";
+import type { OutboxEvent, RawPublish } from "./outbox.js";
 
 /** The one JetStream stream that holds every domain event. */
 export const EVENTS_STREAM = "CI_EVENTS";
@@ -39,7 +40,10 @@ export interface EventPublisher {
   publish<D extends DescMessage>(subject: string, schema: D, value: MessageInitShape<D>): Promise<void>;
 }
 
-/** Publishes protobuf events to JetStream; a failure is logged, since MongoDB stays the source of truth. */
+/**
+ * Publishes protobuf events to JetStream; a failure is only logged, so the event is lost. For events no consumer
+ * changes state from (caches and hints that heal by themselves); events with consequences go through the outbox.
+ */
 export function createEventPublisher(js: JetStreamClient, logger: Logger): EventPublisher {
   return {
     async publish(subject, schema, value) {
@@ -50,6 +54,22 @@ export function createEventPublisher(js: JetStreamClient, logger: Logger): Event
       }
     },
   };
+}
+
+/** Publishes raw bytes with a JetStream de-duplication id (Nats-Msg-Id), for the outbox; throws when not acked. */
+export function jetStreamPublish(js: Pick<JetStreamClient, "publish">): RawPublish {
+  return async (subject, data, msgID) => {
+    await js.publish(subject, data, { msgID });
+  };
+}
+
+/** Encodes an event for the outbox. */
+export function encodeEvent<D extends DescMessage>(
+  subject: string,
+  schema: D,
+  value: MessageInitShape<D>,
+): OutboxEvent {
+  return { subject, data: toBinary(schema, create(schema, value)) };
 }
 
 /** Decodes an event payload. */

@@ -29,12 +29,14 @@ export function createBuildCancel(ctx: BuildsContext, reconcile: Reconcile) {
       const jobs = await repo.jobsOf([current.id]);
       const plan = cancelPlan(jobs);
       const at = now();
+      if (plan.cancel.length + plan.canceling.length > 0) await ctx.markCounts(current.pipelineId);
       for (const job of jobs) {
         const to = plan.cancel.includes(job.id) ? "canceled" : plan.canceling.includes(job.id) ? "canceling" : null;
         if (!to) continue;
         const updated = await repo.updateJob(job.id, job.state, { state: to, ...stampsFor(job, to, at) });
         if (updated) await ctx.publishJob(updated, job.state);
       }
+      ctx.publishCounts(current.pipelineId);
       return reconcile(current.id);
     }
     throw new Error(`build ${build.id} could not be canceled under contention`);
@@ -58,6 +60,7 @@ export function createBuildCancel(ctx: BuildsContext, reconcile: Reconcile) {
     if (build?.state !== "scheduled" || build.startedAt) return;
     const jobs = await repo.jobsOf([id]);
     const at = now();
+    await ctx.markCounts(build.pipelineId);
     for (const job of jobs) {
       if (!SKIPPABLE.includes(job.state)) continue;
       const updated = await repo.updateJob(job.id, job.state, { state: "skipped", finishedAt: at });
@@ -68,6 +71,7 @@ export function createBuildCancel(ctx: BuildsContext, reconcile: Reconcile) {
       await ctx.publishBuild(SUBJECTS.builds.buildStateChanged, updated, build.state);
       await ctx.publishBuild(SUBJECTS.builds.buildFinished, updated, build.state);
     }
+    ctx.publishCounts(build.pipelineId);
   };
 
   return { cancel, cancelOnRequest, skip };

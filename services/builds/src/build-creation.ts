@@ -144,6 +144,8 @@ export function createBuildCreation(
       finishedAt: derived.finished ? at : null,
       version: 1,
     };
+    // The new build changes the pipeline's counters: the outbox notes it first (free while the note stands).
+    await ctx.markCounts(pipeline.id);
     // The build claims its number first, in state "creating" (the unique index is the cross-process guard), then
     // its jobs are stored, then it takes its first real state.
     for (let attempt = 0; ; attempt++) {

@@ -82,6 +82,8 @@ export function createBuildDomain(
       for (const pipelineId of await ctx.repo.activePipelines(since)) ctx.publishCounts(pipelineId);
       await ctx.countsIdle();
     },
+    /** One pass of the outbox relay: republishes counters whose announcement failed or never happened. */
+    relayOutbox: () => ctx.outbox.relay(),
     /** Returns jobs assigned more than `afterMs` ago and never accepted to the queue; how many went back. */
     requeueStale: (afterMs: number) => transitions.requeueStale(new Date(ctx.now().getTime() - afterMs), 100),
     /** Times out running jobs past their deadline, ends those their agent never stopped, expires stale ones. */

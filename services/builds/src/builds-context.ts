@@ -1,10 +1,17 @@
+import { fromBinary } from "@bufbuild/protobuf";
 import { BuildChangedSchema, JobStateChangedSchema, PipelineCountsChangedSchema } from "@conveyor/proto/builds";
 import {
   createCoalescer,
   createKeyedLock,
+  createMemoryOutboxStore,
+  createOutbox,
   type EventPublisher,
+  encodeEvent,
   type KeyedLock,
   type Logger,
+  type Outbox,
+  type OutboxStore,
+  type RawPublish,
   SUBJECTS,
   toTimestamp,
 } from "@conveyor/runtime";
@@ -22,9 +29,17 @@ export interface BuildServiceDeps {
   uploads: PipelineUploadRepository;
   slots: ConcurrencySlotRepository;
   events: EventPublisher;
+  /**
+   * Where counters events wait until JetStream has them (see outbox.ts in the runtime). Without it, an in-memory
+   * outbox publishes through `events` (unit tests).
+   */
+  outbox?: { store: OutboxStore; publish: RawPublish; graceMs?: number; leaseMs?: number };
   logger: Logger;
   now?: () => Date;
 }
+
+/** The outbox key of a pipeline's counters. */
+export const countsKey = (pipelineId: string) => `counts:${pipelineId}`;
 
 /** How often a compare-and-set loop retries before giving up (only under heavy contention on one build). */
 export const MAX_ATTEMPTS = 20;
@@ -39,10 +54,17 @@ export interface BuildsContext {
   withLock: KeyedLock;
   publishBuild(subject: string, build: Build, previousState: string): Promise<void>;
   publishJob(job: Job, previousState: string): Promise<void>;
+  /**
+   * Makes durable, before a write that changes a pipeline's counters, that they must be announced again (an outbox
+   * entry). While this process knows the entry stands and no announcement began since, it costs nothing.
+   */
+  markCounts(pipelineId: string): Promise<void>;
   /** Asks for a pipeline's counters to be recounted and announced soon (coalesced, off the caller's path). */
   publishCounts(pipelineId: string): void;
   /** Resolves once no recount is pending. */
   countsIdle(): Promise<void>;
+  /** The outbox of the counters events; its relay runs in the builds process. */
+  outbox: Outbox;
 }
 
 /** Creates the shared context of the builds service. */
@@ -50,15 +72,47 @@ export function createBuildsContext(deps: BuildServiceDeps): BuildsContext {
   const { repo, events, logger } = deps;
   const now = deps.now ?? (() => new Date());
 
+  const countsEvent = async (pipelineId: string) => {
+    const at = now();
+    const counts = await repo.pipelineCounts(pipelineId);
+    return encodeEvent(SUBJECTS.builds.pipelineCountsChanged, PipelineCountsChangedSchema, {
+      pipelineId,
+      ...counts,
+      at: toTimestamp(at),
+    });
+  };
+  const outbox = createOutbox({
+    store: deps.outbox?.store ?? createMemoryOutboxStore(),
+    publish:
+      deps.outbox?.publish ??
+      ((subject, data) =>
+        events.publish(subject, PipelineCountsChangedSchema, fromBinary(PipelineCountsChangedSchema, data))),
+    logger,
+    now,
+    graceMs: deps.outbox?.graceMs,
+    leaseMs: deps.outbox?.leaseMs,
+    // The counters are recounted when published: republishing an entry is always right, whatever wrote since.
+    resolvers: { counts: (entry) => countsEvent(entry.key.slice("counts:".length)) },
+  });
+
+  // Pipelines whose outbox entry this process recorded since their last announcement began; `announcements`
+  // counts announcements begun, so a record that raced one is not trusted to stand.
+  const marked = new Set<string>();
+  let announcements = 0;
+  const markCounts = async (pipelineId: string) => {
+    if (marked.has(pipelineId)) return;
+    const before = announcements;
+    await outbox.record(countsKey(pipelineId));
+    if (announcements === before) marked.add(pipelineId);
+  };
+
   const publishCountsNow = async (pipelineId: string) => {
+    announcements++;
+    marked.delete(pipelineId);
     try {
-      const at = now();
-      const counts = await repo.pipelineCounts(pipelineId);
-      await events.publish(SUBJECTS.builds.pipelineCountsChanged, PipelineCountsChangedSchema, {
-        pipelineId,
-        ...counts,
-        at: toTimestamp(at),
-      });
+      // The recorded entry is published (and removed) if there is one; a periodic re-announcement has none.
+      if ((await outbox.flush(countsKey(pipelineId))) === "none")
+        await outbox.publishUnrecorded(await countsEvent(pipelineId));
     } catch (err) {
       logger.warn({ err, pipelineId }, "pipeline counters not published");
     }
@@ -85,7 +139,9 @@ export function createBuildsContext(deps: BuildServiceDeps): BuildsContext {
         buildNumber: job.buildNumber,
       });
     },
+    markCounts,
     publishCounts: (pipelineId) => counts.request(pipelineId),
     countsIdle: () => counts.idle(),
+    outbox,
   };
 }

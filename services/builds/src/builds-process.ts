@@ -1,4 +1,11 @@
-import type { Env, EventPublisher, Logger } from "@conveyor/runtime";
+import {
+  createMongoOutboxStore,
+  type Env,
+  type EventPublisher,
+  type Logger,
+  type OutboxDoc,
+  type RawPublish,
+} from "@conveyor/runtime";
 import type { Db } from "mongodb";
 import { createMongoAnnotationRepository } from "./annotation-repository.js";
 import { createAnnotationsService } from "./annotations-rpc.js";
@@ -12,6 +19,8 @@ import { createTriggerLookups } from "./trigger-lookups.js";
 
 /** How often the counters of recently active pipelines are re-announced. */
 const COUNTS_REPUBLISH_MS = 30_000;
+/** How often the outbox relay looks for counters events that were not published. */
+const OUTBOX_RELAY_MS = 2_000;
 /** How often jobs whose agent never accepted them are looked for. */
 const REQUEUE_SWEEP_MS = 10_000;
 /** How often deadlines, expiries, trigger jobs and concurrency groups are looked at. */
@@ -21,20 +30,30 @@ const JOB_SWEEP_MS = 5_000;
  * Everything the builds process serves and runs: the builds and annotations services over their MongoDB
  * repositories, and the background duties (counters, stale assignments, the job sweeps), each on its own timer.
  */
-export async function startBuildsProcess(opts: { db: Db; events: EventPublisher; logger: Logger; env: Env }) {
+export async function startBuildsProcess(opts: {
+  db: Db;
+  events: EventPublisher;
+  /** JetStream publishing with a de-duplication id, for the outbox. */
+  publish: RawPublish;
+  logger: Logger;
+  env: Env;
+}) {
   const { db, events, logger, env } = opts;
   const config = readBuildsConfig(env);
-  const [repo, logs, uploads, slots, annotations] = await Promise.all([
+  const [repo, logs, uploads, slots, annotations, outboxStore] = await Promise.all([
     createMongoBuildRepository(db),
     createMongoJobLogRepository(db),
     createMongoPipelineUploadRepository(db),
     createMongoConcurrencySlotRepository(db),
     createMongoAnnotationRepository(db),
+    createMongoOutboxStore(db.collection<OutboxDoc>("outbox")),
   ]);
   const triggers = createTriggerLookups(config);
-  const domain = createBuildDomain({ repo, logs, uploads, slots, events, logger, triggers, ...config });
+  const outbox = { store: outboxStore, publish: opts.publish };
+  const domain = createBuildDomain({ repo, logs, uploads, slots, events, outbox, logger, triggers, ...config });
   const every = (ms: number, what: string, work: () => Promise<unknown>) =>
     setInterval(() => work().catch((err) => logger.warn({ err }, `${what} failed`)), ms).unref();
+  every(OUTBOX_RELAY_MS, "outbox relay", () => domain.relayOutbox());
   every(COUNTS_REPUBLISH_MS, "counters republish", () => domain.republishCounts());
   every(REQUEUE_SWEEP_MS, "stale assignment sweep", () => domain.requeueStale(config.assignTimeoutMs));
   every(JOB_SWEEP_MS, "job sweep", () => domain.sweepJobs());

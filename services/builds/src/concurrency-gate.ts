@@ -51,6 +51,7 @@ export function createConcurrencyGate(ctx: BuildsContext, slots: ConcurrencySlot
       // Another process may have taken the slot first: its own run admits the next jobs.
       if (!(await slots.take(organizationId, group, slot, job.id, now()))) return;
       const at = now();
+      await ctx.markCounts(job.pipelineId);
       const updated = await repo.updateJob(job.id, "limited", {
         state: "scheduled",
         ...stampsFor(job, "scheduled", at),

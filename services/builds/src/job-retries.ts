@@ -29,6 +29,7 @@ export function createJobRetries(ctx: BuildsContext) {
   /** Creates the new attempt of `job`; the caller holds the build's lock and reconciles afterwards. */
   const retry = async (job: Job, jobs: readonly Job[], type: RetryType, by: UserSnapshot | null): Promise<Job> => {
     const { attempt, retried } = retryOf(job, { id: newId(), type, at: now(), retriedBy: by });
+    await ctx.markCounts(job.pipelineId);
     await repo.insertJobs([attempt]);
     // Only one retry of a job wins, whichever process makes it: the mark is a compare-and-set on "not retried yet".
     let marked = await repo.updateJob(job.id, job.state, retried, { notRetried: true });
@@ -41,6 +42,7 @@ export function createJobRetries(ctx: BuildsContext) {
     await ctx.publishJob(marked, job.state);
     await ctx.publishJob(attempt, "");
     await reopenBehind(jobs);
+    ctx.publishCounts(job.pipelineId);
     ctx.logger.info({ jobId: job.id, attemptId: attempt.id, type }, "job retried");
     return attempt;
   };

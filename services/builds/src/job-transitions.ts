@@ -82,9 +82,11 @@ export function createJobTransitions(ctx: BuildsContext, reconcile: Reconcile, r
           update.signal = opts.signal || null;
           update.signalReason = opts.signalReason || null;
         }
+        await ctx.markCounts(job.pipelineId);
         const updated = await repo.updateJob(job.id, job.state, update, { agentId: opts.agentId });
         if (!updated) continue;
         await ctx.publishJob(updated, job.state);
+        ctx.publishCounts(job.pipelineId);
         if (updated.state === "failed" || updated.state === "timed_out") {
           await retries.retryAutomatically(updated, await repo.jobsOf([job.buildId]));
         }

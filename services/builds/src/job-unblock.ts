@@ -53,6 +53,7 @@ export function createJobUnblock(ctx: BuildsContext, reconcile: Reconcile, metaD
           if (!values.ok) throw invalidFields(values.errors);
           const result = applyJobEvent(job, { type: "unblock" });
           if (!result.ok) throw failedPrecondition(result.reason);
+          await ctx.markCounts(job.pipelineId);
           const updated = await repo.updateJob(job.id, job.state, {
             state: result.job.state,
             ...stampsFor(job, result.job.state, now()),
@@ -61,6 +62,7 @@ export function createJobUnblock(ctx: BuildsContext, reconcile: Reconcile, metaD
           });
           if (!updated) continue;
           await ctx.publishJob(updated, job.state);
+          ctx.publishCounts(job.pipelineId);
           ctx.logger.info({ jobId: job.id, buildId: build.id, fields: Object.keys(values.metaData) }, "job unblocked");
           const { jobs } = await reconcile(build.id);
           return jobs.find((j) => j.id === job.id) ?? updated;

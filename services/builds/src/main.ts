@@ -1,14 +1,14 @@
 import { AnnotationsService } from "@conveyor/proto/annotations";
 import { BuildsService } from "@conveyor/proto/builds";
-import { runService } from "@conveyor/runtime";
+import { jetStreamPublish, runService } from "@conveyor/runtime";
 import { startBuildsProcess } from "./builds-process.js";
 
 void runService(
   {
     name: "builds",
     serviceNames: [BuildsService.typeName, AnnotationsService.typeName],
-    async setup({ db, events, logger, env }) {
-      const services = await startBuildsProcess({ db, events, logger, env });
+    async setup({ db, events, nats, logger, env }) {
+      const services = await startBuildsProcess({ db, events, publish: jetStreamPublish(nats.js), logger, env });
       return (router) =>
         router.service(BuildsService, services.builds).service(AnnotationsService, services.annotations);
     },

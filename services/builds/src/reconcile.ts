@@ -36,6 +36,9 @@ export function createReconcile(
       if (hooks.heal && (await hooks.heal(jobs))) continue;
       const at = now();
       const advanced = advance(jobs);
+      // A write below changes the pipeline's counters: the outbox notes it first (free while the note stands).
+      if (advanced.some((next) => jobs.find((j) => j.id === next.id)?.state !== next.state))
+        await ctx.markCounts(build.pipelineId);
       let raced = false;
       const changedJobs: Array<[Job, string]> = [];
       for (const next of advanced) {
@@ -68,6 +71,7 @@ export function createReconcile(
         hooks.settled?.(build, jobs);
         return { build, jobs };
       }
+      await ctx.markCounts(build.pipelineId);
       const updated = await repo.updateBuild(build.id, build.version, {
         state: derived.state,
         blocked: derived.blocked,

@@ -1,10 +1,20 @@
 import { AgentsService } from "@conveyor/proto/agents";
 import { PipelinesService } from "@conveyor/proto/pipelines";
-import { createServiceClient, runService } from "@conveyor/runtime";
+import {
+  createMongoOutboxStore,
+  createServiceClient,
+  jetStreamPublish,
+  type OutboxDoc,
+  runService,
+} from "@conveyor/runtime";
 import { readPipelinesConfig } from "./config.js";
 import { consumePipelineCounts } from "./counts-consumer.js";
+import { createPipelinesOutbox } from "./deletion-outbox.js";
 import { createMongoPipelinesRepository } from "./pipelines-repository.js";
 import { createPipelinesService } from "./pipelines-service.js";
+
+/** How often the outbox relay looks for deletion events that were not published. */
+const OUTBOX_RELAY_MS = 2_000;
 
 void runService(
   {
@@ -13,10 +23,18 @@ void runService(
     async setup({ db, events, env, nats, logger }) {
       const config = readPipelinesConfig(env);
       const repo = await createMongoPipelinesRepository(db);
+      const outbox = createPipelinesOutbox({
+        repo,
+        store: await createMongoOutboxStore(db.collection<OutboxDoc>("outbox")),
+        publish: jetStreamPublish(nats.js),
+        logger,
+      });
+      outbox.start(OUTBOX_RELAY_MS);
       await consumePipelineCounts(nats, repo, logger);
       const service = createPipelinesService({
         repo,
         events,
+        outbox,
         clusters: createServiceClient(AgentsService, config.agentsUrl),
       });
       return (router) => router.service(PipelinesService, service);

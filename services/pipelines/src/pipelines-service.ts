@@ -13,14 +13,17 @@ import {
   type Client,
   createKeyedLock,
   type EventPublisher,
+  encodeEvent,
   failedPrecondition,
   invalidFields,
   isUuid,
   newId,
   notFound,
+  type Outbox,
   pageWindow,
   SUBJECTS,
 } from "@conveyor/runtime";
+import { deletionKey } from "./deletion-outbox.js";
 import { type FieldProblem, resolveAttributes } from "./pipeline-attributes.js";
 import { pipelineEventMessage, pipelineMessage } from "./pipeline-message.js";
 import {
@@ -37,6 +40,8 @@ const TEAM_ACCESS_LEVELS = ["read_only", "build_and_read", "manage_build_and_rea
 export interface PipelinesServiceDeps {
   repo: PipelinesRepository;
   events: EventPublisher;
+  /** Holds deletion events until JetStream has them (createPipelinesOutbox). */
+  outbox: Outbox;
   /** Clusters belong to the agents service; a pipeline's cluster must exist in its organization. */
   clusters: Pick<Client<typeof AgentsService>, "getCluster">;
   now?: () => Date;
@@ -274,12 +279,20 @@ export function createPipelinesService(deps: PipelinesServiceDeps): ServiceImpl<
       const found = await requirePipeline(req.organizationId, req.pipeline);
       return withLock(found._id, async () => {
         const current = await requirePipeline(req.organizationId, found._id);
-        if (!(await repo.delete(req.organizationId, current._id))) throw notFound("pipeline");
-        await events.publish(SUBJECTS.pipelines.deleted, PipelineDeletedSchema, {
+        // The event is durable before the pipeline goes (identity drops its team associations and rules on it);
+        // the relay publishes it if this process cannot, and drops it if the deletion never happened.
+        const key = deletionKey(current._id);
+        const event = encodeEvent(SUBJECTS.pipelines.deleted, PipelineDeletedSchema, {
           pipelineId: current._id,
           organizationId: current.organizationId,
           slug: current.slug,
         });
+        const version = await deps.outbox.record(key, event);
+        if (!(await repo.delete(req.organizationId, current._id))) {
+          await deps.outbox.discard(key, version);
+          throw notFound("pipeline");
+        }
+        await deps.outbox.send(key, version, event);
         return {};
       });
     },

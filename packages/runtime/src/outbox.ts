@@ -1,0 +1,265 @@
+/**
+ * A transactional outbox for domain events whose loss has a consequence (a consumer changes state from them).
+ *
+ * Why this shape: FerretDB has no multi-document transactions, so an event cannot be written "together with" the
+ * state change unless it lives in the very document the write changes. Embedding does not fit our writes (a
+ * pipeline deletion deletes its document; counters follow job documents that several writes touch), so each
+ * service keeps one `outbox` collection and records the pending event BEFORE the state change, one small upsert:
+ *
+ *   record(key, event?) → state change → publish(subject, data, msgID = `${key}:${version}`) → remove(key, version)
+ *
+ * - The API answers only after the record is durable, so an acknowledged write always has its event on disk.
+ * - JetStream de-duplicates by msgID (Nats-Msg-Id) within the stream's duplicate window and consumers are
+ *   idempotent, so publishing the same entry again (the relay, another replica) is harmless.
+ * - Every record gives the entry a new random `version` (so a msgID is never reused for a different record, even
+ *   after the entry was removed and recorded again); removal is conditioned on it, so a record made while a
+ *   publish was under way survives that publish.
+ * - A relay in every process republishes entries older than a grace (`graceMs`), each claimed with a lease (a
+ *   compare-and-set on `leaseUntil`) so replicas do not all publish it. Because the record precedes the write, the
+ *   relay asks the entry's resolver whether the write committed ("did the pipeline go?") before publishing, and
+ *   drops entries whose write never happened. For derived events (a pipeline's counters) the resolver recomputes
+ *   the event from the database at publish time, so the entry only says "this key is dirty".
+ * Cost with NATS up: one upsert before the write; the removal runs after the answer (off the caller's path).
+ */
+import { randomUUID } from "node:crypto";
+import { Binary, type Collection } from "mongodb";
+import type { Logger } from "pino";
+
+/** A pending event: one document per key. `data` is absent for events the resolver derives at publish time. */
+export interface OutboxDoc {
+  _id: string;
+  version: string;
+  /** When it was last recorded; the relay leaves it alone for a grace after that. */
+  at: Date;
+  leaseUntil: Date;
+  subject?: string;
+  data?: Binary;
+}
+
+export interface OutboxEvent {
+  subject: string;
+  data: Uint8Array;
+}
+
+export interface OutboxEntry {
+  key: string;
+  version: string;
+  at: Date;
+  event?: OutboxEvent;
+}
+
+/** What the relay does with a due entry: publish this event, drop it (its write never committed), or wait. */
+export type Resolution = OutboxEvent | "drop" | "wait";
+
+/** Decides per due entry; chosen by the key's prefix (the part before the first ":"). */
+export type OutboxResolver = (entry: OutboxEntry) => Promise<Resolution>;
+
+/** Storage of the outbox; the MongoDB one below, an in-memory one in tests. */
+export interface OutboxStore {
+  /** Upserts the key's entry with a new version. */
+  record(key: string, version: string, at: Date, event?: OutboxEvent): Promise<void>;
+  get(key: string): Promise<OutboxEntry | null>;
+  /** Removes the entry only while it is still at `version`. */
+  remove(key: string, version: string): Promise<void>;
+  /** Entries recorded before `before` whose lease lapsed by `now`, oldest first. */
+  due(before: Date, now: Date, limit: number): Promise<OutboxEntry[]>;
+  /** Takes the lease of an entry still at `version` and not leased at `now`; false when someone else has it. */
+  claim(key: string, version: string, now: Date, until: Date): Promise<boolean>;
+}
+
+/** Publishes one message with a de-duplication id (`js.publish(subject, data, { msgID })`); throws on failure. */
+export type RawPublish = (subject: string, data: Uint8Array, msgID: string) => Promise<void>;
+
+export interface OutboxOptions {
+  store: OutboxStore;
+  publish: RawPublish;
+  logger: Logger;
+  resolvers: Record<string, OutboxResolver>;
+  now?: () => Date;
+  /** How long after its last record an entry is left to the writer before the relay takes it. */
+  graceMs?: number;
+  /** How long a relay's claim on an entry lasts. */
+  leaseMs?: number;
+  /** The most entries one relay pass handles. */
+  batch?: number;
+}
+
+export const msgIdOf = (key: string, version: string) => `${key}:${version}`;
+
+const prefixOf = (key: string) => key.slice(0, Math.max(0, key.indexOf(":")));
+
+export function createOutbox(opts: OutboxOptions) {
+  const { store, publish, logger, resolvers } = opts;
+  const now = opts.now ?? (() => new Date());
+  const graceMs = opts.graceMs ?? 3_000;
+  const leaseMs = opts.leaseMs ?? 15_000;
+  const batch = opts.batch ?? 100;
+
+  /** Publishes and removes; false (logged) when the publish failed and the entry stays for the relay. */
+  const send = async (key: string, version: string, event: OutboxEvent): Promise<boolean> => {
+    try {
+      await publish(event.subject, event.data, msgIdOf(key, version));
+    } catch (err) {
+      logger.warn({ err, subject: event.subject, key }, "event publish failed; the outbox keeps it");
+      return false;
+    }
+    await store.remove(key, version).catch((err) => logger.warn({ err, key }, "outbox entry not removed"));
+    return true;
+  };
+
+  const resolve = (entry: OutboxEntry): Promise<Resolution> => {
+    const resolver = resolvers[prefixOf(entry.key)];
+    if (resolver) return resolver(entry);
+    return Promise.resolve(entry.event ?? "drop");
+  };
+
+  /** One relay pass: claims due entries and publishes or drops them; returns how many were published. */
+  const relay = async (): Promise<number> => {
+    const at = now();
+    let published = 0;
+    for (const entry of await store.due(new Date(at.getTime() - graceMs), at, batch)) {
+      if (!(await store.claim(entry.key, entry.version, at, new Date(at.getTime() + leaseMs)))) continue;
+      try {
+        const resolution = await resolve(entry);
+        if (resolution === "drop") await store.remove(entry.key, entry.version);
+        else if (resolution !== "wait" && (await send(entry.key, entry.version, resolution))) published++;
+      } catch (err) {
+        logger.warn({ err, key: entry.key }, "outbox entry not relayed");
+      }
+    }
+    return published;
+  };
+
+  return {
+    /** Makes an event (or, without one, a derived key) durable before the write; returns its version. */
+    async record(key: string, event?: OutboxEvent): Promise<string> {
+      const version = randomUUID();
+      await store.record(key, version, now(), event);
+      return version;
+    },
+    /** Publishes an event that was never recorded (a periodic re-announcement), with a fresh msgID. */
+    publishUnrecorded: (event: OutboxEvent) => publish(event.subject, event.data, randomUUID()),
+    /** Forgets an entry whose write did not happen. */
+    discard: (key: string, version: string) => store.remove(key, version),
+    /** Publishes a recorded event after its write committed; a failure leaves it to the relay. */
+    send,
+    /** Resolves and publishes the key's current entry now (derived events): "none" when there was none. */
+    async flush(key: string): Promise<"none" | "sent" | "kept" | "dropped"> {
+      const entry = await store.get(key);
+      if (!entry) return "none";
+      const resolution = await resolve(entry);
+      if (resolution === "wait") return "kept";
+      if (resolution === "drop") {
+        await store.remove(key, entry.version);
+        return "dropped";
+      }
+      return (await send(key, entry.version, resolution)) ? "sent" : "kept";
+    },
+    relay,
+    /** Runs the relay every `everyMs` until the returned function is called. */
+    start(everyMs = 2_000): () => void {
+      let running = false;
+      const timer = setInterval(() => {
+        if (running) return;
+        running = true;
+        relay()
+          .catch((err) => logger.warn({ err }, "outbox relay failed"))
+          .finally(() => {
+            running = false;
+          });
+      }, everyMs);
+      timer.unref();
+      return () => clearInterval(timer);
+    },
+  };
+}
+
+export type Outbox = ReturnType<typeof createOutbox>;
+
+const toEntry = (doc: OutboxDoc): OutboxEntry => ({
+  key: doc._id,
+  version: doc.version,
+  at: doc.at,
+  ...(doc.subject && doc.data
+    ? { event: { subject: doc.subject, data: doc.data.buffer.subarray(0, doc.data.position) } }
+    : {}),
+});
+
+/** The MongoDB outbox: one collection per service database (`outbox` by default), indexed by age. */
+export async function createMongoOutboxStore(collection: Collection<OutboxDoc>): Promise<OutboxStore> {
+  await collection.createIndex({ at: 1 }, { name: "outbox_age" });
+  return {
+    async record(key, version, at, event) {
+      await collection.updateOne(
+        { _id: key },
+        {
+          $set: { version, at, ...(event ? { subject: event.subject, data: new Binary(event.data) } : {}) },
+          $setOnInsert: { leaseUntil: new Date(0) },
+        },
+        { upsert: true },
+      );
+    },
+    async get(key) {
+      const doc = await collection.findOne({ _id: key });
+      return doc ? toEntry(doc) : null;
+    },
+    async remove(key, version) {
+      await collection.deleteOne({ _id: key, version });
+    },
+    async due(before, now, limit) {
+      const docs = await collection
+        .find({ at: { $lt: before }, leaseUntil: { $lte: now } })
+        .sort({ at: 1 })
+        .limit(limit)
+        .toArray();
+      return docs.map(toEntry);
+    },
+    async claim(key, version, now, until) {
+      const res = await collection.updateOne(
+        { _id: key, version, leaseUntil: { $lte: now } },
+        { $set: { leaseUntil: until } },
+      );
+      return res.modifiedCount === 1;
+    },
+  };
+}
+
+/** An in-memory store with the same semantics, for unit tests. */
+export function createMemoryOutboxStore(): OutboxStore & { docs: Map<string, OutboxDoc> } {
+  const docs = new Map<string, OutboxDoc>();
+  return {
+    docs,
+    async record(key, version, at, event) {
+      const prev = docs.get(key);
+      docs.set(key, {
+        _id: key,
+        version,
+        at,
+        leaseUntil: prev?.leaseUntil ?? new Date(0),
+        ...(event
+          ? { subject: event.subject, data: new Binary(event.data) }
+          : { subject: prev?.subject, data: prev?.data }),
+      });
+    },
+    async get(key) {
+      const doc = docs.get(key);
+      return doc ? toEntry(doc) : null;
+    },
+    async remove(key, version) {
+      if (docs.get(key)?.version === version) docs.delete(key);
+    },
+    async due(before, now, limit) {
+      return [...docs.values()]
+        .filter((d) => d.at < before && d.leaseUntil <= now)
+        .sort((a, b) => a.at.getTime() - b.at.getTime())
+        .slice(0, limit)
+        .map(toEntry);
+    },
+    async claim(key, version, now, until) {
+      const doc = docs.get(key);
+      if (!doc || doc.version !== version || doc.leaseUntil > now) return false;
+      doc.leaseUntil = until;
+      return true;
+    },
+  };
+}
