@@ -2,6 +2,7 @@ import type { ClientHttp2Session } from "node:http2";
 import type { DescService } from "@bufbuild/protobuf";
 import { type Client, ConnectError, createClient, type Interceptor } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcTransport, Http2SessionManager } from "@connectrpc/connect-node";
+import { propagateRequestId } from "./request-context.js";
 
 export interface ServiceClientOptions {
   /** Upper bound of every call, in milliseconds. */
@@ -59,7 +60,7 @@ export class GuardedHttp2SessionManager extends Http2SessionManager {
 
 /**
  * A client of one backend service over HTTP/2, binary protobuf, with a default deadline on every call; calls the
- * server refused unprocessed are sent again.
+ * server refused unprocessed are sent again; a call made in a request's context carries its request id.
  */
 export function createServiceClient<T extends DescService>(
   service: T,
@@ -70,7 +71,7 @@ export function createServiceClient<T extends DescService>(
     baseUrl,
     useBinaryFormat: true,
     defaultTimeoutMs: opts.timeoutMs ?? 10_000,
-    interceptors: [retryRefusedStreams, ...(opts.interceptors ?? [])],
+    interceptors: [propagateRequestId, retryRefusedStreams, ...(opts.interceptors ?? [])],
   };
   const sessionManager = new GuardedHttp2SessionManager(baseUrl);
   const transport =

@@ -12,6 +12,7 @@ export * from "./mongo.js";
 export * from "./nats.js";
 export * from "./outbox.js";
 export * from "./paging.js";
+export * from "./request-context.js";
 export * from "./rpc-server.js";
 export * from "./scopes.js";
 export * from "./service-config.js";

@@ -5,6 +5,7 @@ import type { ConnectRouter } from "@connectrpc/connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import type { Logger } from "pino";
 import { type HealthState, registerHealth } from "./health.js";
+import { acceptRequestId } from "./request-context.js";
 
 export interface RpcServerOptions {
   host: string;
@@ -61,6 +62,8 @@ export async function startRpcServer(opts: RpcServerOptions): Promise<RpcServer>
     connect: true,
     grpc: true,
     grpcWeb: false,
+    // A call naming a request id runs in its context: its log lines and the calls it makes carry the id.
+    interceptors: [acceptRequestId],
   });
   const sessions = new Set<http2.ServerHttp2Session>();
   const server = http2.createServer(handler);

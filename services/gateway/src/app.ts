@@ -13,6 +13,7 @@ import { registerObjectProxy } from "./object-proxy.js";
 import { RATE_LIMIT_HEADER_NAMES, registerRateLimit } from "./rate-limit/rate-limit-hook.js";
 import type { RateLimiter } from "./rate-limit/rate-limiter.js";
 import { createUrls } from "./render/urls.js";
+import { registerRequestIds, requestIdOptions } from "./request-id.js";
 import { accessTokenRoutes } from "./routes/access-token.js";
 import { agentRestRoutes } from "./routes/agents.js";
 import { annotationRoutes } from "./routes/annotations.js";
@@ -56,17 +57,18 @@ export async function buildApp(deps: AppDeps): Promise<GatewayApp> {
   const app: FastifyInstance = Fastify({
     ...(deps.logger ? { loggerInstance: deps.logger as FastifyBaseLogger } : { logger: false }),
     bodyLimit: deps.config.bodyLimitBytes,
-    requestIdHeader: "x-request-id",
+    ...requestIdOptions,
     disableRequestLogging: true,
     // Bodies are checked strictly (no coercion), and every problem is reported at once.
     ajv: { customOptions: { coerceTypes: false, allErrors: true } },
     routerOptions: { ignoreTrailingSlash: false, ignoreDuplicateSlashes: true },
   });
+  registerRequestIds(app);
   const routes = registerRouteDeclarations(app);
   await registerOpenApi(app);
   await app.register(cors, {
     origin: "*",
-    exposedHeaders: ["Link", ...(deps.rateLimiter ? RATE_LIMIT_HEADER_NAMES : [])],
+    exposedHeaders: ["Link", "X-Request-Id", ...(deps.rateLimiter ? RATE_LIMIT_HEADER_NAMES : [])],
   });
   // The API takes JSON bodies only: anything else is a 415, not a string handed to a route.
   app.removeContentTypeParser("text/plain");

@@ -20,6 +20,7 @@ import {
   UserSchema,
 } from "@conveyor/proto/identity";
 import { PipelinesService } from "@conveyor/proto/pipelines";
+import { acceptRequestId, propagateRequestId } from "@conveyor/runtime";
 import { type AppDeps, buildApp } from "./app.js";
 import type { GatewayClients } from "./clients.js";
 
@@ -130,19 +131,23 @@ export async function buildTestApp(
   world: FakeWorld,
   services: FakeServices = {},
   artifacts: Partial<AppDeps["config"]["artifacts"]> = {},
-  extra: Pick<AppDeps, "rateLimiter"> = {},
+  extra: Pick<AppDeps, "rateLimiter" | "logger"> = {},
 ) {
-  const transport = createRouterTransport((router) => {
-    router.service(IdentityService, fakeIdentity(world));
-    router.service(PipelinesService, services.pipelines ?? {});
-    router.service(BuildsService, services.builds ?? {});
-    router.service(AnnotationsService, services.annotations ?? {});
-    router.service(TeamsService, services.teams ?? {});
-    router.service(RulesService, services.rules ?? {});
-    router.service(RegistriesService, services.registries ?? {});
-    router.service(ArtifactsService, services.artifacts ?? {});
-    router.service(AgentsService, services.agents ?? {});
-  });
+  const transport = createRouterTransport(
+    (router) => {
+      router.service(IdentityService, fakeIdentity(world));
+      router.service(PipelinesService, services.pipelines ?? {});
+      router.service(BuildsService, services.builds ?? {});
+      router.service(AnnotationsService, services.annotations ?? {});
+      router.service(TeamsService, services.teams ?? {});
+      router.service(RulesService, services.rules ?? {});
+      router.service(RegistriesService, services.registries ?? {});
+      router.service(ArtifactsService, services.artifacts ?? {});
+      router.service(AgentsService, services.agents ?? {});
+      // As the real clients and servers do: calls carry the request id of the context they are made in.
+    },
+    { transport: { interceptors: [propagateRequestId] }, router: { interceptors: [acceptRequestId] } },
+  );
   const clients: GatewayClients = {
     identity: createClient(IdentityService, transport),
     teams: createClient(TeamsService, transport),
