@@ -1,0 +1,272 @@
+import fc from "fast-check";
+import {
+  type JsonSchema,
+  MALFORMED_JSON,
+  mutatedValue,
+  NASTY_STRINGS,
+  nastyValue,
+  validValue,
+} from "./schema-arbitrary.js";
+
+interface Parameter {
+  name: string;
+  in: "path" | "query" | "header";
+  required?: boolean;
+  schema?: JsonSchema;
+}
+
+interface OpenApiOperation {
+  operationId: string;
+  parameters?: Parameter[];
+  requestBody?: { required?: boolean; content: Record<string, { schema: JsonSchema }> };
+  responses: Record<string, { content?: Record<string, { schema: JsonSchema }> }>;
+  "x-scope"?: string | null;
+}
+
+/** One operation of the OpenAPI document, as the fuzzer drives it. */
+export interface Operation {
+  id: string;
+  method: string;
+  /** The path template, `/v2/organizations/{org}`. */
+  path: string;
+  pathParams: Parameter[];
+  query: Parameter[];
+  body?: JsonSchema;
+  responses: OpenApiOperation["responses"];
+  /** Whether it can change anything (every method but GET). */
+  writes: boolean;
+}
+
+/** Reads the document's /v2 operations (the agent API takes agent credentials: not fuzzed here). */
+export function operationsOf(doc: { paths: Record<string, Record<string, OpenApiOperation>> }): Operation[] {
+  const ops: Operation[] = [];
+  for (const [path, byMethod] of Object.entries(doc.paths)) {
+    if (!path.startsWith("/v2/")) continue;
+    for (const [method, op] of Object.entries(byMethod)) {
+      const params = op.parameters ?? [];
+      ops.push({
+        id: op.operationId,
+        method: method.toUpperCase(),
+        path,
+        pathParams: params.filter((p) => p.in === "path"),
+        query: params.filter((p) => p.in === "query"),
+        body: op.requestBody?.content["application/json"]?.schema,
+        responses: op.responses,
+        writes: method !== "get",
+      });
+    }
+  }
+  return ops.sort((a, b) => (a.id < b.id ? -1 : 1));
+}
+
+/** A request the fuzzer sends: what it is and how it was made wrong. */
+export interface FuzzRequest {
+  op: Operation;
+  method: string;
+  /** The raw path and query string, sent byte for byte (no URL normalization of `..`). */
+  url: string;
+  contentType?: string;
+  body?: string;
+  /** What was made wrong: empty for a request built valid throughout. */
+  mutations: string[];
+}
+
+/** Path parameter values that name nothing, or cannot: dot segments, encoded slashes and NULs, huge, unicode. */
+const BAD_SEGMENTS = fc.oneof(
+  fc.constantFrom(
+    "..",
+    ".",
+    "%2e%2e",
+    "%2F",
+    "a%2Fb",
+    "%00",
+    "%ZZ",
+    "%",
+    "0",
+    "-1",
+    "2147483648",
+    "9007199254740993",
+    "1e3",
+    "NaN",
+    "null",
+    "undefined",
+    "%20",
+    "00000000-0000-0000-0000-000000000000",
+    "ffffffff-ffff-ffff-ffff-ffffffffffff",
+    encodeURIComponent("😀"),
+    encodeURIComponent("\u202e"),
+    "a".repeat(101),
+    "b".repeat(4000),
+  ),
+  fc.string({ unit: "binary", minLength: 1, maxLength: 30 }).map(encodeURIComponent),
+  fc.uuid().map(String),
+);
+
+/** Query values that are not what a parameter takes: overflowing and negative numbers, arrays, nasty strings. */
+const BAD_QUERY_VALUES = fc.oneof(
+  fc.constantFrom("2147483648", "-1", "0", "1.5", "1e3", "9007199254740993", "", "true", "yes", "[]", "%00", "%ZZ"),
+  fc.constantFrom(...NASTY_STRINGS).map(encodeURIComponent),
+  fc.constant("q".repeat(3000)),
+);
+
+/** A query value the parameter's schema takes, as text. */
+function validQueryValue(schema: JsonSchema | undefined): fc.Arbitrary<string[]> {
+  const isArray = [schema?.type].flat().includes("array") || schema?.anyOf?.some((s) => s.type === "array");
+  const scalar = (isArray ? (schema?.anyOf?.find((s) => s.type === "array")?.items ?? schema?.items) : schema) ?? {};
+  const one = validValue(scalar).map((v) => encodeURIComponent(typeof v === "string" ? v : JSON.stringify(v)));
+  return isArray ? fc.array(one, { minLength: 1, maxLength: 3 }) : one.map((v) => [v]);
+}
+
+/** The query string: each parameter left out, valid, or wrong (or repeated); sometimes an unknown parameter. */
+function queryOf(op: Operation): fc.Arbitrary<{ text: string; mutations: string[] }> {
+  const parts = op.query.map((p) =>
+    fc.oneof(
+      { weight: 3, arbitrary: fc.constant({ pairs: [] as string[], bad: false }) },
+      {
+        weight: 3,
+        arbitrary: validQueryValue(p.schema).map((vs) => ({ pairs: vs.map((v) => `${p.name}=${v}`), bad: false })),
+      },
+      {
+        weight: 2,
+        arbitrary: fc
+          .array(BAD_QUERY_VALUES, { minLength: 1, maxLength: 3 })
+          .map((vs) => ({ pairs: vs.map((v) => `${encodeURIComponent(p.name)}=${v}`), bad: true })),
+      },
+    ),
+  );
+  const unknown = fc.option(
+    fc.tuple(fc.constantFrom("state[]", "page[]", "per_page[0]", "__proto__", "unknown", "a.b"), BAD_QUERY_VALUES),
+    { freq: 5 },
+  );
+  return fc.tuple(fc.tuple(...parts), unknown).map(([chosen, extra]) => {
+    const pairs = chosen.flatMap((c) => c.pairs);
+    const mutations = chosen.some((c) => c.bad) ? ["query"] : [];
+    if (extra) {
+      pairs.push(`${encodeURIComponent(extra[0])}=${extra[1]}`);
+      mutations.push("extra-query");
+    }
+    return { text: pairs.length ? `?${pairs.join("&")}` : "", mutations };
+  });
+}
+
+/**
+ * Path parameters: mostly the run's real resources (so the request reaches the handler), sometimes bad segments.
+ * `protect` lists parameters that must not name the real resource (a DELETE that would remove a fixture).
+ */
+function pathOf(
+  op: Operation,
+  fixtures: Record<string, string>,
+  protect: readonly string[],
+): fc.Arbitrary<{ text: string; mutations: string[] }> {
+  const names = op.pathParams.map((p) => p.name);
+  const values = names.map((name) => {
+    const real = fixtures[name];
+    if (real === undefined || protect.includes(name)) return BAD_SEGMENTS.map((v) => ({ v, bad: true }));
+    return fc.oneof(
+      { weight: 6, arbitrary: fc.constant({ v: encodeURIComponent(real), bad: false }) },
+      { weight: 1, arbitrary: BAD_SEGMENTS.map((v) => ({ v, bad: true })) },
+    );
+  });
+  return fc.tuple(...values).map((chosen) => {
+    let text = op.path;
+    chosen.forEach((c, i) => {
+      text = text.replace(`{${names[i]}}`, c.v);
+    });
+    return { text, mutations: chosen.some((c) => c.bad) ? ["path"] : [] };
+  });
+}
+
+type BodyChoice = { body?: string; contentType?: string; mutations: string[] };
+
+/** The body: valid for its schema, mutated, malformed JSON, JSON under another content type, or none. */
+function bodyOf(op: Operation, allowValid: boolean): fc.Arbitrary<BodyChoice> {
+  const schema = op.body;
+  if (!schema) {
+    // No documented body: usually none, sometimes an unexpected one.
+    return fc.oneof(
+      { weight: 8, arbitrary: fc.constant<BodyChoice>({ mutations: [] }) },
+      {
+        weight: 1,
+        arbitrary: nastyValue.map((v) => ({
+          body: JSON.stringify(v),
+          contentType: "application/json",
+          mutations: ["unexpected-body"],
+        })),
+      },
+      {
+        weight: 1,
+        arbitrary: fc
+          .constantFrom(...MALFORMED_JSON)
+          .map((b) => ({ body: b, contentType: "application/json", mutations: ["malformed-json"] })),
+      },
+    );
+  }
+  const choices: Array<{ weight: number; arbitrary: fc.Arbitrary<BodyChoice> }> = [
+    {
+      weight: 6,
+      arbitrary: mutatedValue(schema).map(({ value, mutation }) => ({
+        body: JSON.stringify(value),
+        contentType: "application/json",
+        mutations: [mutation],
+      })),
+    },
+    {
+      weight: 2,
+      arbitrary: fc
+        .constantFrom(...MALFORMED_JSON)
+        .map((b) => ({ body: b, contentType: "application/json", mutations: ["malformed-json"] })),
+    },
+    {
+      weight: 1,
+      arbitrary: fc
+        .tuple(
+          validValue(schema),
+          fc.constantFrom(
+            "text/plain",
+            "application/x-www-form-urlencoded",
+            "application/json; charset=latin1",
+            "application/jsonx",
+            "",
+          ),
+        )
+        .map(([v, ct]) => ({ body: JSON.stringify(v), contentType: ct, mutations: ["content-type"] })),
+    },
+    { weight: 1, arbitrary: fc.constant<BodyChoice>({ mutations: ["no-body"] }) },
+  ];
+  if (allowValid) {
+    choices.push({
+      weight: 3,
+      arbitrary: validValue(schema).map((v) => ({
+        body: JSON.stringify(v),
+        contentType: "application/json",
+        mutations: [],
+      })),
+    });
+  }
+  return fc.oneof(...choices);
+}
+
+export interface RequestOptions {
+  /** The run's resources by path parameter name (org, pipeline, slug, number, job, team, user, …). */
+  fixtures: Record<string, string>;
+  /** Path parameters that must never name the real resource, by operation id. */
+  protect?: Record<string, readonly string[]>;
+  /** Operations whose valid requests may be sent (writes that only add things). */
+  allowValid?: (op: Operation) => boolean;
+}
+
+/** Requests for one operation: path, query and body, each valid or made wrong. */
+export function requestsOf(op: Operation, options: RequestOptions): fc.Arbitrary<FuzzRequest> {
+  const protect = options.protect?.[op.id] ?? [];
+  const allowValid = !op.writes || (options.allowValid?.(op) ?? false);
+  return fc
+    .tuple(pathOf(op, options.fixtures, protect), queryOf(op), bodyOf(op, allowValid))
+    .map(([path, query, body]) => ({
+      op,
+      method: op.method,
+      url: `${path.text}${query.text}`,
+      contentType: body.contentType,
+      body: body.body,
+      mutations: [...path.mutations, ...query.mutations, ...body.mutations],
+    }));
+}
