@@ -6,6 +6,7 @@ import { type AgentCredentialCache, createAgentCredentialCache } from "./agent-a
 import { registerAuthentication } from "./auth/authenticate.js";
 import { createPipelineAccess } from "./auth/pipeline-access.js";
 import { createPrincipalCache, identityLookup, type PrincipalCache } from "./auth/principal-cache.js";
+import { clientLimitOptions, DEFAULT_CLIENT_LIMITS, registerClientLimits } from "./client-limits.js";
 import type { GatewayClients } from "./clients.js";
 import type { GatewayConfig } from "./config.js";
 import { registerErrorHandling } from "./error-handler.js";
@@ -36,7 +37,8 @@ export interface AppDeps {
   config: Pick<
     GatewayConfig,
     "publicUrl" | "webUrl" | "tokenCacheTtlMs" | "bodyLimitBytes" | "agentCredentialTtlMs" | "agentLogs" | "artifacts"
-  >;
+  > &
+    Partial<Pick<GatewayConfig, "clientLimits">>;
   clients: GatewayClients;
   logger?: Logger;
   /** Counts REST requests per organization (main.ts shares its counts with the other gateways); none: no limit. */
@@ -54,16 +56,19 @@ export interface GatewayApp {
 
 /** Builds the gateway (no listening, no side effects): plugins, auth, error handling and every route module. */
 export async function buildApp(deps: AppDeps): Promise<GatewayApp> {
+  const clientLimits = deps.config.clientLimits ?? DEFAULT_CLIENT_LIMITS;
   const app: FastifyInstance = Fastify({
     ...(deps.logger ? { loggerInstance: deps.logger as FastifyBaseLogger } : { logger: false }),
     bodyLimit: deps.config.bodyLimitBytes,
     ...requestIdOptions,
+    ...clientLimitOptions(clientLimits),
     disableRequestLogging: true,
     // Bodies are checked strictly (no coercion), and every problem is reported at once.
     ajv: { customOptions: { coerceTypes: false, allErrors: true } },
     routerOptions: { ignoreTrailingSlash: false, ignoreDuplicateSlashes: true },
   });
   registerRequestIds(app);
+  registerClientLimits(app, clientLimits);
   const routes = registerRouteDeclarations(app);
   await registerOpenApi(app);
   await app.register(cors, {

@@ -9,6 +9,7 @@ import {
   type Env,
   serviceUrlVar,
 } from "@conveyor/runtime";
+import { type ClientLimits, DEFAULT_CLIENT_LIMITS } from "./client-limits.js";
 
 /** The gateway's configuration, parsed once from the environment. */
 export interface GatewayConfig {
@@ -35,6 +36,8 @@ export interface GatewayConfig {
   readonly artifacts: ArtifactsUrlConfig;
   /** REST requests per organization per minute, shared by every gateway; 0 turns the limit (and its headers) off. */
   readonly rateLimitPerMinute: number;
+  /** Header, URL and time bounds on every client connection (client-limits.ts). */
+  readonly clientLimits: Readonly<ClientLimits>;
 }
 
 /** Where signed artifact URLs point (see README, Artifacts). */
@@ -91,5 +94,11 @@ export function readGatewayConfig(env: Env): GatewayConfig {
     artifacts,
     // Buildkite's default limit (compat §A3).
     rateLimitPerMinute: r.int("RATE_LIMIT_PER_MINUTE", 200, { min: 0 }),
+    clientLimits: Object.freeze({
+      headersTimeoutMs: r.int("HEADERS_TIMEOUT_MS", DEFAULT_CLIENT_LIMITS.headersTimeoutMs, { min: 100 }),
+      bodyTimeoutMs: r.int("BODY_TIMEOUT_MS", DEFAULT_CLIENT_LIMITS.bodyTimeoutMs, { min: 100 }),
+      maxHeaderBytes: r.int("MAX_HEADER_BYTES", DEFAULT_CLIENT_LIMITS.maxHeaderBytes, { min: 1024, max: 1024 * 1024 }),
+      maxUrlBytes: r.int("MAX_URL_BYTES", DEFAULT_CLIENT_LIMITS.maxUrlBytes, { min: 256, max: 1024 * 1024 }),
+    }),
   });
 }

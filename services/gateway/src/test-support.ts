@@ -132,6 +132,7 @@ export async function buildTestApp(
   services: FakeServices = {},
   artifacts: Partial<AppDeps["config"]["artifacts"]> = {},
   extra: Pick<AppDeps, "rateLimiter" | "logger"> = {},
+  clientLimits?: AppDeps["config"]["clientLimits"],
 ) {
   const transport = createRouterTransport(
     (router) => {
@@ -174,6 +175,7 @@ export async function buildTestApp(
         urlBase: "http://store.test",
         ...artifacts,
       },
+      clientLimits,
     },
     clients,
     ...extra,
