@@ -277,11 +277,12 @@ async function outage(
   const probing = routes.map(async ({ route, call, pauseMs }) => {
     for (;;) {
       const at = Date.now() - killedAt;
+      const during = phase;
       const res = await call();
       samples.push({
         dependency,
         route,
-        phase,
+        phase: during,
         at,
         status: res.status,
         ms: res.ms,

@@ -21,3 +21,4 @@ export * from "./shutdown.js";
 export * from "./subjects.js";
 export * from "./text-limits.js";
 export * from "./time.js";
+export * from "./unavailable.js";

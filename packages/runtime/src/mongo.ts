@@ -12,7 +12,9 @@ export interface MongoHandle {
 /** Connects the process's single MongoClient and selects the service's own database. */
 export async function connectMongo(url: string, dbName: string, logger: Logger): Promise<MongoHandle> {
   const client = new MongoClient(url, {
-    serverSelectionTimeoutMS: 10_000,
+    // Below the callers' RPC deadline (10 s), so that a call made while the database is unreachable ends as
+    // Unavailable (503 at the gateway, see unavailable.ts) rather than as the caller's deadline.
+    serverSelectionTimeoutMS: 5_000,
     connectTimeoutMS: 10_000,
     maxPoolSize: 20,
     appName: dbName,

@@ -6,6 +6,7 @@ import { connectNodeAdapter } from "@connectrpc/connect-node";
 import type { Logger } from "pino";
 import { type HealthState, registerHealth } from "./health.js";
 import { acceptRequestId } from "./request-context.js";
+import { dependencyUnavailable } from "./unavailable.js";
 
 export interface RpcServerOptions {
   host: string;
@@ -62,8 +63,9 @@ export async function startRpcServer(opts: RpcServerOptions): Promise<RpcServer>
     connect: true,
     grpc: true,
     grpcWeb: false,
-    // A call naming a request id runs in its context: its log lines and the calls it makes carry the id.
-    interceptors: [acceptRequestId],
+    // A call naming a request id runs in its context: its log lines and the calls it makes carry the id. A handler
+    // that cannot reach MongoDB, NATS or S3 answers Unavailable (the gateway's 503), not Internal.
+    interceptors: [acceptRequestId, dependencyUnavailable],
   });
   const sessions = new Set<http2.ServerHttp2Session>();
   const server = http2.createServer(handler);
