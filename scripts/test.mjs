@@ -77,10 +77,23 @@ async function jestProject(project, label) {
   return { project, code, seconds, ...counts, report };
 }
 
+const secretsFile = join(resultsDir, "secrets-in-logs.json");
+rmSync(secretsFile, { force: true });
 const runs = [
   await jestProject("unit", "no servers"),
   await jestProject("stack", "integration and end-to-end against an isolated stack on free ports"),
 ];
+// The stack's teardown searched every log of the run for every secret issued (test/setup/global-teardown.ts).
+await step("no secret in the stack run's logs", async () => {
+  if (!existsSync(secretsFile)) {
+    say("  no scan result: the stack did not run to its teardown");
+    return 1;
+  }
+  const scan = JSON.parse(readFileSync(secretsFile, "utf8"));
+  say(`  ${scan.files} log files, ${scan.bytes} bytes searched: ${scan.findings.length} secrets found`);
+  for (const f of scan.findings.slice(0, 20)) say(`  ${f.file}:${f.line} ${f.redacted}`);
+  return scan.files > 0 && scan.findings.length === 0 ? 0 : 1;
+});
 // One combined report in Jest's format, for tools that read .test-results/jest.json.
 const combined = { numPassedTests: 0, numFailedTests: 0, numTotalTests: 0, numFailedTestSuites: 0, testResults: [] };
 for (const r of runs) {

@@ -10,6 +10,7 @@ export * from "./paths.js";
 export * from "./ports.js";
 export * from "./replicas.js";
 export * from "./scopes.js";
+export * from "./secret-scan.js";
 export * from "./servers.js";
 export * from "./services.js";
 export * from "./stack.js";

@@ -1,4 +1,5 @@
-import { rmSync } from "node:fs";
+import { mkdirSync, rmSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
 import type { TestStackState } from "./global-setup.js";
 
 const KEEP_DATA_VAR = "CONVEYOR_KEEP_TEST_DATA";
@@ -13,9 +14,27 @@ export default async function globalTeardown(): Promise<void> {
   process.off("SIGINT", state.onSignal);
   process.off("SIGTERM", state.onSignal);
   await state.stack.stop();
+  await scanLogsForSecrets(state.dataDir);
   if (process.env[KEEP_DATA_VAR] === "1") {
     process.stderr.write(`[test stack] data and logs kept in ${state.dataDir}\n`);
   } else {
     rmSync(state.dataDir, { recursive: true, force: true });
   }
+}
+
+/**
+ * Every log of the run (services, servers, agents), searched for every secret the run was issued: the services'
+ * tokens by their shape, the S3 keys by value. The result goes to .test-results/secrets-in-logs.json, which
+ * `npm test` checks as a step of its own (a teardown cannot fail a test).
+ */
+async function scanLogsForSecrets(dataDir: string): Promise<void> {
+  const { scanForSecrets } = await import("@conveyor/deploy");
+  const known = [process.env.S3_SECRET_KEY, process.env.CONVEYOR_API_TOKEN].filter((s): s is string => !!s);
+  const result = await scanForSecrets(dataDir, known, (path) => path.endsWith(".log"));
+  const resultsDir = join(__dirname, "..", "..", ".test-results");
+  mkdirSync(resultsDir, { recursive: true });
+  writeFileSync(join(resultsDir, "secrets-in-logs.json"), `${JSON.stringify(result, null, 2)}\n`);
+  const summary = `${result.files} log files, ${result.bytes} bytes: ${result.findings.length} secrets found`;
+  process.stderr.write(`[test stack] secrets in logs: ${summary}\n`);
+  for (const f of result.findings.slice(0, 20)) process.stderr.write(`  ${f.file}:${f.line} ${f.redacted}\n`);
 }

@@ -10,6 +10,7 @@ import { clientLimitOptions, DEFAULT_CLIENT_LIMITS, registerClientLimits } from 
 import type { GatewayClients } from "./clients.js";
 import type { GatewayConfig } from "./config.js";
 import { registerErrorHandling } from "./error-handler.js";
+import { urlForLog } from "./log-url.js";
 import { registerObjectProxy } from "./object-proxy.js";
 import { RATE_LIMIT_HEADER_NAMES, registerRateLimit } from "./rate-limit/rate-limit-hook.js";
 import type { RateLimiter } from "./rate-limit/rate-limiter.js";
@@ -103,7 +104,12 @@ export async function buildApp(deps: AppDeps): Promise<GatewayApp> {
   if (deps.rateLimiter) registerRateLimit(app, deps.rateLimiter);
   app.addHook("onResponse", async (request, reply) => {
     request.log.info(
-      { method: request.method, url: request.url, status: reply.statusCode, ms: Math.round(reply.elapsedTime) },
+      {
+        method: request.method,
+        url: urlForLog(request.url),
+        status: reply.statusCode,
+        ms: Math.round(reply.elapsedTime),
+      },
       "request",
     );
   });

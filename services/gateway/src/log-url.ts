@@ -1,0 +1,26 @@
+/** Query parameters whose values are credentials: an access token sent in the URL, a signed URL's signature. */
+const SECRET_PARAM = /token|secret|signature|credential|password|key/i;
+
+/**
+ * A request URL as the request log writes it: the values of credential-like query parameters are replaced by
+ * `[redacted]` (clients sometimes pass `?access_token=`; the object proxy's URLs carry signatures).
+ */
+export function urlForLog(url: string): string {
+  const at = url.indexOf("?");
+  if (at < 0) return url;
+  const parts = url
+    .slice(at + 1)
+    .split("&")
+    .map((pair) => {
+      const eq = pair.indexOf("=");
+      const name = eq < 0 ? pair : pair.slice(0, eq);
+      let decoded = name;
+      try {
+        decoded = decodeURIComponent(name);
+      } catch {
+        // A malformed name is judged as written.
+      }
+      return eq >= 0 && SECRET_PARAM.test(decoded) ? `${name}=[redacted]` : pair;
+    });
+  return `${url.slice(0, at)}?${parts.join("&")}`;
+}
