@@ -84,6 +84,8 @@ export function createBuildDomain(
     },
     /** One pass of the outbox relay: republishes counters whose announcement failed or never happened. */
     relayOutbox: () => ctx.outbox.relay(),
+    /** Resolves once no counters announcement is under way (tests, shutdown). */
+    countsIdle: () => ctx.countsIdle(),
     /** Returns jobs assigned more than `afterMs` ago and never accepted to the queue; how many went back. */
     requeueStale: (afterMs: number) => transitions.requeueStale(new Date(ctx.now().getTime() - afterMs), 100),
     /** Times out running jobs past their deadline, ends those their agent never stopped, expires stale ones. */
