@@ -131,7 +131,7 @@ describe("the outbox", () => {
   it("asks the key's resolver: publishes what it derives, drops what never committed, keeps what may still", async () => {
     const decisions: Record<string, "drop" | "wait" | "publish"> = { "a:1": "publish", "b:1": "drop", "c:1": "wait" };
     const resolver: OutboxResolver = async (entry) => {
-      const decision = decisions[entry.key];
+      const decision = decisions[entry.key] ?? "wait";
       return decision === "publish" ? { subject: "ci.test.derived", data: bytes(`now ${entry.key}`) } : decision;
     };
     const { store, stream, outbox, advance } = setup({ a: resolver, b: resolver, c: resolver });
