@@ -54,15 +54,21 @@ it("answers every generated request to every operation with a documented, schema
     "a build",
   );
   const job = (build.jobs as Json[])[0] as Json;
-  const other = await arrangeMember(orgId, Role.MEMBER, []);
+  const other = await arrangeMember(orgId, Role.MEMBER, ["read_organizations"]);
   const team = await arrangeTeam(orgId);
   await arrangeTeamMember(orgId, team.id, org.user.id, true);
   await arrangeTeamMember(orgId, team.id, other.user?.id ?? "");
   const { suite } = await teams.createSuite({ organization: orgId, name: unique("Suite") });
   const { registry } = await registries.createRegistry({ organization: orgId, name: unique("Reg") });
   const teamBase = `${base}/teams/${team.id}`;
-  await created(await send("POST", `${teamBase}/pipelines`, org.secret, { pipeline_id: source.id }), "a team pipeline");
-  await created(await send("POST", `${teamBase}/suites`, org.secret, { suite_id: suite?.id }), "a team suite");
+  await created(
+    await send("POST", `${teamBase}/pipelines`, org.secret, { pipeline_id: source.id, access_level: "read_only" }),
+    "a team pipeline",
+  );
+  await created(
+    await send("POST", `${teamBase}/suites`, org.secret, { suite_id: suite?.id, access_level: ["read"] }),
+    "a team suite",
+  );
   const registryBase = `/v2/packages/organizations/${slug}/registries/${registry?.slug}/tokens`;
   const token = await created(
     await send("POST", registryBase, org.secret, { description: "fuzz" }),
@@ -91,7 +97,8 @@ it("answers every generated request to every operation with a documented, schema
   };
   useHints({
     cluster_id: [cluster],
-    pipeline_id: [source.id, target.id],
+    // Not the run's team pipeline: a valid removal in a body would take it away.
+    pipeline_id: [target.id],
     user_id: [other.user?.id, org.user.id],
     suite_id: [suite?.id],
     source_pipeline: [source.id, source.slug],
@@ -101,7 +108,7 @@ it("answers every generated request to every operation with a documented, schema
     branch: ["main"],
     repository: ["git@github.com:acme/app.git"],
     configuration: [CONFIGURATION, "steps: [", "steps:\n  - wait\n", ""],
-    access_level: ["read_only", "build_and_read", "manage_build_and_read", "edit", "read"],
+    access_level: ["read_only", "build_and_read", "manage_build_and_read", ["read"], ["read", "edit"]],
     role: ["member", "maintainer"],
   });
 
@@ -116,8 +123,19 @@ it("answers every generated request to every operation with a documented, schema
     seed: SEED,
     deadline: startedAt + SECONDS * 1000,
     fixtures,
-    // Deleting the run's pipeline would leave every later request nothing to reach.
-    protect: { deletePipeline: ["slug"] },
+    // The team routes name a pipeline by its UUID.
+    fixturesUnder: [["/v2/organizations/{org}/teams/", { pipeline: String(source.id) }]],
+    // Deleting the run's resources would leave later requests nothing to reach (deletes are fuzzed with bad ids).
+    protect: {
+      deletePipeline: ["slug"],
+      deleteRule: ["rule"],
+      deleteRegistryToken: ["token"],
+      removeTeamMember: ["user"],
+      removeTeamPipeline: ["pipeline"],
+      removeTeamSuite: ["suite"],
+      removeTeamSuiteSlash: ["suite"],
+    },
+    examples: examples({ cluster, source, target, suiteId: suite?.id ?? "", userId: org.user.id }),
     allowValid: () => true,
     snapshotPaths: () => [
       base,
@@ -143,6 +161,46 @@ it("answers every generated request to every operation with a documented, schema
   // The run's token still works (nothing the fuzzer sent revoked it).
   expect((await sendRaw(stack.apiUrl, org.secret, { method: "GET", url: "/v2/access-token" })).status).toBe(200);
 });
+
+/** Known-good bodies of the writes, by operation id. */
+function examples(f: { cluster: string; source: Json; target: Json; suiteId: string; userId: string }) {
+  const pipeline = {
+    name: unique("Fuzzed"),
+    repository: "git@github.com:acme/app.git",
+    cluster_id: f.cluster,
+    configuration: CONFIGURATION,
+  };
+  const build = { commit: "HEAD", branch: "main", message: "fuzz", env: { A: "1" }, meta_data: { k: "v" } };
+  const rule = {
+    type: "pipeline.artifacts_read.pipeline",
+    value: { source_pipeline: f.source.id, target_pipeline: f.target.id },
+  };
+  const teamPipeline = { pipeline_id: f.target.id, access_level: "build_and_read" };
+  const teamSuite = { suite_id: f.suiteId, access_level: ["read", "edit"] };
+  return {
+    createPipeline: [pipeline, { ...pipeline, steps: [{ type: "script", command: "make" }], configuration: undefined }],
+    updatePipeline: [{ description: "fuzzed" }, { default_branch: "main", tags: ["a"] }],
+    createBuild: [build, { commit: "HEAD", branch: "main" }],
+    createRule: [rule],
+    createRegistryToken: [{ description: "fuzzed" }],
+    updateRegistryToken: [{ description: "fuzzed again" }],
+    addTeamMember: [{ user_id: f.userId, role: "member" }],
+    addTeamMemberSlash: [{ user_id: f.userId, role: "maintainer" }],
+    updateTeamMember: [{ role: "maintainer" }],
+    addTeamPipeline: [teamPipeline],
+    addTeamPipelineSlash: [teamPipeline],
+    updateTeamPipeline: [{ access_level: "manage_build_and_read" }],
+    addTeamSuite: [teamSuite],
+    addTeamSuiteSlash: [teamSuite],
+    addTeamSuitePlural: [teamSuite],
+    addTeamSuitePluralSlash: [teamSuite],
+    updateTeamSuite: [{ access_level: ["read"] }],
+    unblockJob: [{ fields: { release: "v1" } }, {}],
+    stopAgent: [{ force: true }],
+    pauseAgent: [{ note: "fuzz", timeout_in_minutes: 5 }],
+    removeTeamPipelineNamedInBody: [{ pipeline_id: f.target.id }],
+  };
+}
 
 /** A write that renamed the run's pipeline changes its slug: later requests and snapshots follow it. */
 function follow(op: Operation, text: string, fixtures: Record<string, string>, pipelineId: string): void {

@@ -17,10 +17,24 @@ export interface RawResponse {
 const agent = new http.Agent({ keepAlive: true, maxSockets: 4 });
 
 /** Sends a request as it is, byte for byte (fetch would normalize `..` and re-encode the path). */
-export function sendRaw(
+export async function sendRaw(
   baseUrl: string,
   token: string,
   req: { method: string; url: string; contentType?: string; body?: string },
+): Promise<RawResponse> {
+  try {
+    return await sendOnce(baseUrl, token, req, agent);
+  } catch {
+    // A kept-alive connection the server had just closed: once more on a new one (a second failure is reported).
+    return await sendOnce(baseUrl, token, req, false);
+  }
+}
+
+function sendOnce(
+  baseUrl: string,
+  token: string,
+  req: { method: string; url: string; contentType?: string; body?: string },
+  via: http.Agent | false,
 ): Promise<RawResponse> {
   const base = new URL(baseUrl);
   return new Promise((resolve, reject) => {
@@ -28,7 +42,7 @@ export function sendRaw(
     if (req.contentType) headers["content-type"] = req.contentType;
     if (req.body !== undefined) headers["content-length"] = String(Buffer.byteLength(req.body));
     const r = http.request(
-      { host: base.hostname, port: base.port, method: req.method, path: req.url, headers, agent, timeout: 30_000 },
+      { host: base.hostname, port: base.port, method: req.method, path: req.url, headers, agent: via, timeout: 30_000 },
       (res) => {
         const chunks: Buffer[] = [];
         res.on("data", (c: Buffer) => chunks.push(c));

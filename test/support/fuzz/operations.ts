@@ -59,6 +59,18 @@ export function operationsOf(doc: { paths: Record<string, Record<string, OpenApi
   return ops.sort((a, b) => (a.id < b.id ? -1 : 1));
 }
 
+/** encodeURIComponent for any string: a lone surrogate (which it refuses) is sent as U+FFFD. */
+function enc(value: string): string {
+  return encodeURIComponent(
+    value.replace(/[\ud800-\udfff]/g, (c, i: number, all: string) => {
+      const code = c.charCodeAt(0);
+      const pair = code < 0xdc00 ? all.charCodeAt(i + 1) : all.charCodeAt(i - 1);
+      const paired = code < 0xdc00 ? pair >= 0xdc00 && pair <= 0xdfff : pair >= 0xd800 && pair < 0xdc00;
+      return paired ? c : "\ufffd";
+    }),
+  );
+}
+
 /** A request the fuzzer sends: what it is and how it was made wrong. */
 export interface FuzzRequest {
   op: Operation;
@@ -93,32 +105,43 @@ const BAD_SEGMENTS = fc.oneof(
     "%20",
     "00000000-0000-0000-0000-000000000000",
     "ffffffff-ffff-ffff-ffff-ffffffffffff",
-    encodeURIComponent("😀"),
-    encodeURIComponent("\u202e"),
+    enc("😀"),
+    enc("\u202e"),
     "a".repeat(101),
     "b".repeat(4000),
   ),
-  fc.string({ unit: "binary", minLength: 1, maxLength: 30 }).map(encodeURIComponent),
+  fc.string({ unit: "binary", minLength: 1, maxLength: 30 }).map((s) => enc(s)),
   fc.uuid().map(String),
 );
 
 /** Query values that are not what a parameter takes: overflowing and negative numbers, arrays, nasty strings. */
 const BAD_QUERY_VALUES = fc.oneof(
   fc.constantFrom("2147483648", "-1", "0", "1.5", "1e3", "9007199254740993", "", "true", "yes", "[]", "%00", "%ZZ"),
-  fc.constantFrom(...NASTY_STRINGS).map(encodeURIComponent),
-  fc.constant("q".repeat(3000)),
+  fc.constantFrom(...NASTY_STRINGS).map((s) => enc(s)),
+  fc.constant("q".repeat(2500)),
 );
+
+/** The longest query string sent. */
+const MAX_QUERY = 6000;
 
 /** A query value the parameter's schema takes, as text. */
 function validQueryValue(schema: JsonSchema | undefined): fc.Arbitrary<string[]> {
   const isArray = [schema?.type].flat().includes("array") || schema?.anyOf?.some((s) => s.type === "array");
   const scalar = (isArray ? (schema?.anyOf?.find((s) => s.type === "array")?.items ?? schema?.items) : schema) ?? {};
-  const one = validValue(scalar).map((v) => encodeURIComponent(typeof v === "string" ? v : JSON.stringify(v)));
+  const one = validValue(scalar).map((v) => enc(typeof v === "string" ? v : JSON.stringify(v)));
   return isArray ? fc.array(one, { minLength: 1, maxLength: 3 }) : one.map((v) => [v]);
 }
 
 /** The query string: each parameter left out, valid, or wrong (or repeated); sometimes an unknown parameter. */
 function queryOf(op: Operation): fc.Arbitrary<{ text: string; mutations: string[] }> {
+  const valid = (p: Parameter) =>
+    fc.oneof(
+      fc.constant({ pairs: [] as string[], bad: false }),
+      validQueryValue(p.schema).map((vs) => ({ pairs: vs.map((v) => `${p.name}=${v}`), bad: false })),
+    );
+  // Half the query strings are valid throughout: with a dozen parameters, one wrong value would otherwise be in
+  // nearly every request, and the valid combinations would never reach the backend.
+  const allValid = fc.tuple(...op.query.map(valid));
   const parts = op.query.map((p) =>
     fc.oneof(
       { weight: 3, arbitrary: fc.constant({ pairs: [] as string[], bad: false }) },
@@ -130,7 +153,7 @@ function queryOf(op: Operation): fc.Arbitrary<{ text: string; mutations: string[
         weight: 2,
         arbitrary: fc
           .array(BAD_QUERY_VALUES, { minLength: 1, maxLength: 3 })
-          .map((vs) => ({ pairs: vs.map((v) => `${encodeURIComponent(p.name)}=${v}`), bad: true })),
+          .map((vs) => ({ pairs: vs.map((v) => `${enc(p.name)}=${v}`), bad: true })),
       },
     ),
   );
@@ -138,11 +161,14 @@ function queryOf(op: Operation): fc.Arbitrary<{ text: string; mutations: string[
     fc.tuple(fc.constantFrom("state[]", "page[]", "per_page[0]", "__proto__", "unknown", "a.b"), BAD_QUERY_VALUES),
     { freq: 5 },
   );
-  return fc.tuple(fc.tuple(...parts), unknown).map(([chosen, extra]) => {
+  return fc.tuple(fc.oneof(allValid, fc.tuple(...parts)), unknown).map(([chosen, extra]) => {
     const pairs = chosen.flatMap((c) => c.pairs);
+    // Under the gateway's URL limit (8 KB; Node's 16 KB header limit closes the connection): the routes are fuzzed
+    // here, not the connection limits.
+    while (pairs.join("&").length > MAX_QUERY) pairs.pop();
     const mutations = chosen.some((c) => c.bad) ? ["query"] : [];
     if (extra) {
-      pairs.push(`${encodeURIComponent(extra[0])}=${extra[1]}`);
+      pairs.push(`${enc(extra[0])}=${extra[1]}`);
       mutations.push("extra-query");
     }
     return { text: pairs.length ? `?${pairs.join("&")}` : "", mutations };
@@ -163,7 +189,7 @@ function pathOf(
     const real = fixtures[name];
     if (real === undefined || protect.includes(name)) return BAD_SEGMENTS.map((v) => ({ v, bad: true }));
     return fc.oneof(
-      { weight: 6, arbitrary: fc.constant({ v: encodeURIComponent(real), bad: false }) },
+      { weight: 6, arbitrary: fc.constant({ v: enc(real), bad: false }) },
       { weight: 1, arbitrary: BAD_SEGMENTS.map((v) => ({ v, bad: true })) },
     );
   });
@@ -179,8 +205,21 @@ function pathOf(
 type BodyChoice = { body?: string; contentType?: string; mutations: string[] };
 
 /** The body: valid for its schema, mutated, malformed JSON, JSON under another content type, or none. */
-function bodyOf(op: Operation, allowValid: boolean): fc.Arbitrary<BodyChoice> {
+function bodyOf(op: Operation, allowValid: boolean, examples: readonly object[]): fc.Arbitrary<BodyChoice> {
   const schema = op.body;
+  // Valid bodies: generated, or a known-good example with some generated fields laid over it (so that writes get
+  // past the backend's checks of what a schema cannot say, and their deeper paths are reached).
+  const generated = validValue(schema);
+  const valid = examples.length
+    ? fc.oneof(
+        fc.constantFrom(...examples),
+        fc
+          .tuple(fc.constantFrom(...examples), generated)
+          .map(([example, extra]) =>
+            extra && typeof extra === "object" && !Array.isArray(extra) ? { ...example, ...extra } : example,
+          ),
+      )
+    : generated;
   if (!schema) {
     // No documented body: usually none, sometimes an unexpected one.
     return fc.oneof(
@@ -204,7 +243,7 @@ function bodyOf(op: Operation, allowValid: boolean): fc.Arbitrary<BodyChoice> {
   const choices: Array<{ weight: number; arbitrary: fc.Arbitrary<BodyChoice> }> = [
     {
       weight: 6,
-      arbitrary: mutatedValue(schema).map(({ value, mutation }) => ({
+      arbitrary: mutatedValue(schema, valid).map(({ value, mutation }) => ({
         body: JSON.stringify(value),
         contentType: "application/json",
         mutations: [mutation],
@@ -236,7 +275,7 @@ function bodyOf(op: Operation, allowValid: boolean): fc.Arbitrary<BodyChoice> {
   if (allowValid) {
     choices.push({
       weight: 3,
-      arbitrary: validValue(schema).map((v) => ({
+      arbitrary: valid.map((v) => ({
         body: JSON.stringify(v),
         contentType: "application/json",
         mutations: [],
@@ -249,10 +288,19 @@ function bodyOf(op: Operation, allowValid: boolean): fc.Arbitrary<BodyChoice> {
 export interface RequestOptions {
   /** The run's resources by path parameter name (org, pipeline, slug, number, job, team, user, …). */
   fixtures: Record<string, string>;
+  /** Fixtures that differ under a path prefix (team routes name a pipeline by its UUID), longest prefix first. */
+  fixturesUnder?: Array<[string, Record<string, string>]>;
+  /** Known-good bodies by operation id. */
+  examples?: Record<string, readonly object[]>;
   /** Path parameters that must never name the real resource, by operation id. */
   protect?: Record<string, readonly string[]>;
   /** Operations whose valid requests may be sent (writes that only add things). */
   allowValid?: (op: Operation) => boolean;
+}
+
+function fixturesFor(op: Operation, options: RequestOptions): Record<string, string> {
+  const under = options.fixturesUnder?.find(([prefix]) => op.path.startsWith(prefix));
+  return under ? { ...options.fixtures, ...under[1] } : options.fixtures;
 }
 
 /** Requests for one operation: path, query and body, each valid or made wrong. */
@@ -260,7 +308,11 @@ export function requestsOf(op: Operation, options: RequestOptions): fc.Arbitrary
   const protect = options.protect?.[op.id] ?? [];
   const allowValid = !op.writes || (options.allowValid?.(op) ?? false);
   return fc
-    .tuple(pathOf(op, options.fixtures, protect), queryOf(op), bodyOf(op, allowValid))
+    .tuple(
+      pathOf(op, fixturesFor(op, options), protect),
+      queryOf(op),
+      bodyOf(op, allowValid, options.examples?.[op.id] ?? []),
+    )
     .map(([path, query, body]) => ({
       op,
       method: op.method,

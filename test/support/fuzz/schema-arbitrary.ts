@@ -229,10 +229,13 @@ function setAt(root: unknown, path: Array<string | number>, replace: (old: unkno
  * A valid value with one thing made wrong: a field (or the whole value) replaced by a nasty value, a required
  * property dropped, an unknown property added, a string made huge, or a field nested deep.
  */
-export function mutatedValue(schema: JsonSchema | undefined): fc.Arbitrary<{ value: unknown; mutation: Mutation }> {
+export function mutatedValue(
+  schema: JsonSchema | undefined,
+  valid: fc.Arbitrary<unknown> = validValue(schema),
+): fc.Arbitrary<{ value: unknown; mutation: Mutation }> {
   return fc
     .tuple(
-      validValue(schema),
+      valid,
       fc.nat(),
       fc.constantFrom<Mutation>(
         "wrong-type",
