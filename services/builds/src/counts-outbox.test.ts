@@ -1,0 +1,84 @@
+import { PipelineCountsChangedSchema } from "@conveyor/proto/builds";
+import { createLogger, createMemoryOutboxStore, decodeEvent, type RawPublish } from "@conveyor/runtime";
+import type { BuildRepository } from "./build-repository.js";
+import { countsKey, createBuildsContext } from "./builds-context.js";
+
+const zero = { scheduledBuilds: 0, runningBuilds: 0, scheduledJobs: 0, runningJobs: 0, waitingJobs: 0 };
+
+function setup() {
+  let clock = new Date("2026-01-01T00:00:00Z");
+  const state = { down: false, counts: { ...zero }, published: [] as Array<{ msgID: string; scheduled: number }> };
+  const publish: RawPublish = async (_subject, data, msgID) => {
+    if (state.down) throw new Error("NATS is down");
+    state.published.push({ msgID, scheduled: decodeEvent(PipelineCountsChangedSchema, data).scheduledBuilds });
+  };
+  const store = createMemoryOutboxStore();
+  let records = 0;
+  const counted = {
+    ...store,
+    record(...args: Parameters<typeof store.record>) {
+      records++;
+      return store.record(...args);
+    },
+  };
+  const ctx = createBuildsContext({
+    repo: { pipelineCounts: async () => ({ ...state.counts }) } as unknown as BuildRepository,
+    logs: {} as never,
+    uploads: {} as never,
+    slots: {} as never,
+    events: { publish: async () => {} },
+    outbox: { store: counted, publish },
+    logger: createLogger("test", "silent"),
+    now: () => clock,
+  });
+  const advance = (ms: number) => {
+    clock = new Date(clock.getTime() + ms);
+  };
+  return { ctx, state, store, advance, records: () => records };
+}
+
+describe("pipeline counters through the outbox", () => {
+  it("records a pipeline once while its entry stands, announces it, and leaves nothing behind", async () => {
+    const { ctx, state, store, records } = setup();
+    await ctx.markCounts("p");
+    await ctx.markCounts("p");
+    expect(records()).toBe(1);
+    state.counts.scheduledBuilds = 1;
+    ctx.publishCounts("p");
+    await ctx.countsIdle();
+    expect(state.published.map((m) => m.scheduled)).toEqual([1]);
+    expect(state.published[0]?.msgID.startsWith(`${countsKey("p")}:`)).toBe(true);
+    expect(store.docs.size).toBe(0);
+    // After an announcement began, the next change records again.
+    await ctx.markCounts("p");
+    expect(records()).toBe(2);
+  });
+
+  it("keeps the entry when the announcement fails, and the relay announces the counters as they are then", async () => {
+    const { ctx, state, store, advance } = setup();
+    state.down = true;
+    await ctx.markCounts("p");
+    state.counts.runningBuilds = 1;
+    ctx.publishCounts("p");
+    await ctx.countsIdle();
+    expect(store.docs.has(countsKey("p"))).toBe(true);
+
+    state.down = false;
+    state.counts = { ...zero };
+    advance(1_000);
+    expect(await ctx.outbox.relay()).toBe(0); // within the grace
+    advance(5_000);
+    expect(await ctx.outbox.relay()).toBe(1);
+    expect(state.published).toEqual([expect.objectContaining({ scheduled: 0 })]);
+    expect(store.docs.size).toBe(0);
+  });
+
+  it("re-announces a pipeline with no entry (the periodic sweep) without recording one", async () => {
+    const { ctx, state, store, records } = setup();
+    ctx.publishCounts("p");
+    await ctx.countsIdle();
+    expect(state.published).toHaveLength(1);
+    expect(records()).toBe(0);
+    expect(store.docs.size).toBe(0);
+  });
+});
