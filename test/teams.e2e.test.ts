@@ -109,7 +109,7 @@ describe("team members over REST", () => {
       [
         "user of another organization",
         { user_id: outsider.user?.id, role: "member" },
-        "Validation failed: User is not a member of this organization",
+        "Validation failed: User could not be found",
       ],
       [
         "both wrong",

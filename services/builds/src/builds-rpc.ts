@@ -7,6 +7,7 @@ import { type BuildCreation, checkPipeline } from "./build-creation.js";
 import type { BuildListFilter } from "./build-list.js";
 import { buildMessage, userSnapshot } from "./build-message.js";
 import type { BuildsContext } from "./builds-context.js";
+import { buildInputProblems } from "./domain/build-input.js";
 import type { Job } from "./domain/job.js";
 import { BUILD_STATES, type BuildState } from "./domain/types.js";
 
@@ -37,15 +38,10 @@ export function createBuildRpcs(
 
   return {
     async createBuild(req) {
-      const problems = [];
+      const problems = buildInputProblems(req);
+      if (problems.length > 0) throw invalidFields(problems);
       const commit = req.commit.trim();
       const branch = req.branch.trim();
-      if (commit === "") problems.push({ field: "commit", code: "can't be blank" });
-      if (branch === "") problems.push({ field: "branch", code: "can't be blank" });
-      if (req.pullRequestId !== "" && !/^\d+$/.test(req.pullRequestId)) {
-        problems.push({ field: "pull_request_id", code: "must be a pull request number" });
-      }
-      if (problems.length > 0) throw invalidFields(problems);
       const pipeline = checkPipeline(req.pipeline, branch, req.ignorePipelineBranchFilters);
       const creator = userSnapshot(req.creator);
       const author =

@@ -263,10 +263,9 @@ export function createTeamsService(deps: TeamsServiceDeps): ServiceImpl<typeof T
       if (req.userId.trim() === "") problems.push("User can't be blank");
       else {
         user = isUuid(req.userId) ? await identity.findUser(req.userId) : null;
+        // A user of another organization is answered as an unknown one: the answer must not tell that they exist.
+        if (user && (await organizationRole(team.organizationId, user._id)) === Role.UNSPECIFIED) user = null;
         if (!user) problems.push("User could not be found");
-        else if ((await organizationRole(team.organizationId, user._id)) === Role.UNSPECIFIED) {
-          problems.push("User is not a member of this organization");
-        }
       }
       if (!role) problems.push(ROLE_PROBLEM);
       if (problems.length > 0 || !user || !role) throw validationFailed(problems);

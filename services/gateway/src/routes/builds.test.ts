@@ -537,6 +537,16 @@ describe("builds routes", () => {
       expect(one.json()[0]).not.toHaveProperty("pipeline");
     });
 
+    it("leaves out the builds of a pipeline that is gone (deleted) rather than answering pipeline null", async () => {
+      const gone = { ...web, id: "deleted-pipeline-id", slug: "gone" } as Pipeline;
+      fake.builds.push(build(gone, 99));
+      const res = await call("GET", "/v2/organizations/acme/builds?per_page=100");
+      expect(res.statusCode).toBe(200);
+      expect(res.json().length).toBeGreaterThan(0);
+      expect(res.json().filter((b: { number: number }) => b.number === 99)).toEqual([]);
+      expect(res.json().filter((b: { pipeline: unknown }) => b.pipeline === null)).toEqual([]);
+    });
+
     it("leaves jobs out for exclude_jobs=true and asks the service not to load them", async () => {
       const res = await call("GET", "/v2/organizations/acme/builds?exclude_jobs=true");
       for (const b of res.json()) expect(b).not.toHaveProperty("jobs");

@@ -136,6 +136,8 @@ export function buildRoutes(app: FastifyInstance, deps: RouteDeps): void {
     return res.builds.flatMap((build) => {
       const access = orgs.get(build.organizationId);
       if (!access?.organization) return [];
+      // A deleted pipeline's builds go with it (the builds service removes them on its event; until then, unlisted).
+      if (!query.excludePipeline && !pipelines.has(build.pipelineId)) return [];
       return [
         renderBuild(
           build,
