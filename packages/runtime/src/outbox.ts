@@ -19,7 +19,9 @@
  *   relay asks the entry's resolver whether the write committed ("did the pipeline go?") before publishing, and
  *   drops entries whose write never happened. For derived events (a pipeline's counters) the resolver recomputes
  *   the event from the database at publish time, so the entry only says "this key is dirty".
- * Cost with NATS up: one upsert before the write; the removal runs after the answer (off the caller's path).
+ * Cost with NATS up: one small upsert before the write (none for a pipeline's counters while its entry already
+ * stands), then the publish every write made anyway, then a delete by _id after the ack (in the background for
+ * counters; a pipeline deletion, which is rare, waits for it).
  */
 import { randomUUID } from "node:crypto";
 import { Binary, type Collection } from "mongodb";

@@ -36,8 +36,9 @@ export function createBuildCancel(ctx: BuildsContext, reconcile: Reconcile) {
         const updated = await repo.updateJob(job.id, job.state, { state: to, ...stampsFor(job, to, at) });
         if (updated) await ctx.publishJob(updated, job.state);
       }
+      const reconciled = await reconcile(current.id);
       ctx.publishCounts(current.pipelineId);
-      return reconcile(current.id);
+      return reconciled;
     }
     throw new Error(`build ${build.id} could not be canceled under contention`);
   };

@@ -86,11 +86,12 @@ export function createJobTransitions(ctx: BuildsContext, reconcile: Reconcile, r
         const updated = await repo.updateJob(job.id, job.state, update, { agentId: opts.agentId });
         if (!updated) continue;
         await ctx.publishJob(updated, job.state);
-        ctx.publishCounts(job.pipelineId);
         if (updated.state === "failed" || updated.state === "timed_out") {
           await retries.retryAutomatically(updated, await repo.jobsOf([job.buildId]));
         }
         const { build, jobs } = await reconcile(job.buildId);
+        // Announced after the reconcile, so that its writes find the outbox entry recorded above still standing.
+        ctx.publishCounts(job.pipelineId);
         return { job: jobs.find((j) => j.id === job.id) ?? updated, build, jobs };
       }
       throw new Error(`job ${jobId} kept changing under ${MAX_ATTEMPTS} attempts`);

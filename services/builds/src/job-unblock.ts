@@ -62,9 +62,9 @@ export function createJobUnblock(ctx: BuildsContext, reconcile: Reconcile, metaD
           });
           if (!updated) continue;
           await ctx.publishJob(updated, job.state);
-          ctx.publishCounts(job.pipelineId);
           ctx.logger.info({ jobId: job.id, buildId: build.id, fields: Object.keys(values.metaData) }, "job unblocked");
           const { jobs } = await reconcile(build.id);
+          ctx.publishCounts(job.pipelineId);
           return jobs.find((j) => j.id === job.id) ?? updated;
         }
         throw new Error(`job ${jobId} kept changing under ${MAX_ATTEMPTS} attempts`);
