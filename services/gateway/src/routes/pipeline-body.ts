@@ -1,6 +1,7 @@
 import type { JsonObject, MessageInitShape } from "@bufbuild/protobuf";
 import type { PipelineAttributesSchema } from "@conveyor/proto/pipelines";
 import { type Static, Type } from "@fastify/type-provider-typebox";
+import { HttpError } from "../http-error.js";
 import { BOUNDS, MAX_INT32, nullableText, text } from "./params.js";
 
 const minutes = Type.Union([Type.Integer({ minimum: 0, maximum: MAX_INT32 }), Type.Null()]);
@@ -57,10 +58,31 @@ export type PipelineRequestBody = Static<typeof PipelineBodySchema>;
 export const TEAM_UUIDS_ACCESS_LEVEL = "manage_build_and_read";
 
 /**
+ * How deep the free-form objects (env, provider_settings, steps) may nest. They travel as protobuf Structs, whose
+ * every level is two messages deep, and a protobuf reader stops at 100 levels: a deeper object failed in the
+ * gateway or the pipelines service as a 500. 32 levels is far beyond any real pipeline's.
+ */
+export const MAX_NESTING = 32;
+
+/** Whether a parsed JSON value nests deeper than `limit` objects and arrays (stops looking past the limit). */
+function nestsDeeperThan(value: unknown, limit: number): boolean {
+  if (value === null || typeof value !== "object") return false;
+  if (limit === 0) return true;
+  return Object.values(value).some((v) => nestsDeeperThan(v, limit - 1));
+}
+
+/**
  * Maps a request body to the service's attributes: only keys present in the body are set, and null becomes the
- * empty value that clears an attribute.
+ * empty value that clears an attribute. A free-form object nested deeper than MAX_NESTING is a 422.
  */
 export function bodyToAttributes(body: PipelineRequestBody): MessageInitShape<typeof PipelineAttributesSchema> {
+  const deep = (["env", "provider_settings", "steps"] as const).filter((f) => nestsDeeperThan(body[f], MAX_NESTING));
+  if (deep.length > 0) {
+    throw new HttpError(422, "Validation Failed", {
+      message: "Validation Failed",
+      errors: deep.map((field) => ({ field, code: `nests deeper than ${MAX_NESTING} levels` })),
+    });
+  }
   const str = (v: string | null | undefined) => (v === undefined ? undefined : (v ?? ""));
   const attrs: MessageInitShape<typeof PipelineAttributesSchema> = {
     name: body.name,
