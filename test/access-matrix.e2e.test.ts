@@ -8,7 +8,7 @@ import {
   REST_KINDS,
   request,
 } from "./support/access-matrix-routes.js";
-import { agentCases, snapshot } from "./support/access-matrix-state.js";
+import { agentCases, agentJobCases, snapshot } from "./support/access-matrix-state.js";
 import { arrangeWorld, type World } from "./support/access-matrix-world.js";
 import { api } from "./support/stack-env.js";
 
@@ -101,6 +101,12 @@ describe.each(REST_KINDS)("%s", (kind) => {
 it("refuses every agent API operation without a credential or with one of the wrong kind (401)", async () => {
   const cases = agentCases(world, agent);
   report("agent API", cases);
+  expect(await failuresOf(cases)).toEqual([]);
+});
+
+it("answers agents that hold no job there 404 on every agent API job and build route", async () => {
+  const cases = agentJobCases(world, agent);
+  report("agent API, jobs held by no one asking", cases);
   expect(await failuresOf(cases)).toEqual([]);
 });
 

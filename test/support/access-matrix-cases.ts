@@ -12,7 +12,7 @@ export interface Expectation {
 }
 
 export interface Case {
-  kind: RestKind | "control" | "agent-credential";
+  kind: RestKind | "control" | "agent-credential" | "agent-job";
   operationId: string;
   method: string;
   path: string;

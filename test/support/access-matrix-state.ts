@@ -78,3 +78,59 @@ export function agentCases(
   }
   return cases;
 }
+
+const KEY = { key: "matrix" };
+/** Bodies the agent API's job routes would take from the agent holding the job, so that access alone refuses. */
+const AGENT_BODIES: Record<string, unknown> = {
+  agentHeaderTimes: { header_times: { "0": "2026-01-01T00:00:00Z" } },
+  agentUpdateJob: { timeout_in_minutes: "5" },
+  agentSetMetaData: { key: "matrix", value: "refused" },
+  agentSetMetaDataBatch: { items: [{ key: "matrix", value: "refused" }] },
+  agentGetMetaDataByJob: KEY,
+  agentMetaDataExistsByJob: KEY,
+  agentGetMetaDataByBuild: KEY,
+  agentMetaDataExistsByBuild: KEY,
+  agentUploadPipeline: { uuid: "9d4c5e1e-8f5a-4c1b-9a43-000000000001", pipeline: { steps: [{ command: "x" }] } },
+  agentUpdateArtifacts: { artifacts: [{ id: "9d4c5e1e-8f5a-4c1b-9a43-000000000002", state: "finished" }] },
+  agentCreateArtifacts: {
+    id: "9d4c5e1e-8f5a-4c1b-9a43-000000000003",
+    artifacts: [{ path: "refused.txt", file_size: 1, sha1sum: "0".repeat(40) }],
+  },
+  agentAnnotate: { body: "refused", context: "matrix", style: "info" },
+  agentFinishJob: { exit_status: "0" },
+};
+
+/**
+ * The agent API's job and build routes with agent credentials that hold no job there: an agent of the job's own
+ * organization that holds no job, and another organization's agent. Both must get 404, as for a job that does not
+ * exist (job-access.ts), whatever the body.
+ */
+export function agentJobCases(world: World, ops: Array<{ method: string; path: string; operationId: string }>) {
+  const agentsHoldingNothing = {
+    "an agent of the organization holding no job": `Token ${world.a.agentSecret}`,
+    "another organization's agent": `Token ${world.b.agentSecret}`,
+  };
+  const cases: Case[] = [];
+  for (const op of ops.filter((o) => o.path.includes("{id}"))) {
+    const onBuild = op.path.startsWith("/v3/builds");
+    const path = op.path
+      .replace("{id}", onBuild ? world.a.build.id : world.a.build.jobId)
+      .replace("{context}", "matrix");
+    const body = op.method === "GET" || op.method === "DELETE" ? undefined : (AGENT_BODIES[op.operationId] ?? {});
+    const query = op.operationId === "agentLogChunk" ? "?sequence=1&offset=0&size=1" : "";
+    const expect = { status: 404, message: onBuild ? "No build found" : "No job found" };
+    for (const [note, authorization] of Object.entries(agentsHoldingNothing)) {
+      cases.push({
+        kind: "agent-job",
+        operationId: op.operationId,
+        method: op.method,
+        path: path + query,
+        body,
+        authorization,
+        expect,
+        note,
+      });
+    }
+  }
+  return cases;
+}

@@ -23,6 +23,7 @@ const JOB = "44444444-0000-4000-8000-000000000001";
 const OTHER_JOB = "44444444-0000-4000-8000-000000000002";
 const BUILD = "55555555-0000-4000-8000-000000000001";
 const AGENT = "66666666-0000-4000-8000-000000000001";
+const OTHER_AGENT = "66666666-0000-4000-8000-000000000002";
 
 const credentials: Record<string, Omit<AuthenticateAgentCredentialResponse, "$typeName" | "$unknown">> = {
   bkat_reg: {
@@ -40,6 +41,15 @@ const credentials: Record<string, Omit<AuthenticateAgentCredentialResponse, "$ty
     clusterId: "c1",
     tokenId: "t1",
     agentId: AGENT,
+    jobId: "",
+    buildId: "",
+  },
+  bkaa_other: {
+    kind: CredentialKind.AGENT,
+    organizationId: makeOrg("globex", "Globex").id,
+    clusterId: "c2",
+    tokenId: "t2",
+    agentId: OTHER_AGENT,
     jobId: "",
     buildId: "",
   },
@@ -101,11 +111,17 @@ function fakes() {
       disconnectAgent: () => ({}),
       heartbeatAgent: () => ({ receivedAt: timestampFromDate(new Date("2026-03-01T10:00:01.000Z")) }),
       pingAgent: () => ({ action: "idle", jobId: JOB, message: "" }),
-      acceptJob: (req) => ({
-        job: { ...job, id: req.jobId },
-        env: { BUILDKITE_JOB_ID: req.jobId, BUILDKITE_ORGANIZATION_SLUG: "acme", BUILDKITE_PIPELINE_SLUG: "web" },
-        jobToken: "bkaj_job",
-      }),
+      acceptJob: (req) => {
+        // As the builds service answers: an unknown job is not found, another agent's is "not assigned".
+        if (req.jobId !== JOB) throw new ConnectError("No job found", Code.NotFound);
+        if (req.agentId !== AGENT)
+          throw new ConnectError("The job is not assigned to this agent", Code.FailedPrecondition);
+        return {
+          job: { ...job, id: req.jobId },
+          env: { BUILDKITE_JOB_ID: req.jobId, BUILDKITE_ORGANIZATION_SLUG: "acme", BUILDKITE_PIPELINE_SLUG: "web" },
+          jobToken: "bkaj_job",
+        };
+      },
       finishJob(req) {
         calls.finishes.push(req);
         return {};
@@ -323,6 +339,17 @@ describe("job routes", () => {
     expect(
       (await app.inject({ method: "PUT", url: `/v3/jobs/${JOB}/accept`, headers: token("bkaj_job") })).statusCode,
     ).toBe(401);
+  });
+
+  it("answers an agent accepting a job not offered to it as for a job that does not exist (no existence oracle)", async () => {
+    const theirs = await app.inject({ method: "PUT", url: `/v3/jobs/${JOB}/accept`, headers: token("bkaa_other") });
+    const unknown = await app.inject({
+      method: "PUT",
+      url: `/v3/jobs/${OTHER_JOB}/accept`,
+      headers: token("bkaa_other"),
+    });
+    expect([theirs.statusCode, theirs.json()]).toEqual([404, { message: "No job found" }]);
+    expect([unknown.statusCode, unknown.json()]).toEqual([404, { message: "No job found" }]);
   });
 
   it("lets a job token act on its own job only", async () => {

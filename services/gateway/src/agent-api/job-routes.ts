@@ -81,6 +81,9 @@ export function jobRoutes(app: FastifyInstance, deps: AgentApiDeps): void {
       },
     },
     async (request) => {
+      // A job not offered to this agent is not found, as one that does not exist: the agents service refuses it
+      // with "not assigned" (422), which would tell any agent, of any organization, that the job exists.
+      await jobAccess.job(request, request.params.id);
       const res = await clients.agents.acceptJob(
         { agentId: credentialOf(request).agentId, jobId: request.params.id },
         rpcOptions(request),
