@@ -3,7 +3,7 @@ import { SCOPES } from "../services/gateway/src/routes/declare.js";
 import { sendRaw } from "./support/fuzz/check.js";
 import { type Operation, operationsOf } from "./support/fuzz/operations.js";
 import { formatReport, fuzz } from "./support/fuzz/runner.js";
-import { useHints } from "./support/fuzz/schema-arbitrary.js";
+import { nested, useHints } from "./support/fuzz/schema-arbitrary.js";
 import { api, arrangeCluster, arrangeMember, arrangeOrgUser, send, stack, unique } from "./support/stack-env.js";
 import { arrangeTeam, arrangeTeamMember, registries, teams } from "./support/teams-env.js";
 
@@ -28,6 +28,17 @@ jest.setTimeout((SECONDS + 120) * 1000);
 const CONFIGURATION = "steps:\n  - command: make\n  - block: Deploy\n  - command: deploy\n";
 
 type Json = Record<string, unknown>;
+
+const TRICKY_MAPS = [
+  { A: "1" },
+  { $set: "x" },
+  { "a.b": "c" },
+  { "": "empty key" },
+  { "A\u0000B": "nul in key" },
+  { A: "nul\u0000in value" },
+  JSON.parse(`{"_id": "x", "__proto__": "y"}`) as Json,
+  { "😀": "\ud800" },
+];
 
 async function created(res: { status: number; body?: unknown; text: string }, what: string): Promise<Json> {
   if (res.status !== 201 && res.status !== 200) throw new Error(`arranging ${what}: ${res.status} ${res.text}`);
@@ -110,6 +121,11 @@ it("answers every generated request to every operation with a documented, schema
     configuration: [CONFIGURATION, "steps: [", "steps:\n  - wait\n", ""],
     access_level: ["read_only", "build_and_read", "manage_build_and_read", ["read"], ["read", "edit"]],
     role: ["member", "maintainer"],
+    // Maps stored as documents: keys MongoDB treats specially (operators, dotted paths, NUL) and deep nesting.
+    env: TRICKY_MAPS,
+    meta_data: TRICKY_MAPS,
+    provider_settings: [...TRICKY_MAPS, nested(99, "object"), nested(150, "object"), nested(150, "array")],
+    fields: TRICKY_MAPS,
   });
 
   const doc = await api("/v2/openapi.json");
@@ -169,6 +185,8 @@ function examples(f: { cluster: string; source: Json; target: Json; suiteId: str
     repository: "git@github.com:acme/app.git",
     cluster_id: f.cluster,
     configuration: CONFIGURATION,
+    // Present so that mutations reach into the free-form objects (they once took any depth: a 500).
+    env: { A: "1" },
   };
   const build = { commit: "HEAD", branch: "main", message: "fuzz", env: { A: "1" }, meta_data: { k: "v" } };
   const rule = {

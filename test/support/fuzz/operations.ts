@@ -213,11 +213,14 @@ function bodyOf(op: Operation, allowValid: boolean, examples: readonly object[])
   const valid = examples.length
     ? fc.oneof(
         fc.constantFrom(...examples),
-        fc
-          .tuple(fc.constantFrom(...examples), generated)
-          .map(([example, extra]) =>
-            extra && typeof extra === "object" && !Array.isArray(extra) ? { ...example, ...extra } : example,
-          ),
+        fc.tuple(fc.constantFrom(...examples), generated, fc.nat()).map(([example, extra, n]) => {
+          if (!extra || typeof extra !== "object" || Array.isArray(extra)) return example;
+          // One or two generated fields: more would almost always include one the backend refuses first.
+          const keys = Object.keys(extra);
+          const picked = keys.length ? [keys[n % keys.length], ...(n & 1 ? [keys[(n >> 3) % keys.length]] : [])] : [];
+          const fields = extra as Record<string, unknown>;
+          return { ...example, ...Object.fromEntries(picked.map((k) => [k, fields[k as string]])) };
+        }),
       )
     : generated;
   if (!schema) {
