@@ -110,6 +110,22 @@ it("answers agents that hold no job there 404 on every agent API job and build r
   expect(await failuresOf(cases)).toEqual([]);
 });
 
+it("lists what names no organization only for the token's organizations (their foreign case)", async () => {
+  const { a, b, limitedToB } = world;
+  for (const secret of [b.adminSecret, limitedToB]) {
+    const orgs = await api("/v2/organizations", secret);
+    expect([orgs.status, orgs.body.map((o: { slug: string }) => o.slug)]).toEqual([200, [b.slug]]);
+    const builds = await api("/v2/builds?per_page=100", secret);
+    expect(builds.status).toBe(200);
+    expect(builds.body.filter((x: { pipeline: { id: string } }) => x.pipeline.id === a.pipeline.id)).toEqual([]);
+    // B's admin sees B's build; A's admin is a member of B in no team, so sees none of B's pipelines.
+    const seesB = builds.body.some((x: { id: string }) => x.id === b.build.id);
+    expect([secret === limitedToB ? "limited" : "B admin", seesB]).toEqual(
+      secret === limitedToB ? ["limited", false] : ["B admin", true],
+    );
+  }
+});
+
 it("changed nothing: every refused write left what it named as it was", async () => {
   const after = await snapshot(world);
   expect(after).toEqual(before);

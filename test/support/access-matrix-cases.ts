@@ -230,6 +230,20 @@ function casesOf(world: World, op: Operation, kind: RestKind): Case[] {
   }
 }
 
+/** For an operation that also takes its token as `?access_token=`: each case again with the token there. */
+function withQueryTokens(op: Operation, cases: Case[]): Case[] {
+  if (!op.queryToken) return cases;
+  const moved = cases
+    .filter((c) => c.authorization?.startsWith("Bearer "))
+    .map((c) => ({
+      ...c,
+      path: `${c.path}?access_token=${encodeURIComponent((c.authorization as string).slice("Bearer ".length))}`,
+      authorization: undefined,
+      note: `${c.note}, token in ?access_token=`,
+    }));
+  return [...cases, ...moved];
+}
+
 /** Every case of the REST matrix and every kind that does not apply, with its reason. */
 export function restMatrix(world: World, ops: Operation[]) {
   const cases: Case[] = [];
@@ -237,7 +251,7 @@ export function restMatrix(world: World, ops: Operation[]) {
   for (const op of ops) {
     for (const kind of REST_KINDS) {
       const reason = notApplicable(op, kind);
-      const made = reason ? [] : casesOf(world, op, kind);
+      const made = reason ? [] : withQueryTokens(op, casesOf(world, op, kind));
       if (made.length === 0) {
         skipped.push({ operationId: op.operationId, kind, reason: reason ?? unrefusedReason(op) });
       } else cases.push(...made);

@@ -23,6 +23,8 @@ export interface Operation {
   credential?: string[];
   /** Served without any token (`security: []`). */
   public: boolean;
+  /** Takes the token also as the query parameter `access_token` (spec: Authentication 2). */
+  queryToken: boolean;
 }
 
 const METHODS = ["get", "put", "post", "delete", "patch"] as const;
@@ -32,6 +34,7 @@ type OpenApiOperation = {
   security?: unknown[];
   "x-scope"?: string | null;
   "x-credential"?: string[];
+  parameters?: Array<{ in: string; name: string }>;
 };
 
 /** Every operation of an OpenAPI document. */
@@ -48,6 +51,7 @@ export function operationsOf(doc: { paths: Record<string, Partial<Record<string,
         scope: op["x-scope"],
         credential: op["x-credential"],
         public: Array.isArray(op.security) && op.security.length === 0,
+        queryToken: (op.parameters ?? []).some((p) => p.in === "query" && p.name === "access_token"),
       });
     }
   }
