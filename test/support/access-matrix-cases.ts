@@ -220,13 +220,22 @@ function casesOf(world: World, op: Operation, kind: RestKind): Case[] {
         });
     }
     case "member":
-      return memberExpectations(world, op).map((m) => ({
-        ...base,
-        path: path(),
-        authorization: `Bearer ${m.secret}`,
-        expect: m.expect,
-        note: m.who,
-      }));
+      return memberExpectations(world, op).flatMap((m) => {
+        const auth = { ...base, authorization: `Bearer ${m.secret}`, expect: m.expect };
+        const asIs = { ...auth, path: path(), note: m.who };
+        if (m.expect.status !== 404) return [asIs];
+        // Where the resource is hidden, what lies below it must not show either: the same 404 for misplaced ones.
+        const misplaced = misplacedValues(world, op.path);
+        const below = paramsOf(op.path).filter((p) => p !== "org" && misplaced[p]);
+        return [
+          asIs,
+          ...below.map((param) => ({
+            ...auth,
+            path: fill(op.path, { ...own, [param]: misplaced[param]?.value ?? "" }),
+            note: `${m.who}, {${param}} = ${misplaced[param]?.what}`,
+          })),
+        ];
+      });
   }
 }
 
