@@ -4,6 +4,7 @@ import {
   expectedCounters,
   formatReport,
   isBadSample,
+  overlapping,
   type ProbeSample,
   summarizeOutage,
 } from "./fault-invariants.js";
@@ -58,7 +59,8 @@ describe("probe samples", () => {
       sample({ dependency: "nats", at: 1, status: 500 }),
     ];
     const s = summarizeOutage("mongodb", samples, 10_000);
-    expect(s.byStatus).toEqual({ "200": 3, "503": 2, hang: 1 });
+    expect(s.byStatus).toEqual({ "200": 1, "503": 1, hang: 1 });
+    expect(s.afterRestart).toEqual({ "200": 2, "503": 1 });
     expect(s.samples).toBe(6);
     expect(s.bad).toBe(1);
     expect(s.maxMs).toBe(9_000);
@@ -70,6 +72,20 @@ describe("probe samples", () => {
   it("reports no recovery when a route's last answer is a failure", () => {
     const s = summarizeOutage("s3", [sample({ dependency: "s3", at: 20_000, phase: "back" })], 10_000);
     expect(s.recoveryMs).toBeUndefined();
+  });
+});
+
+describe("overlapping", () => {
+  it("counts the intervals that touch the window", () => {
+    const intervals: Array<[number, number]> = [
+      [0, 5],
+      [5, 20],
+      [12, 30],
+      [31, 40],
+    ];
+    expect(overlapping(intervals, 10, 30)).toBe(2);
+    expect(overlapping(intervals, 5, 5)).toBe(2);
+    expect(overlapping([], 0, 1)).toBe(0);
   });
 });
 
@@ -105,6 +121,7 @@ describe("invariants", () => {
           downMs: 10_000,
           samples: 3,
           byStatus: { "500": 1 },
+          afterRestart: {},
           bad: 1,
           maxMs: 5,
           recoveryMs: undefined,

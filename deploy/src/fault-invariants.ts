@@ -52,8 +52,12 @@ export interface OutageSummary {
   dependency: Dependency;
   downMs: number;
   samples: number;
-  /** Count of answers by status ("503", "200", "hang", "error"), over the outage and the recovery. */
+  /** Count of answers by status ("503", "200", "hang", "error") to calls made while the server was down. */
   byStatus: Record<string, number>;
+  /** The same for calls made after it was started again, until every route had succeeded five times in a row. */
+  afterRestart: Record<string, number>;
+  /** Calls that were running at some point while the server was down (artifact uploads: see faults.ts). */
+  spanning?: number;
   /** Answers that break the rule: 500s and other 5xx but 503/504, errors without a JSON message, hangs. */
   bad: number;
   maxMs: number;
@@ -62,6 +66,11 @@ export interface OutageSummary {
    * undefined when some route never did.
    */
   recoveryMs: number | undefined;
+}
+
+/** How many of the intervals ([start, end], ms) overlap the window [from, to]. */
+export function overlapping(intervals: ReadonlyArray<readonly [number, number]>, from: number, to: number): number {
+  return intervals.filter(([start, end]) => start <= to && end >= from).length;
 }
 
 /** The status key a sample is counted under. */
@@ -94,7 +103,11 @@ export function summarizeOutage(
 ): OutageSummary {
   const mine = samples.filter((s) => s.dependency === dependency);
   const byStatus: Record<string, number> = {};
-  for (const s of mine) byStatus[statusKey(s)] = (byStatus[statusKey(s)] ?? 0) + 1;
+  const afterRestart: Record<string, number> = {};
+  for (const s of mine) {
+    const into = s.phase === "down" ? byStatus : afterRestart;
+    into[statusKey(s)] = (into[statusKey(s)] ?? 0) + 1;
+  }
   const routes = [...new Set(mine.map((s) => s.route))];
   let recoveryMs: number | undefined = 0;
   for (const route of routes) {
@@ -114,6 +127,7 @@ export function summarizeOutage(
     downMs: restartAt,
     samples: mine.length,
     byStatus,
+    afterRestart,
     bad: mine.filter(isBadSample).length,
     maxMs: mine.reduce((m, s) => Math.max(m, s.ms), 0),
     recoveryMs,
@@ -258,13 +272,14 @@ const counts = (r: Record<string, number>) =>
 /** The printed table: one line per outage, then the invariants, each with ok or FAILED. */
 export function formatReport(outages: readonly OutageSummary[], report: InvariantReport): string[] {
   const lines = [
-    `${"dependency".padEnd(10)} ${"down".padStart(7)} ${"probes".padStart(6)} ${"max latency".padStart(11)} ${"recovery".padStart(8)}  answers`,
+    `${"dependency".padEnd(10)} ${"down".padStart(7)} ${"probes".padStart(6)} ${"max latency".padStart(11)} ${"recovery".padStart(8)}  answers while down | after the restart`,
   ];
   for (const o of outages) {
     lines.push(
       `${o.dependency.padEnd(10)} ${seconds(o.downMs).padStart(7)} ${String(o.samples).padStart(6)} ` +
-        `${`${o.maxMs} ms`.padStart(11)} ${seconds(o.recoveryMs).padStart(8)}  ${counts(o.byStatus)}` +
-        (o.bad > 0 ? `  (${o.bad} bad)` : ""),
+        `${`${o.maxMs} ms`.padStart(11)} ${seconds(o.recoveryMs).padStart(8)}  ${counts(o.byStatus)} | ${counts(o.afterRestart)}` +
+        (o.bad > 0 ? `  (${o.bad} bad)` : "") +
+        (o.spanning === undefined ? "" : `; ${o.spanning} artifact uploads ran across the outage`),
     );
   }
   const check = (ok: boolean) => (ok ? "ok" : "FAILED");

@@ -13,6 +13,7 @@ import {
   expectedCounters,
   formatReport,
   type OutageSummary,
+  overlapping,
   type PipelineCounters,
   type ProbeSample,
   summarizeOutage,
@@ -107,15 +108,19 @@ export async function runFaults(repoRoot: string, env: Env = process.env): Promi
     });
     const api = createApi(stack, credentials.organization.slug, credentials.apiToken.secret);
     const marks = join(dataDir, "runs.txt");
+    const uploads = join(dataDir, "uploads.txt");
     writeFileSync(marks, "");
+    writeFileSync(uploads, "");
     const configuration = [
       "env:",
       `  MARKS: ${marks}`,
+      `  UPLOADS: ${uploads}`,
       "steps:",
       "  - label: mark",
       '    command: echo "$BUILDKITE_JOB_ID" >> "$MARKS"',
       "  - label: artifact",
-      '    command: echo "$BUILDKITE_JOB_ID" >> "$MARKS" && echo "$BUILDKITE_JOB_ID" > out.txt && buildkite-agent artifact upload out.txt',
+      // The upload's start and end (ms), to count the uploads that ran across the S3 outage.
+      '    command: echo "$BUILDKITE_JOB_ID" >> "$MARKS" && echo "$BUILDKITE_JOB_ID" > out.txt && s=$(date +%s%3N) && buildkite-agent artifact upload out.txt && echo "$s $(date +%s%3N)" >> "$UPLOADS"',
     ].join("\n");
     const pipeline = await api("POST", "/pipelines", {
       name: "Fault drill",
@@ -148,7 +153,7 @@ export async function runFaults(repoRoot: string, env: Env = process.env): Promi
 
     await sleep(15_000);
     const samples: ProbeSample[] = [];
-    const outages: OutageSummary[] = [];
+    const outages: Array<OutageSummary & { killedAt?: number }> = [];
     for (const dependency of DEPENDENCIES) {
       outages.push(await outage(stack, dependency, downMs, samples, api, buildsPath, create, say));
       await sleep(15_000);
@@ -176,6 +181,15 @@ export async function runFaults(repoRoot: string, env: Env = process.env): Promi
       await sleep(2_000);
     }
     const runs = readFileSync(marks, "utf8").split("\n").filter(Boolean);
+    const uploadTimes = readFileSync(uploads, "utf8")
+      .split("\n")
+      .filter(Boolean)
+      .map((line) => line.split(" ").map(Number) as [number, number]);
+    for (const o of outages) {
+      if (o.dependency === "s3" && o.killedAt !== undefined) {
+        o.spanning = overlapping(uploadTimes, o.killedAt, o.killedAt + o.downMs);
+      }
+    }
     const report = checkInvariants({ acknowledged, builds, runs, counters, consumers, outages });
     say("");
     for (const line of formatReport(outages, report)) say(line);
@@ -257,7 +271,7 @@ async function outage(
   buildsPath: string,
   create: () => Promise<Answer>,
   say: (line: string) => void,
-): Promise<OutageSummary> {
+): Promise<OutageSummary & { killedAt: number }> {
   const proc = stack.server(dependency);
   if (!proc) throw new Error(`no ${dependency} server of the stack's own to kill`);
   const known = (await listBuilds(api, buildsPath))[0]?.number ?? 1;
@@ -301,9 +315,9 @@ async function outage(
   const again = await stack.restartServer(dependency);
   say(`  ${again.name} started again after ${((Date.now() - killedAt) / 1000).toFixed(1)} s`);
   await Promise.all(probing);
-  const summary = summarizeOutage(dependency, samples, restartAt);
+  const summary = { ...summarizeOutage(dependency, samples, restartAt), killedAt };
   say(
-    `  ${dependency}: ${JSON.stringify(summary.byStatus)}, max ${summary.maxMs} ms, recovered ${summary.recoveryMs ?? "never"} ms after the restart`,
+    `  ${dependency}: while down ${JSON.stringify(summary.byStatus)}, after ${JSON.stringify(summary.afterRestart)}, max ${summary.maxMs} ms, recovered ${summary.recoveryMs ?? "never"} ms after the restart`,
   );
   return summary;
 }
