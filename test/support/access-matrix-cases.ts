@@ -127,7 +127,15 @@ function bodyOf(world: World, operationId: string): unknown {
 }
 
 /** Who may be refused what by the access policy (teams, admin-only settings), as access.e2e and teams.e2e check. */
-function memberExpectations(world: World, op: Operation): Array<{ who: string; secret: string; expect: Expectation }> {
+interface MemberCase {
+  who: string;
+  secret: string;
+  expect: Expectation;
+  /** Path parameters other than the owner's, for this member. */
+  values?: Record<string, string>;
+}
+
+function memberExpectations(world: World, op: Operation): MemberCase[] {
   const write = op.method !== "GET";
   const forbidden = { status: 403, message: "Forbidden" };
   const outsider = { who: "outsider member (no team)", secret: world.outsider.secret };
@@ -138,7 +146,14 @@ function memberExpectations(world: World, op: Operation): Array<{ who: string; s
   }
   if (isTeamRoute(op.path)) {
     const hidden = { ...outsider, expect: { status: 404, message: "No team found" } };
-    return write ? [hidden, { ...plain, expect: forbidden }] : [hidden];
+    // A visible team is shown to every member of the organization, but only its maintainers and admins change it.
+    const visible = {
+      who: "outsider member on a visible team",
+      secret: world.outsider.secret,
+      expect: forbidden,
+      values: { team: world.visibleTeamId },
+    };
+    return write ? [hidden, { ...plain, expect: forbidden }, visible] : [hidden];
   }
   const adminOnly = /\/(rules|registries|agents)(\/|$)/.test(op.path);
   return write && adminOnly ? [{ ...outsider, expect: forbidden }] : [];
@@ -222,7 +237,7 @@ function casesOf(world: World, op: Operation, kind: RestKind): Case[] {
     case "member":
       return memberExpectations(world, op).flatMap((m) => {
         const auth = { ...base, authorization: `Bearer ${m.secret}`, expect: m.expect };
-        const asIs = { ...auth, path: path(), note: m.who };
+        const asIs = { ...auth, path: fill(op.path, { ...own, ...m.values }), note: m.who };
         if (m.expect.status !== 404) return [asIs];
         // Where the resource is hidden, what lies below it must not show either: the same 404 for misplaced ones.
         const misplaced = misplacedValues(world, op.path);

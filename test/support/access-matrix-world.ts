@@ -69,6 +69,8 @@ export interface World {
   b: OrgWorld;
   /** A's second pipeline, with builds 1 and 2; its build 2 has a job and an artifact. */
   q: Pipe & { build: BuildRef };
+  /** A visible team of A with no members: shown to every member, changed by none. */
+  visibleTeamId: string;
   /** A suite of A that no team has. */
   looseSuiteId: string;
   /** A token of A's second registry (another registry's token). */
@@ -204,6 +206,7 @@ export async function arrangeWorld(): Promise<World> {
   await arrangeBuild(orgA, qPipe);
   const q = { ...qPipe, build: await arrangeBuild(orgA, qPipe) };
   const { suite } = await teams.createSuite({ organization: a.id, name: unique("Loose") });
+  const visible = await arrangeTeam(a.id, TeamPrivacy.VISIBLE);
   const other = await arrangeRegistryToken(a.slug, a.adminSecret, a.id);
   const lacking: Record<string, string> = {};
   await Promise.all(
@@ -223,6 +226,7 @@ export async function arrangeWorld(): Promise<World> {
     b,
     q,
     looseSuiteId: suite?.id ?? "",
+    visibleTeamId: visible.id,
     otherRegistryTokenId: other.registryTokenId,
     lacking,
     outsider: { id: outsider.user?.id ?? "", secret: outsider.secret },
