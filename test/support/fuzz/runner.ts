@@ -77,6 +77,18 @@ function normalized(text: string): string {
   }
 }
 
+/** A snapshot once two taken 250 ms apart agree (at most ~3 s). */
+async function settled(config: FuzzConfig): Promise<string[]> {
+  let last = await snapshot(config);
+  for (let i = 0; i < 12; i++) {
+    await new Promise((resolve) => setTimeout(resolve, 250));
+    const next = await snapshot(config);
+    if (firstDifference(last, next) === undefined) return next;
+    last = next;
+  }
+  return last;
+}
+
 /** The first difference between two snapshots, for the report. */
 function firstDifference(before: string[], after: string[]): string | undefined {
   for (let i = 0; i < Math.max(before.length, after.length); i++) {
@@ -144,7 +156,8 @@ export async function fuzz(ops: Operation[], config: FuzzConfig): Promise<FuzzRe
         }
       });
       if (!op.writes) continue;
-      const after = await snapshot(config);
+      // After a write that succeeded, wait for what follows it on its own (a build's jobs, counters) to settle.
+      const after = wrote ? await settled(config) : await snapshot(config);
       if (!wrote) {
         report.stateChecks++;
         const diff = firstDifference(baseline, after);
