@@ -118,7 +118,7 @@ it("answers every generated request to every operation with a documented, schema
     commit: ["HEAD", "0123456789abcdef0123456789abcdef01234567"],
     branch: ["main"],
     repository: ["git@github.com:acme/app.git"],
-    configuration: [CONFIGURATION, "steps: [", "steps:\n  - wait\n", ""],
+    configuration: [CONFIGURATION, "steps: [", "steps:\n  - wait\n", "", ...[39, 40, 41, 60].map(deepYaml)],
     access_level: ["read_only", "build_and_read", "manage_build_and_read", ["read"], ["read", "edit"]],
     role: ["member", "maintainer"],
     // Maps stored as documents: keys MongoDB treats specially (operators, dotted paths, NUL) and deep nesting.
@@ -178,6 +178,11 @@ it("answers every generated request to every operation with a documented, schema
   expect((await sendRaw(stack.apiUrl, org.secret, { method: "GET", url: "/v2/access-token" })).status).toBe(200);
 });
 
+/** A pipeline whose plugin settings make the YAML `depth` collections deep. */
+function deepYaml(depth: number): string {
+  return `steps:\n  - command: x\n    plugins:\n      - x#v1: ${"{a: ".repeat(depth - 5)}1${"}".repeat(depth - 5)}\n`;
+}
+
 /** Known-good bodies of the writes, by operation id. */
 function examples(f: { cluster: string; source: Json; target: Json; suiteId: string; userId: string }) {
   const pipeline = {
@@ -233,3 +238,37 @@ function follow(op: Operation, text: string, fixtures: Record<string, string>, p
     // Not JSON: the schema check reports it.
   }
 }
+
+// Found by fuzzing: steps travel between the services as protobuf Structs, and YAML nested ~50 levels (under the
+// old 64-level limit) exceeded protobuf's recursion limit: creating the pipeline was a 500.
+it("keeps a pipeline nested to the YAML limit readable through its builds, and refuses one deeper with a 422", async () => {
+  const org = await arrangeOrgUser({ scopes: [...SCOPES], role: Role.ADMIN });
+  const base = `/v2/organizations/${org.organization.slug}`;
+  const cluster = await arrangeCluster(org.organization.id);
+  // `steps:` (1), the list (2), the step (3), `plugins:` (4), the plugin (5), then the settings' levels.
+  const yaml = (depth: number) =>
+    `steps:\n  - command: x\n    plugins:\n      - x#v1: ${"{a: ".repeat(depth - 5)}1${"}".repeat(depth - 5)}\n`;
+  const create = (depth: number) =>
+    send("POST", `${base}/pipelines`, org.secret, {
+      name: unique("Deep"),
+      repository: "r",
+      cluster_id: cluster,
+      configuration: yaml(depth),
+    });
+  const deep = await create(40);
+  expect(deep.status).toBe(201);
+  const build = await send("POST", `${base}/pipelines/${deep.body.slug}/builds`, org.secret, {
+    commit: "HEAD",
+    branch: "main",
+  });
+  expect(build.status).toBe(201);
+  expect((await api(`${base}/pipelines/${deep.body.slug}/builds/${build.body.number}`, org.secret)).status).toBe(200);
+  expect((await api(`${base}/builds`, org.secret)).status).toBe(200);
+  for (const depth of [41, 50, 60]) {
+    const res = await create(depth);
+    expect([res.status, res.body]).toEqual([
+      422,
+      { message: "Validation Failed", errors: [{ field: "configuration", code: "nests deeper than 40 levels" }] },
+    ]);
+  }
+});

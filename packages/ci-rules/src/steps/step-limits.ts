@@ -14,8 +14,12 @@ export const STEP_LIMITS = {
   maxBuildJobs: 4000,
   /** The largest pipeline YAML read, in bytes. */
   maxYamlBytes: 1024 * 1024,
-  /** How deep YAML collections may nest: far beyond any pipeline, far below what exhausts a parser's stack. */
-  maxYamlDepth: 64,
+  /**
+   * How deep YAML collections may nest: far beyond any pipeline, far below what exhausts a parser's stack. Steps
+   * travel between the services as protobuf Structs (two messages a level) and a protobuf reader stops at 100
+   * levels: at 64, a pipeline nested ~50 levels deep was a 500 (found by the fuzz suite, test/fuzz.e2e.test.ts).
+   */
+  maxYamlDepth: 40,
   /** The size a YAML document may reach once its aliases are expanded, in bytes of source text. */
   maxExpandedYamlBytes: 2 * 1024 * 1024,
 } as const;
