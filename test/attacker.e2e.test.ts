@@ -71,6 +71,30 @@ it("answers concurrent renames to one name with 200 for one and 422 for the othe
   expect(statuses).toEqual([200, 422, 422, 422]);
 });
 
+it("admits no build after an archive was acknowledged, even in a race with it", async () => {
+  const p = await pipeline();
+  const path = `${base()}/pipelines/${p.slug}`;
+  const create = () => send("POST", `${path}/builds`, org.secret, { commit: sha(), branch: "main" });
+  // Builds keep being created, four at a time, while the pipeline is archived.
+  let archivedAnswered = Number.POSITIVE_INFINITY;
+  const answers: Array<Awaited<ReturnType<typeof create>>> = [];
+  const workers = Array.from({ length: 4 }, async () => {
+    while (answers.length < 40 && Date.now() < archivedAnswered + 300) answers.push(await create());
+  });
+  await new Promise((resolve) => setTimeout(resolve, 150));
+  const archived = await send("POST", `${path}/archive`, org.secret);
+  archivedAnswered = Date.now();
+  expect(archived.status).toBe(200);
+  await Promise.all(workers);
+  expect([...new Set(answers.map((a) => a.status))].sort()).toEqual(expect.arrayContaining([201]));
+  for (const a of answers) {
+    expect([201, 422]).toContain(a.status);
+    // A build answered 201 was admitted before the archive completed.
+    if (a.status === 201) expect(Date.parse(a.body.created_at)).toBeLessThanOrEqual(archivedAnswered);
+  }
+  expect((await create()).status).toBe(422);
+});
+
 it("drops the builds of a deleted pipeline from every list (no build with pipeline null)", async () => {
   const p = await pipeline();
   const build = await send("POST", `${base()}/pipelines/${p.slug}/builds`, org.secret, {

@@ -487,3 +487,49 @@ describe("jobs on MongoDB", () => {
     expect(await codeOf(client.getJob({ jobId: "" }))).toBe(Code.NotFound);
   });
 });
+
+describe("builds service deciding on the pipeline as it is now", () => {
+  /** A client of a builds service whose pipelines lookup answers `now`, whatever copy the caller sent. */
+  async function clientSeeing(now: Pipeline | null) {
+    const db = mongo.db(dbName);
+    const domain = createBuildDomain({
+      repo: await createMongoBuildRepository(db),
+      logs: await createMongoJobLogRepository(db),
+      uploads: await createMongoPipelineUploadRepository(db),
+      slots: await createMongoConcurrencySlotRepository(db),
+      events: { publish: async () => {} },
+      logger: createLogger("test", "silent"),
+      triggers: { pipeline: async () => now, mayBuild: async () => true, ruleAllows: async () => true },
+    });
+    return createClient(
+      BuildsService,
+      createRouterTransport(({ service: s }) => s(BuildsService, domain.service)),
+    );
+  }
+
+  it("refuses a build or rebuild of a pipeline archived since the caller read it, and of one deleted since", async () => {
+    const stale = pipeline([script("a")]);
+    const archivedNow = create(PipelineSchema, { ...stale, archivedAt: { seconds: 1n, nanos: 0 } as never });
+    await (await clientSeeing(stale)).createBuild({ pipeline: stale, commit: "a", branch: "main" });
+    for (const [now, code] of [
+      [archivedNow, Code.FailedPrecondition],
+      [null, Code.NotFound],
+    ] as const) {
+      const c = await clientSeeing(now);
+      await expect(c.createBuild({ pipeline: stale, commit: "a", branch: "main" })).rejects.toMatchObject({ code });
+      await expect(c.rebuildBuild({ pipeline: stale, number: 1 })).rejects.toMatchObject({ code });
+    }
+    // Nothing was created: the only build is the first one.
+    const reader = await clientSeeing(stale);
+    expect((await reader.getBuild({ pipelineId: stale.id, number: 1 })).build?.number).toBe(1);
+    await expect(reader.getBuild({ pipelineId: stale.id, number: 2 })).rejects.toMatchObject({ code: Code.NotFound });
+  });
+
+  it("plans a build from the pipeline's current steps", async () => {
+    const stale = pipeline([script("old")]);
+    const current = create(PipelineSchema, { ...stale, steps: [script("new")] });
+    const c = await clientSeeing(current);
+    const { build } = await c.createBuild({ pipeline: stale, commit: "a", branch: "main" });
+    expect(build?.jobs.map((j) => j.name)).toEqual(["new"]);
+  });
+});

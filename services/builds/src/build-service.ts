@@ -70,7 +70,13 @@ export function createBuildDomain(
   const sweeps = createJobSweeps(ctx, transitions, [triggers, gate], deps.sweeps ?? DEFAULT_SWEEP_SETTINGS);
 
   const service: ServiceImpl<typeof BuildsService> = {
-    ...createBuildRpcs(ctx, { creation, cancel }),
+    ...createBuildRpcs(ctx, {
+      creation,
+      cancel,
+      currentPipeline: deps.triggers
+        ? (p) => (deps.triggers as TriggerLookups).pipeline(p.organizationId, p.id)
+        : undefined,
+    }),
     ...createJobRpcs(ctx, { transitions, logs, metaData }),
     ...createJobActionRpcs(ctx, { retries, unblock, upload, reconcile }),
   };

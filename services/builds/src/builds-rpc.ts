@@ -1,6 +1,7 @@
 import { timestampDate } from "@bufbuild/protobuf/wkt";
 import type { ServiceImpl } from "@connectrpc/connect";
 import type { BuildsService } from "@conveyor/proto/builds";
+import type { Pipeline } from "@conveyor/proto/pipelines";
 import { failedPrecondition, invalidFields, notFound, pageWindow } from "@conveyor/runtime";
 import type { BuildCancel } from "./build-cancel.js";
 import { type BuildCreation, checkPipeline } from "./build-creation.js";
@@ -25,10 +26,26 @@ type BuildRpcs = Pick<
 /** The RPCs on builds: create, get, list, cancel and rebuild. */
 export function createBuildRpcs(
   ctx: BuildsContext,
-  parts: { creation: BuildCreation; cancel: BuildCancel },
+  parts: {
+    creation: BuildCreation;
+    cancel: BuildCancel;
+    /**
+     * The pipeline as the pipelines service holds it now (null: deleted). The caller's copy may be a cache's, up to
+     * its TTL old: a build admitted on it could land in a pipeline archived (or deleted) in the meantime. Absent in
+     * unit tests, where the caller's copy is current.
+     */
+    currentPipeline?: (pipeline: Pipeline) => Promise<Pipeline | null>;
+  },
 ): BuildRpcs {
   const { repo, withLock } = ctx;
   const { creation, cancel } = parts;
+  /** The request's pipeline, read again: whether builds may be created is decided on what holds now. */
+  const current = async (pipeline: Pipeline | undefined): Promise<Pipeline | undefined> => {
+    if (!pipeline || !parts.currentPipeline) return pipeline;
+    const now = await parts.currentPipeline(pipeline);
+    if (!now) throw notFound("pipeline");
+    return now;
+  };
 
   const requireBuild = async (pipelineId: string, number: number) => {
     const build = pipelineId !== "" && number > 0 ? await repo.findBuild(pipelineId, number) : null;
@@ -42,7 +59,7 @@ export function createBuildRpcs(
       if (problems.length > 0) throw invalidFields(problems);
       const commit = req.commit.trim();
       const branch = req.branch.trim();
-      const pipeline = checkPipeline(req.pipeline, branch, req.ignorePipelineBranchFilters);
+      const pipeline = checkPipeline(await current(req.pipeline), branch, req.ignorePipelineBranchFilters);
       const creator = userSnapshot(req.creator);
       const author =
         req.author && (req.author.name !== "" || req.author.email !== "")
@@ -117,7 +134,7 @@ export function createBuildRpcs(
     },
 
     async rebuildBuild(req) {
-      const pipeline = req.pipeline;
+      const pipeline = await current(req.pipeline);
       if (!pipeline) throw invalidFields([{ field: "pipeline", code: "is required" }]);
       const original = await requireBuild(pipeline.id, req.number);
       if (!pipeline.allowRebuilds) throw failedPrecondition("Rebuilds are not allowed for this pipeline.");
