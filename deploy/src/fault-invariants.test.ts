@@ -102,6 +102,7 @@ describe("invariants", () => {
   it("hold for finished builds whose jobs each ran once, matching counters and idle consumers", () => {
     const r = checkInvariants(healthy);
     expect(r.failures).toEqual([]);
+    expect(checkInvariants({ ...healthy, acknowledged: [2] }).unacknowledged).toEqual([1]);
     expect(r.jobsByState).toEqual({ passed: 3, failed: 1 });
     expect(r.buildsByState).toEqual({ passed: 1, failed: 1 });
     expect(formatReport([], r).join("\n")).not.toContain("FAILED");
@@ -129,6 +130,7 @@ describe("invariants", () => {
       ],
     });
     expect(r.missing).toEqual([3]);
+    expect(r.unacknowledged).toEqual([]);
     expect(r.jobsNotTerminal).toEqual(["j2-0 running", "j2-1 scheduled"]);
     expect(r.jobsRunTwice).toEqual(["j1-0 ×2"]);
     expect(r.passedWithoutRun).toEqual(["j1-1"]);

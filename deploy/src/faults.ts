@@ -135,10 +135,12 @@ export async function runFaults(repoRoot: string, env: Env = process.env): Promi
     // Every build answered 201, by number; creates that got anything else are tried again (not acknowledged).
     const acknowledged: number[] = [];
     const createAnswers: Record<string, number> = {};
+    const refusedCreates: Array<{ at: string; status: string; ms: number }> = [];
     const create = async (): Promise<Answer> => {
       const res = await api("POST", buildsPath, { commit: "HEAD", branch: "main", message: "fault drill" });
       const key = res.hung ? "hang" : String(res.status);
       createAnswers[key] = (createAnswers[key] ?? 0) + 1;
+      if (res.status !== 201) refusedCreates.push({ at: new Date().toISOString(), status: key, ms: res.ms });
       if (res.status === 201) acknowledged.push((res.body as { number: number }).number);
       return res;
     };
@@ -206,6 +208,7 @@ export async function runFaults(repoRoot: string, env: Env = process.env): Promi
           outages,
           report,
           createAnswers,
+          refusedCreates,
           counters,
           consumers,
           samples,
