@@ -109,6 +109,14 @@ it("drops the builds of a deleted pipeline from every list (no build with pipeli
     expect(list.body.filter((b: Json) => b.id === build.body.id)).toEqual([]);
     expect(list.body.filter((b: Json) => b.pipeline === null)).toEqual([]);
   }
+  // The builds service removes them on the deletion's event: soon they are gone from every answer.
+  const listed = async () =>
+    (await api(`${base()}/builds?per_page=100&exclude_pipeline=true`, org.secret)).body.some(
+      (b: Json) => b.id === build.body.id,
+    );
+  const deadline = Date.now() + 15_000;
+  while ((await listed()) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 200));
+  expect(await listed()).toBe(false);
 });
 
 it.each([

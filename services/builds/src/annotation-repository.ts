@@ -16,6 +16,8 @@ export interface AnnotationRepository {
   remove(buildId: string, jobId: AnnotationOwner, context: string): Promise<boolean>;
   /** How many annotations a build holds, its jobs' included. */
   count(buildId: string): Promise<number>;
+  /** Removes every annotation of these builds (their pipeline was deleted). */
+  removeOfBuilds(buildIds: readonly string[]): Promise<void>;
   /** Highest priority first, then oldest first; one more than `limit` tells that more follow. */
   list(buildId: string, jobId: AnnotationOwner, skip: number, limit: number): Promise<Annotation[]>;
 }
@@ -75,6 +77,9 @@ export async function createMongoAnnotationRepository(db: Db): Promise<Annotatio
       return deletedCount > 0;
     },
     count: (buildId) => annotations.countDocuments({ buildId }),
+    async removeOfBuilds(buildIds) {
+      if (buildIds.length > 0) await annotations.deleteMany({ buildId: { $in: [...buildIds] } });
+    },
     async list(buildId, jobId, skip, limit) {
       const docs = await annotations
         .find(owner(buildId, jobId))

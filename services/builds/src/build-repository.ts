@@ -73,6 +73,12 @@ export interface BuildRepository {
   raiseNumber(pipelineId: string, number: number): Promise<void>;
   /** Inserts a build; a taken (pipeline, number) raises DuplicateBuildNumberError. */
   insertBuild(build: Build): Promise<void>;
+  /** Up to `limit` ids of a pipeline's builds (any order): a deleted pipeline's builds are removed in batches. */
+  buildIdsOfPipeline(pipelineId: string, limit: number): Promise<string[]>;
+  /** Removes builds and their jobs, jobs first (a removal cut short is found again by its builds). */
+  removeBuilds(buildIds: readonly string[]): Promise<void>;
+  /** Forgets a deleted pipeline's build numbering. */
+  forgetNumbering(pipelineId: string): Promise<void>;
   insertJobs(jobs: Job[]): Promise<void>;
   /** Inserts the jobs not stored yet (a replayed pipeline upload stores the rest of its jobs). */
   insertMissingJobs(jobs: Job[]): Promise<void>;
@@ -384,6 +390,21 @@ export async function createMongoBuildRepository(db: Db): Promise<BuildRepositor
         ])
         .toArray();
       return rows.map((r) => ({ queue: r._id.queue ?? "default", state: r._id.state, count: r.count }));
+    },
+    async buildIdsOfPipeline(pipelineId, limit) {
+      const docs = await builds
+        .find({ pipelineId }, { projection: { _id: 1 } })
+        .limit(limit)
+        .toArray();
+      return docs.map((d) => d._id);
+    },
+    async removeBuilds(buildIds) {
+      if (buildIds.length === 0) return;
+      await jobs.deleteMany({ buildId: { $in: [...buildIds] } });
+      await builds.deleteMany({ _id: { $in: [...buildIds] } });
+    },
+    async forgetNumbering(pipelineId) {
+      await counters.deleteOne({ _id: pipelineId });
     },
     async activePipelines(since) {
       const ids = await builds.distinct("pipelineId", { $or: [{ finishedAt: null }, { finishedAt: { $gte: since } }] });

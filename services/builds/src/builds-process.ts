@@ -3,6 +3,7 @@ import {
   type Env,
   type EventPublisher,
   type Logger,
+  type NatsHandle,
   type OutboxDoc,
   type RawPublish,
 } from "@conveyor/runtime";
@@ -14,6 +15,7 @@ import { createBuildDomain } from "./build-service.js";
 import { createMongoConcurrencySlotRepository } from "./concurrency-slot-repository.js";
 import { readBuildsConfig } from "./config.js";
 import { createMongoJobLogRepository } from "./job-log-repository.js";
+import { consumePipelineRemovals } from "./pipeline-removal.js";
 import { createMongoPipelineUploadRepository } from "./pipeline-upload-repository.js";
 import { createTriggerLookups } from "./trigger-lookups.js";
 
@@ -35,6 +37,8 @@ export async function startBuildsProcess(opts: {
   events: EventPublisher;
   /** JetStream publishing with a de-duplication id, for the outbox. */
   publish: RawPublish;
+  /** For the durable consumer of pipeline deletions (absent in tests that run no consumers). */
+  nats?: NatsHandle;
   logger: Logger;
   env: Env;
 }) {
@@ -57,5 +61,6 @@ export async function startBuildsProcess(opts: {
   every(COUNTS_REPUBLISH_MS, "counters republish", () => domain.republishCounts());
   every(REQUEUE_SWEEP_MS, "stale assignment sweep", () => domain.requeueStale(config.assignTimeoutMs));
   every(JOB_SWEEP_MS, "job sweep", () => domain.sweepJobs());
+  if (opts.nats) await consumePipelineRemovals(opts.nats, { repo, logs, annotations, uploads }, logger);
   return { builds: domain.service, annotations: createAnnotationsService({ annotations, builds: repo }) };
 }

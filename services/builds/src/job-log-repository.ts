@@ -37,6 +37,8 @@ export interface JobLogRepository {
   chunks(jobId: string): AsyncIterable<LogChunk>;
   /** Removes every chunk and remembers that the log was deleted. */
   delete(jobId: string, at: Date): Promise<void>;
+  /** Removes the logs of jobs that are gone (their pipeline was deleted), deletion marks included. */
+  removeLogsOf(jobIds: readonly string[]): Promise<void>;
 }
 
 interface ChunkDoc {
@@ -136,6 +138,11 @@ export async function createMongoJobLogRepository(db: Db): Promise<JobLogReposit
     async delete(jobId, at) {
       await deletions.updateOne({ _id: jobId }, { $setOnInsert: { deletedAt: at } }, { upsert: true });
       await chunks.deleteMany({ jobId });
+    },
+    async removeLogsOf(jobIds) {
+      if (jobIds.length === 0) return;
+      await chunks.deleteMany({ jobId: { $in: [...jobIds] } });
+      await deletions.deleteMany({ _id: { $in: [...jobIds] } });
     },
   };
 }

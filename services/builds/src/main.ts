@@ -8,7 +8,14 @@ void runService(
     name: "builds",
     serviceNames: [BuildsService.typeName, AnnotationsService.typeName],
     async setup({ db, events, nats, logger, env }) {
-      const services = await startBuildsProcess({ db, events, publish: jetStreamPublish(nats.js), logger, env });
+      const services = await startBuildsProcess({
+        db,
+        events,
+        publish: jetStreamPublish(nats.js),
+        nats,
+        logger,
+        env,
+      });
       return (router) =>
         router.service(BuildsService, services.builds).service(AnnotationsService, services.annotations);
     },

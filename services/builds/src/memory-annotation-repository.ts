@@ -31,6 +31,9 @@ export function createMemoryAnnotationRepository(): AnnotationRepository & { all
       const found = [...rows.values()].find((a) => same(a, buildId, jobId, context));
       return found ? rows.delete(found.id) : false;
     },
+    async removeOfBuilds(buildIds) {
+      for (const a of [...rows.values()]) if (buildIds.includes(a.buildId)) rows.delete(a.id);
+    },
     async count(buildId) {
       return [...rows.values()].filter((a) => a.buildId === buildId).length;
     },

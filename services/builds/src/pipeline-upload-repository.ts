@@ -24,6 +24,8 @@ export interface PipelineUploadRepository {
   insert(record: UploadRecord): Promise<boolean>;
   /** Marks an upload applied and drops its plan. */
   markApplied(id: string): Promise<void>;
+  /** Removes the upload records of these builds (their pipeline was deleted). */
+  removeOfBuilds(buildIds: readonly string[]): Promise<void>;
 }
 
 type UploadDoc = Omit<UploadRecord, "id" | "plan"> & { _id: string; planJson: string | null };
@@ -51,6 +53,9 @@ export async function createMongoPipelineUploadRepository(db: Db): Promise<Pipel
     },
     async markApplied(id) {
       await uploads.updateOne({ _id: id }, { $set: { state: "applied", planJson: null } });
+    },
+    async removeOfBuilds(buildIds) {
+      if (buildIds.length > 0) await uploads.deleteMany({ buildId: { $in: [...buildIds] } });
     },
   };
 }
