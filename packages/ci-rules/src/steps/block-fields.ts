@@ -53,7 +53,7 @@ export function unblockValues(
   const known = new Set(fields.map((f) => text(f.key)).filter((k): k is string => k !== undefined));
   for (const key of Object.keys(submitted)) {
     if (!known.has(key))
-      errors.push({ field: `fields.${key}`, code: "is not a field of this step" + listKnown(known) });
+      errors.push({ field: `fields.${key}`, code: `is not a field of this step${listKnown(known)}` });
   }
   const metaData: Record<string, string> = {};
   for (const field of fields) {
