@@ -1,7 +1,15 @@
 import { OrganizationCreatedSchema } from "@conveyor/proto/identity";
 import { AckPolicy, jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { createLogger } from "./logger.js";
-import { connectNats, createEventPublisher, decodeEvent, EVENTS_STREAM, type NatsHandle } from "./nats.js";
+import {
+  connectNats,
+  createEventPublisher,
+  decodeEvent,
+  EVENTS_STREAM,
+  jetStreamPublish,
+  type NatsHandle,
+  PUBLISH_ACK_TIMEOUT_MS,
+} from "./nats.js";
 
 // Against the stack's real nats-server with JetStream.
 let handle: NatsHandle;
@@ -29,5 +37,22 @@ describe("domain events on JetStream", () => {
     expect(decodeEvent(OrganizationCreatedSchema, msg?.data ?? new Uint8Array()).organization?.slug).toBe("evented");
     msg?.ack();
     await jsm.consumers.delete(EVENTS_STREAM, durable);
+  });
+
+  it("gives up on an acknowledgement that does not come within PUBLISH_ACK_TIMEOUT_MS, not the client's 5 s", async () => {
+    // A plain subscriber that never answers: the publish's acknowledgement never comes, as while NATS is down.
+    const subject = `hang.${Date.now()}`;
+    const silent = handle.nc.subscribe(subject);
+    try {
+      const publisher = createEventPublisher(handle.js, createLogger("test", "silent"));
+      let started = Date.now();
+      await publisher.publish(subject, OrganizationCreatedSchema, { organization: { slug: "lost" } });
+      expect(Date.now() - started).toBeLessThan(PUBLISH_ACK_TIMEOUT_MS + 1_500);
+      started = Date.now();
+      await expect(jetStreamPublish(handle.js)(subject, new Uint8Array([1]), "m-1")).rejects.toThrow();
+      expect(Date.now() - started).toBeLessThan(PUBLISH_ACK_TIMEOUT_MS + 1_500);
+    } finally {
+      silent.unsubscribe();
+    }
   });
 });

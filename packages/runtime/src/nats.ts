@@ -41,6 +41,13 @@ export interface EventPublisher {
 }
 
 /**
+ * How long a publish waits for JetStream's acknowledgement. A request that publishes waits for it, so while NATS is
+ * down every such request would wait the client's default (5 s) per event; a second bounds that. A hint not
+ * acknowledged in time is logged (its consumers heal by themselves); an outbox entry is published again by the relay.
+ */
+export const PUBLISH_ACK_TIMEOUT_MS = 1_000;
+
+/**
  * Publishes protobuf events to JetStream; a failure is only logged, so the event is lost. For events no consumer
  * changes state from (caches and hints that heal by themselves); events with consequences go through the outbox.
  */
@@ -48,7 +55,7 @@ export function createEventPublisher(js: JetStreamClient, logger: Logger): Event
   return {
     async publish(subject, schema, value) {
       try {
-        await js.publish(subject, toBinary(schema, create(schema, value)));
+        await js.publish(subject, toBinary(schema, create(schema, value)), { timeout: PUBLISH_ACK_TIMEOUT_MS });
       } catch (err) {
         logger.warn({ err, subject }, "event publish failed");
       }
@@ -59,7 +66,7 @@ export function createEventPublisher(js: JetStreamClient, logger: Logger): Event
 /** Publishes raw bytes with a JetStream de-duplication id (Nats-Msg-Id), for the outbox; throws when not acked. */
 export function jetStreamPublish(js: Pick<JetStreamClient, "publish">): RawPublish {
   return async (subject, data, msgID) => {
-    await js.publish(subject, data, { msgID });
+    await js.publish(subject, data, { msgID, timeout: PUBLISH_ACK_TIMEOUT_MS });
   };
 }
 
