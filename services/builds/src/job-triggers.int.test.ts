@@ -59,8 +59,11 @@ function fakeLookups(pipelines: Pipeline[]) {
   const refusedTo = new Set<string>();
   const rules = new Set<string>();
   const lookups: TriggerLookups = {
-    async pipeline(organizationId, slug) {
-      return pipelines.find((p) => p.organizationId === organizationId && p.slug === slug) ?? null;
+    // As the pipelines service: by slug or by id.
+    async pipeline(organizationId, slugOrId) {
+      return (
+        pipelines.find((p) => p.organizationId === organizationId && (p.slug === slugOrId || p.id === slugOrId)) ?? null
+      );
     },
     async mayBuild(organizationId, userId, pipelineId) {
       calls.mayBuild.push([organizationId, userId, pipelineId]);
