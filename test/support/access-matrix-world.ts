@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
 import { ArtifactsService } from "@conveyor/proto/artifacts";
 import { Role, TeamPrivacy } from "@conveyor/proto/identity";
-import { createServiceClient } from "@conveyor/runtime";
+import { createServiceClient, ALL_SCOPES as RUNTIME_SCOPES } from "@conveyor/runtime";
 import { agents, arrangeCluster, arrangeMember, arrangeOrgUser, identity, send, stack, unique } from "./stack-env.js";
 import { arrangeTeam, arrangeTeamMember, registries, teams } from "./teams-env.js";
 
@@ -11,26 +11,8 @@ import { arrangeTeam, arrangeTeamMember, registries, teams } from "./teams-env.j
 // and a plain member of A's secret team T (read_only on pipeline P). Pipeline P has exactly one build, so build 2
 // under P names another pipeline's build (Q's).
 
-export const ALL_SCOPES = [
-  "read_organizations",
-  "read_pipelines",
-  "write_pipelines",
-  "read_builds",
-  "write_builds",
-  "read_build_logs",
-  "write_build_logs",
-  "read_job_env",
-  "read_artifacts",
-  "write_artifacts",
-  "read_agents",
-  "write_agents",
-  "view_teams",
-  "write_teams",
-  "read_rules",
-  "write_rules",
-  "read_registries",
-  "write_registries",
-];
+/** Every scope a token can hold: the run's tokens lack one of them each. */
+export const ALL_SCOPES: string[] = [...RUNTIME_SCOPES];
 
 const artifactsClient = createServiceClient(ArtifactsService, process.env.ARTIFACTS_URL ?? "");
 
