@@ -88,6 +88,19 @@ describe.each([
   ["versitygw", () => process.env.S3_ENDPOINT ?? ""],
   ["MinIO", () => minioEndpoint],
 ])("the artifacts service on %s and the MongoDB-wire server", (_name, endpoint) => {
+  it("creates its bucket once when several replicas start together", async () => {
+    // Every replica finds no bucket and creates it; the losers are told it exists, which must not stop their start.
+    const config = s3(endpoint());
+    const stores = Array.from({ length: 4 }, () => createS3ObjectStore(config));
+    await Promise.all(stores.map((store) => store.ensureBucket()));
+    await stores[0]?.ensureBucket();
+    const form = await stores[1]?.signUpload(
+      { key: "race/one.txt", size: 3, contentType: "text/plain", expiresAt: new Date(Date.now() + 60_000) },
+      "",
+    );
+    expect(form && (await post(form, "abc"))).toBe(204);
+  });
+
   it("stores batches idempotently, takes only the signed upload, and finishes what the store holds", async () => {
     const w = await world(endpoint());
     const batchId = newId();

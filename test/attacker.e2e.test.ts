@@ -81,7 +81,10 @@ it("admits no build after an archive was acknowledged, even in a race with it", 
   const workers = Array.from({ length: 4 }, async () => {
     while (answers.length < 40 && Date.now() < archivedAnswered + 300) answers.push(await create());
   });
-  await new Promise((resolve) => setTimeout(resolve, 150));
+  // The archive races creates under way: it goes once one create has been admitted (however slow the machine).
+  const until = Date.now() + 10_000;
+  while (!answers.some((a) => a.status === 201) && Date.now() < until)
+    await new Promise((resolve) => setTimeout(resolve, 10));
   const archived = await send("POST", `${path}/archive`, org.secret);
   archivedAnswered = Date.now();
   expect(archived.status).toBe(200);
@@ -102,6 +105,12 @@ it("drops the builds of a deleted pipeline from every list (no build with pipeli
     branch: "main",
   });
   expect(build.status).toBe(201);
+  // The list is read (and kept by the builds service's read cache) before the deletion: the removal must reach it.
+  const listed = async () =>
+    (await api(`${base()}/builds?per_page=100&exclude_pipeline=true`, org.secret)).body.some(
+      (b: Json) => b.id === build.body.id,
+    );
+  expect(await listed()).toBe(true);
   expect((await send("DELETE", `${base()}/pipelines/${p.slug}`, org.secret)).status).toBe(204);
   for (const path of ["/v2/builds?per_page=100", `${base()}/builds?per_page=100`]) {
     const list = await api(path, org.secret);
@@ -110,10 +119,6 @@ it("drops the builds of a deleted pipeline from every list (no build with pipeli
     expect(list.body.filter((b: Json) => b.pipeline === null)).toEqual([]);
   }
   // The builds service removes them on the deletion's event: soon they are gone from every answer.
-  const listed = async () =>
-    (await api(`${base()}/builds?per_page=100&exclude_pipeline=true`, org.secret)).body.some(
-      (b: Json) => b.id === build.body.id,
-    );
   const deadline = Date.now() + 15_000;
   while ((await listed()) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 200));
   expect(await listed()).toBe(false);

@@ -1,4 +1,5 @@
 import { spawnSync } from "node:child_process";
+import { request } from "node:http";
 import { join } from "node:path";
 import { api, stack, unique } from "./support/stack-env.js";
 
@@ -80,11 +81,24 @@ describe("ci-admin agent tokens", () => {
     expect(listed.json.tokens).toEqual([expect.objectContaining({ id: created.json.id, cluster_id: cluster.json.id })]);
     expect(JSON.stringify(listed.json)).not.toContain(created.json.token);
 
+    // On a connection of its own: ciAdmin blocks this process for seconds, and a kept-alive connection the gateway
+    // closed meanwhile would fail the POST ("other side closed") before it reaches the server.
     const register = () =>
-      fetch(`${stack.agentUrl}/register`, {
-        method: "POST",
-        headers: { authorization: `Token ${created.json.token}`, "content-type": "application/json" },
-        body: JSON.stringify({ name: unique("cli-agent"), meta_data: ["queue=default"] }),
+      new Promise<{ status: number }>((resolve, reject) => {
+        const req = request(
+          `${stack.agentUrl}/register`,
+          {
+            method: "POST",
+            agent: false,
+            headers: { authorization: `Token ${created.json.token}`, "content-type": "application/json" },
+          },
+          (res) => {
+            res.resume();
+            res.on("end", () => resolve({ status: res.statusCode ?? 0 }));
+          },
+        );
+        req.on("error", reject);
+        req.end(JSON.stringify({ name: unique("cli-agent"), meta_data: ["queue=default"] }));
       });
     expect((await register()).status).toBe(200);
     const revoked = ciAdmin("agent-token", "revoke", "--org", org.json.slug, "--id", created.json.id);

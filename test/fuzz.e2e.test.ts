@@ -15,7 +15,7 @@ import { arrangeTeam, arrangeTeamMember, registries, teams } from "./support/tea
  * and match that status's schema; a batch of writes that all failed must leave the organization's state as it was.
  *
  * Seeded (FUZZ_SEED, printed) and bounded in time (FUZZ_SECONDS, default 45): `npm run fuzz` runs it longer with a
- * random seed. The agent API (/v3) takes agent credentials and is not fuzzed here.
+ * random seed. The agent API (/v3) takes agent credentials: test/fuzz-agent.e2e.test.ts fuzzes it.
  */
 const SEED = Number(process.env.FUZZ_SEED ?? 20261122);
 const SECONDS = Number(process.env.FUZZ_SECONDS ?? 45);

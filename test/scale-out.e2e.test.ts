@@ -15,6 +15,7 @@ import {
   dataPaths,
   readStackFile,
   type Stack,
+  StackStartError,
   startStack,
 } from "@conveyor/deploy";
 import { localRepository } from "./support/real-agent.js";
@@ -100,7 +101,13 @@ function startAgent(n: number): void {
 
 beforeAll(async () => {
   dataDir = mkdtempSync(join(tmpdir(), "conveyor-scale-out-"));
-  stack = await startStack({ repoRoot, dataDir, ports: "free", env: ownEnv(), startTimeoutMs: 120_000 });
+  stack = await startStack({ repoRoot, dataDir, ports: "free", env: ownEnv(), startTimeoutMs: 120_000 }).catch(
+    (err: unknown) => {
+      // The data directory (and the process's log in it) goes when the suite ends: the failure carries its tail.
+      if (err instanceof StackStartError && err.logTail) err.message += `\n${err.logTail}`;
+      throw err;
+    },
+  );
   credentials = (await bootstrapStack(stack.info)).credentials;
   for (let n = 1; n <= AGENTS; n++) startAgent(n);
 }, 240_000);

@@ -12,6 +12,8 @@ export interface BenchRoute {
   method: "GET";
   /** The concrete path to request, or undefined when the context lacks what the route needs. */
   path(ctx: BenchContext): string | undefined;
+  /** Sent with If-None-Match naming the current answer, as a poller that keeps ETags does (304 expected). */
+  conditional?: boolean;
 }
 
 /** Builds the bench pipeline holds, each with three jobs, so that a page of 30 builds is a full page. */
@@ -38,6 +40,18 @@ export const BENCH_ROUTES: readonly BenchRoute[] = [
     name: "GET …/pipelines/{p}/builds (30)",
     method: "GET",
     path: (c) => c.pipelineSlug && `/v2/organizations/${c.orgSlug}/pipelines/${c.pipelineSlug}/builds?per_page=30`,
+  },
+  {
+    name: "GET …/builds/{n} If-None-Match",
+    method: "GET",
+    path: (c) => c.pipelineSlug && `/v2/organizations/${c.orgSlug}/pipelines/${c.pipelineSlug}/builds/1`,
+    conditional: true,
+  },
+  {
+    name: "GET …/builds (30) If-None-Match",
+    method: "GET",
+    path: (c) => c.pipelineSlug && `/v2/organizations/${c.orgSlug}/pipelines/${c.pipelineSlug}/builds?per_page=30`,
+    conditional: true,
   },
 ];
 

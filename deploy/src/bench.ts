@@ -45,6 +45,18 @@ interface Target {
   post?: string;
   /** Connections for this target, when not the setting's (creates run at 10, as the issue measures them). */
   connections?: number;
+  /** Sent with If-None-Match naming the current answer: 304 is what it should get. */
+  conditional?: boolean;
+}
+
+/** The headers of a GET of `target`: with If-None-Match and the ETag it has now, when conditional. */
+async function headersOf(target: Target): Promise<Record<string, string>> {
+  if (!target.conditional) return target.headers;
+  const res = await fetch(target.url, { headers: target.headers });
+  await res.arrayBuffer();
+  const etag = res.headers.get("etag");
+  if (!etag) throw new Error(`${target.name}: ${target.url} sent no ETag`);
+  return { ...target.headers, "if-none-match": etag };
 }
 
 /** How many sequential requests measure a route's latency on an idle stack. */
@@ -54,11 +66,12 @@ const IDLE_REQUESTS = 30;
 const CREATE_CONNECTIONS = 10;
 
 async function measure(target: Target, trial: number, settings: BenchSettings, durationSec = settings.durationSec) {
+  const headers = target.post ? { ...target.headers, "content-type": "application/json" } : await headersOf(target);
   const result = await autocannon({
     url: target.url,
     connections: target.connections ?? settings.connections,
     duration: durationSec,
-    headers: target.post ? { ...target.headers, "content-type": "application/json" } : target.headers,
+    headers,
     ...(target.post ? { method: "POST" as const, body: target.post } : {}),
   });
   const m: Measurement = {
@@ -67,7 +80,8 @@ async function measure(target: Target, trial: number, settings: BenchSettings, d
     reqPerSec: result.requests.average,
     p50Ms: result.latency.p50,
     p99Ms: result.latency.p99,
-    bad: result.non2xx + result.errors + result.timeouts,
+    // A conditional target's 304s are its answers; anything else but 200 is not.
+    bad: result.non2xx - (target.conditional ? result["3xx"] : 0) + result.errors + result.timeouts,
   };
   return m;
 }
@@ -159,7 +173,7 @@ export async function runBench(repoRoot: string, env: Env = process.env): Promis
     const helloTarget: Target = { name: "fastify hello-world", url: hello.url, headers: {} };
     const routeTargets = BENCH_ROUTES.flatMap((r: BenchRoute): Target[] => {
       const path = r.path(ctx);
-      return path ? [{ name: r.name, url: `${apiUrl}${path}`, headers }] : [];
+      return path ? [{ name: r.name, url: `${apiUrl}${path}`, headers, conditional: r.conditional ?? false }] : [];
     });
     if (pipelineSlug) {
       routeTargets.push({
@@ -174,14 +188,16 @@ export async function runBench(repoRoot: string, env: Env = process.env): Promis
     const idleMs = new Map<string, number>();
     for (const t of routeTargets) {
       if (t.post) continue;
-      const res = await fetch(t.url, { headers: t.headers });
-      if (res.status !== 200)
-        throw new Error(`${t.name}: ${t.url} answered ${res.status}, not 200: ${await res.text()}`);
+      const headers = await headersOf(t);
+      const res = await fetch(t.url, { headers });
+      const expected = t.conditional ? 304 : 200;
+      if (res.status !== expected)
+        throw new Error(`${t.name}: ${t.url} answered ${res.status}, not ${expected}: ${await res.text()}`);
       await res.arrayBuffer();
       const times: number[] = [];
       for (let i = 0; i < IDLE_REQUESTS; i++) {
         const started = performance.now();
-        await (await fetch(t.url, { headers: t.headers })).arrayBuffer();
+        await (await fetch(t.url, { headers })).arrayBuffer();
         times.push(performance.now() - started);
       }
       idleMs.set(t.name, median(times));

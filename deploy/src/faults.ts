@@ -19,6 +19,7 @@ import {
   summarizeOutage,
   TERMINAL_BUILD_STATES,
 } from "./fault-invariants.js";
+import { lenientJson } from "./lenient-json.js";
 import { startLocalAgents } from "./local-agents.js";
 import { type Env, envValue } from "./paths.js";
 import { type Stack, startStack } from "./stack.js";
@@ -245,12 +246,7 @@ function createApi(stack: Stack, org: string, token: string): Api {
         signal: AbortSignal.timeout(HANG_MS),
       });
       const text = await res.text();
-      let parsed: unknown;
-      try {
-        parsed = text ? JSON.parse(text) : undefined;
-      } catch {
-        parsed = undefined;
-      }
+      const parsed = lenientJson(text);
       const jsonMessage =
         typeof parsed === "object" && parsed !== null && typeof (parsed as { message?: unknown }).message === "string";
       return { status: res.status, body: parsed, ms: Date.now() - t0, jsonMessage, hung: false };

@@ -4,6 +4,7 @@ export * from "./child.js";
 export * from "./credentials.js";
 export * from "./first-build.js";
 export * from "./go-build.js";
+export * from "./lenient-json.js";
 export * from "./local-agents.js";
 export * from "./log-format.js";
 export * from "./paths.js";

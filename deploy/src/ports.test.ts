@@ -1,6 +1,9 @@
+import { existsSync, readFileSync } from "node:fs";
 import { createServer, type Server } from "node:net";
 import { DEFAULT_PORTS } from "@conveyor/runtime";
 import { allocateFreePorts, isPortFree, PORT_KEYS, portsFromEnv } from "./ports.js";
+
+const RANGE = "/proc/sys/net/ipv4/ip_local_port_range";
 
 describe("portsFromEnv", () => {
   it("uses the default ports, with health endpoints 100 above the backends", () => {
@@ -30,6 +33,15 @@ describe("allocateFreePorts", () => {
     expect(all).toHaveLength(14);
     expect(new Set(all).size).toBe(14);
     for (const port of all) expect(await isPortFree(port)).toBe(true);
+  });
+
+  it("takes them below the kernel's ephemeral range, where listen(0) elsewhere never lands", async () => {
+    const range = existsSync(RANGE) ? Number(readFileSync(RANGE, "utf8").trim().split(/\s+/)[0]) : 32_768;
+    const ports = await allocateFreePorts();
+    for (const port of [...PORT_KEYS.map((k) => ports[k]), ...Object.values(ports.health)]) {
+      expect(port).toBeGreaterThanOrEqual(20_000);
+      expect(port).toBeLessThan(range);
+    }
   });
 });
 

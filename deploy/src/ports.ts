@@ -1,3 +1,4 @@
+import { readFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { BACKEND_SERVICES, type BackendService, DEFAULT_PORTS, HEALTH_PORT_OFFSET } from "@conveyor/runtime";
 import { type Env, envValue } from "./paths.js";
@@ -48,8 +49,21 @@ export function portsFromEnv(env: Env): StackPorts {
   return { ...ports, health };
 }
 
-/** Asks the operating system for a free TCP port on 127.0.0.1. */
-export function getFreePort(): Promise<number> {
+/** Where free ports are looked for: below the kernel's ephemeral range (see getFreePort). */
+const FREE_PORTS_FROM = 20_000;
+
+/** The first port of the kernel's ephemeral range (Linux; 32768 where it cannot be read). */
+function ephemeralFrom(): number {
+  try {
+    const first = Number(readFileSync("/proc/sys/net/ipv4/ip_local_port_range", "utf8").trim().split(/\s+/)[0]);
+    return Number.isInteger(first) && first > 0 ? first : 32_768;
+  } catch {
+    return 32_768;
+  }
+}
+
+/** Asks the operating system for a port it is not using now (from its ephemeral range). */
+function ephemeralPort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const server = createServer();
     server.unref();
@@ -60,6 +74,24 @@ export function getFreePort(): Promise<number> {
       server.close(() => (port > 0 ? resolve(port) : reject(new Error("could not allocate a port"))));
     });
   });
+}
+
+/**
+ * A free TCP port on 127.0.0.1, for a server that will listen on it a little later. It is chosen at random below
+ * the kernel's ephemeral range: a port the kernel handed out (listen(0)) and was released is handed out again to the
+ * next process that asks, and a test stack's servers start seconds after their ports are chosen, while other suites
+ * start servers of their own (this was a CI failure: EADDRINUSE on a replica balancer's port). Falls back to the
+ * ephemeral range when the system leaves no room below it.
+ */
+export async function getFreePort(): Promise<number> {
+  const to = ephemeralFrom();
+  if (to - FREE_PORTS_FROM >= 1_000) {
+    for (let attempt = 0; attempt < 100; attempt++) {
+      const port = FREE_PORTS_FROM + Math.floor(Math.random() * (to - FREE_PORTS_FROM));
+      if (await isPortFree(port)) return port;
+    }
+  }
+  return ephemeralPort();
 }
 
 /** Allocates distinct free ports for a whole stack (for tests and benchmarks). */

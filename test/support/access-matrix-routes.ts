@@ -1,3 +1,4 @@
+import { lenientJson } from "@conveyor/deploy";
 import { stack } from "./stack-env.js";
 
 // The route table of the generated access matrix, read from the served OpenAPI document, and the runner that sends
@@ -82,12 +83,7 @@ export async function request(
     redirect: "manual",
   });
   const text = await res.text();
-  let parsed: unknown;
-  try {
-    parsed = text ? JSON.parse(text) : undefined;
-  } catch {
-    parsed = undefined;
-  }
+  const parsed = lenientJson(text);
   return { status: res.status, body: parsed, text };
 }
 

@@ -84,3 +84,38 @@ describe("createCoalescer", () => {
     expect(count).toBe(2);
   });
 });
+
+describe("createCoalescer with a gap", () => {
+  it("starts the run asked for during a run only the gap after it, from the run's length", async () => {
+    jest.useFakeTimers({ doNotFake: ["setImmediate", "performance"] });
+    try {
+      const { runs, work } = controlled();
+      const lengths: number[] = [];
+      const c = createCoalescer(work, {
+        gapMs: (ms) => {
+          lengths.push(ms);
+          return 1_000;
+        },
+      });
+      c.request("p1");
+      c.request("p1");
+      runs[0]?.finish();
+      await tick();
+      expect(runs).toHaveLength(1);
+      expect(lengths).toHaveLength(1);
+      // Requests during the gap still ask for that one run.
+      c.request("p1");
+      await jest.advanceTimersByTimeAsync(999);
+      expect(runs).toHaveLength(1);
+      await jest.advanceTimersByTimeAsync(1);
+      expect(runs).toHaveLength(2);
+      runs[1]?.finish();
+      await c.idle();
+      // Nothing was asked for during the second run: no gap, no third run.
+      expect(lengths).toHaveLength(1);
+      expect(runs).toHaveLength(2);
+    } finally {
+      jest.useRealTimers();
+    }
+  });
+});

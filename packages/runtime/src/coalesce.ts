@@ -4,8 +4,15 @@
  * the database after every change (a pipeline's counters): under load the recomputations coalesce instead of piling
  * up, and the change that asked for one does not wait for it. `work` must handle its own errors; `idle()` resolves
  * when no run is under way or asked for (for shutdown and tests).
+ *
+ * `gapMs(lastRunMs)` spaces the runs of a key: the run asked for during a run starts that long after it ended. A gap
+ * proportional to the run's length bounds the share of the database that recomputations take, however costly they
+ * grow, at the price of derived values that lag by that much.
  */
-export function createCoalescer(work: (key: string) => Promise<void>) {
+export function createCoalescer(
+  work: (key: string) => Promise<void>,
+  opts: { gapMs?: (lastRunMs: number) => number } = {},
+) {
   /** Keys with a run under way; true when another run was asked for meanwhile. */
   const running = new Map<string, boolean>();
   let waiters: Array<() => void> = [];
@@ -18,14 +25,18 @@ export function createCoalescer(work: (key: string) => Promise<void>) {
   };
 
   const run = async (key: string) => {
-    do {
+    for (;;) {
       running.set(key, false);
+      const started = performance.now();
       try {
         await work(key);
       } catch {
         // work reports its own errors; a failed run must not stop the next one
       }
-    } while (running.get(key) === true);
+      if (running.get(key) !== true) break;
+      const gap = opts.gapMs?.(performance.now() - started) ?? 0;
+      if (gap > 0) await new Promise((resolve) => setTimeout(resolve, gap));
+    }
     running.delete(key);
     settle();
   };

@@ -1,6 +1,7 @@
 export * from "./clients.js";
 export * from "./coalesce.js";
 export * from "./config.js";
+export * from "./content-version.js";
 export * from "./defaults.js";
 export * from "./errors.js";
 export * from "./health.js";
@@ -12,6 +13,7 @@ export * from "./mongo.js";
 export * from "./nats.js";
 export * from "./outbox.js";
 export * from "./paging.js";
+export * from "./repeat.js";
 export * from "./request-context.js";
 export * from "./rpc-server.js";
 export * from "./scopes.js";

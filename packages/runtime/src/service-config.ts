@@ -15,6 +15,11 @@ export interface BackendConfig {
   readonly healthPort: number;
   readonly mongodbUrl: string;
   readonly mongodbDatabase: string;
+  /**
+   * Connections to the database at most. The bundled FerretDB (SQLite) writes one at a time and slows down under
+   * contention: the launcher asks for few connections there (see deploy/src/stack.ts); a real MongoDB takes more.
+   */
+  readonly mongodbMaxPoolSize: number;
   readonly natsUrl: string;
   readonly logLevel: string;
   /** How long an HTTP/2 connection is served before the client is asked to open a new one; 0 for ever. */
@@ -23,7 +28,7 @@ export interface BackendConfig {
 
 /**
  * Parses and freezes a backend service's configuration: HOST, PORT, HEALTH_PORT, MONGODB_URL, MONGODB_DATABASE,
- * NATS_URL, LOG_LEVEL, MAX_CONNECTION_AGE_S.
+ * MONGODB_MAX_POOL_SIZE, NATS_URL, LOG_LEVEL, MAX_CONNECTION_AGE_S.
  */
 export function readBackendConfig(service: BackendService, env: Env): BackendConfig {
   const r = createEnvReader(env);
@@ -39,6 +44,7 @@ export function readBackendConfig(service: BackendService, env: Env): BackendCon
     healthPort: r.int("HEALTH_PORT", port === 0 ? 0 : port + HEALTH_PORT_OFFSET, { min: 0, max: 65535 }),
     mongodbUrl: r.string("MONGODB_URL", DEFAULT_MONGODB_URL),
     mongodbDatabase: r.string("MONGODB_DATABASE", `conveyor_${service}`),
+    mongodbMaxPoolSize: r.int("MONGODB_MAX_POOL_SIZE", 20, { min: 1, max: 500 }),
     natsUrl: r.string("NATS_URL", DEFAULT_NATS_URL),
     logLevel,
     // Clients keep one HTTP/2 connection for every call, and a layer-4 balancer (a Kubernetes Service) places

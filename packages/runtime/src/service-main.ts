@@ -38,7 +38,9 @@ export async function runService(def: ServiceDefinition, env: Env): Promise<void
   try {
     const config = readBackendConfig(def.name, env);
     logger = createLogger(def.name, config.logLevel);
-    const mongo = await connectMongo(config.mongodbUrl, config.mongodbDatabase, logger);
+    const mongo = await connectMongo(config.mongodbUrl, config.mongodbDatabase, logger, {
+      maxPoolSize: config.mongodbMaxPoolSize,
+    });
     const nats = await connectNats(config.natsUrl, def.name, logger);
     const events = createEventPublisher(nats.js, logger);
     const routes = await def.setup({ config, logger, db: mongo.db, nats, events, env });

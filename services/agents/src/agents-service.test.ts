@@ -733,7 +733,9 @@ describe("accept and finish", () => {
     expect(job).toMatchObject({ state: "failed", exitStatus: 137, signal: "SIGKILL", signalReason: "cancel" });
   });
 
-  it("reports a finish the builds service refuses as FailedPrecondition, and still frees the agent", async () => {
+  // Found by the agent API fuzzer (test/fuzz-agent.e2e.test.ts): a refused finish let go of a job the agent still
+  // held, so a 422 changed the agent (free, last_job_finished_at set) and left the job accepted with no agent.
+  it("refuses a finish before the start (FailedPrecondition) and changes nothing: the next ping offers the job again", async () => {
     const s = await setup();
     const a = await s.agent();
     const { jobId, jobToken } = await s.takeJob(a.id);
@@ -741,6 +743,34 @@ describe("accept and finish", () => {
     const refusedFinish = await failure(s.client.finishJob({ agentId: a.id, jobId, exitStatus: 0 }));
     expect(refusedFinish.code).toBe(Code.FailedPrecondition);
     expect(refusedFinish.message).toMatch(/^The job can't be finished: a job in state "accepted" cannot be finished/);
+    const agent = await s.getAgent(a.id);
+    expect([agent?.currentJobId, agent?.lastJobFinishedAt]).toEqual([jobId, undefined]);
+    expect(await s.authenticate(jobToken)).toMatchObject({ kind: CredentialKind.JOB, jobId });
+    expect(s.events.on(SUBJECTS.agents.credentialRevoked)).toEqual([]);
+    expect(held(s.builds, jobId)).toEqual({ state: "accepted", agent: a.id });
+    expect((await s.client.pingAgent({ agentId: a.id })).jobId).toBe(jobId);
+  });
+
+  it("refuses an accept of the job the agent runs (FailedPrecondition) and changes nothing", async () => {
+    const s = await setup();
+    const a = await s.agent();
+    const { jobId, jobToken } = await s.takeJob(a.id);
+    await start(s, jobId, a.id);
+    expect((await failure(s.client.acceptJob({ agentId: a.id, jobId }))).code).toBe(Code.FailedPrecondition);
+    expect((await s.getAgent(a.id))?.currentJobId).toBe(jobId);
+    expect(await s.authenticate(jobToken)).toMatchObject({ kind: CredentialKind.JOB, jobId });
+    expect(s.events.on(SUBJECTS.agents.credentialRevoked)).toEqual([]);
+    expect((await s.client.finishJob({ agentId: a.id, jobId, exitStatus: 0 })).job?.state).toBe("passed");
+  });
+
+  it("frees the agent when a refused finish is of a job it no longer holds (canceled and finished elsewhere)", async () => {
+    const s = await setup();
+    const a = await s.agent();
+    const { jobId, jobToken } = await s.takeJob(a.id);
+    s.builds.patch(jobId, { state: "canceled" });
+    expect((await failure(s.client.finishJob({ agentId: a.id, jobId, exitStatus: 0 }))).code).toBe(
+      Code.FailedPrecondition,
+    );
     expect((await s.getAgent(a.id))?.currentJobId).toBe("");
     expect((await failure(s.authenticate(jobToken))).code).toBe(Code.Unauthenticated);
     expect(s.events.on(SUBJECTS.agents.credentialRevoked)).toContainEqual({ jobId });

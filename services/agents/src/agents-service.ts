@@ -80,8 +80,9 @@ export function createAgentsDomain(deps: AgentsServiceDeps) {
     flushLiveness: () => liveness.flush(),
     sweepLost: () => liveness.sweep(),
     async refreshHints(): Promise<void> {
+      const since = hints.ticket();
       const { jobs } = await builds.listDispatchableJobs({ limit: REFRESH_LIMIT });
-      hints.replace(jobs, jobs.length >= REFRESH_LIMIT);
+      hints.replace(jobs, jobs.length >= REFRESH_LIMIT, since);
     },
     jobChanged: (job: Job) => hints.jobChanged(job),
     agentChanged: (agentId: string) => directory.evict(agentId),

@@ -64,6 +64,19 @@ describe("dispatch hints", () => {
     expect(hints.size).toBe(2);
   });
 
+  it("keeps on a complete refresh the jobs heard of after the list was asked for", () => {
+    const hints = createDispatchHints();
+    hints.jobChanged(changed("old", "scheduled"));
+    const since = hints.ticket();
+    // While the list is being read, a new job is announced: the list cannot hold it.
+    hints.jobChanged(changed("new", "scheduled"));
+    hints.replace([listed("listed")], false, since);
+    expect(ids(hints).sort()).toEqual(["listed", "new"]);
+    // Heard of before the next ticket and not listed: gone.
+    hints.replace([listed("listed")], false, hints.ticket());
+    expect(ids(hints)).toEqual(["listed"]);
+  });
+
   it("forgets a removed job and answers an unknown scope with nothing", () => {
     const hints = createDispatchHints();
     hints.replace([listed("x"), listed("y")], false);

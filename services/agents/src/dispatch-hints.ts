@@ -29,8 +29,12 @@ export function createDispatchHints() {
   /** The scope of each known job, to forget it by id. */
   const scopeOf = new Map<string, string>();
   const key = (organizationId: string, clusterId: string | null) => `${organizationId}/${clusterId ?? ""}`;
+  /** When each job was last heard of from an event (a count of events), so a refresh keeps what it could not see. */
+  const heardAt = new Map<string, number>();
+  let heard = 0;
 
   const remove = (jobId: string) => {
+    heardAt.delete(jobId);
     const scope = scopeOf.get(jobId);
     if (scope === undefined) return;
     scopeOf.delete(jobId);
@@ -48,22 +52,27 @@ export function createDispatchHints() {
   };
 
   return {
+    /** A mark to take before asking for the list a `replace` gets: events heard after it outlive the list. */
+    ticket: (): number => heard,
+
     /**
-     * Replaces the hint with the builds service's list. When the list was cut at its limit, jobs known from events
-     * but beyond it are kept (they fall out when an assignment refuses them or an event says they moved on).
+     * Replaces the hint with the builds service's list, read after `since` (a ticket). When the list was cut at its
+     * limit, jobs known from events but beyond it are kept (they fall out when an assignment refuses them or an
+     * event says they moved on). Jobs heard of since the ticket are kept too: the list was read before them.
      */
-    replace(list: readonly DispatchableJob[], truncated: boolean): void {
+    replace(list: readonly DispatchableJob[], truncated: boolean, since = Number.POSITIVE_INFINITY): void {
       if (!truncated) {
-        scopes.clear();
-        scopeOf.clear();
+        for (const id of [...scopeOf.keys()]) if ((heardAt.get(id) ?? -1) < since) remove(id);
       }
       for (const job of list) add(waiting(job));
     },
 
     /** Follows a job's state change: scheduled script jobs are waiting, anything else is not. */
     jobChanged(job: Job): void {
-      if (job.state === "scheduled" && job.type === "script") add(waiting(job));
-      else remove(job.id);
+      if (job.state === "scheduled" && job.type === "script") {
+        add(waiting(job));
+        heardAt.set(job.id, heard++);
+      } else remove(job.id);
     },
 
     /** Forgets a job (assigned, or refused by the builds service). */

@@ -74,6 +74,26 @@ export function createJobHandoff(deps: JobHandoffDeps) {
     }
   };
 
+  /** The job as the builds service holds it now; undefined when it refuses to say (a job gone, say). */
+  const jobOf = (jobId: string) =>
+    builds
+      .getJob({ jobId })
+      .then((r) => r.job)
+      .catch((err: unknown) => {
+        if (refused(err)) return undefined;
+        throw err;
+      });
+
+  /**
+   * Whether the agent still holds the job, in a state it runs it in: after the builds service refused an accept or
+   * a finish (an accept of a job already running, a finish before the start), the job is still the agent's, and
+   * letting it go would leave the job accepted or running with no agent (no one would ever end it).
+   */
+  const stillHolds = async (agent: AgentDoc, jobId: string): Promise<boolean> => {
+    const job = await jobOf(jobId);
+    return job?.agent?.id === agent._id && RUNNING_STATES.has(job.state);
+  };
+
   /**
    * Ends the job an agent holds when the agent goes away: an unaccepted job goes back to the queue; a running one
    * fails with exit status -1 and the given reason (a canceling one ends canceled).
@@ -117,13 +137,7 @@ export function createJobHandoff(deps: JobHandoffDeps) {
     async offer(agent: AgentDoc): Promise<string | null> {
       if (agent.currentJobId) {
         const jobId = agent.currentJobId;
-        const job = await builds
-          .getJob({ jobId })
-          .then((r) => r.job)
-          .catch((err: unknown) => {
-            if (refused(err)) return undefined;
-            throw err;
-          });
+        const job = await jobOf(jobId);
         // Assigned, or accepted without the agent hearing so (its accept answered 5xx: it gives up the job and pings
         // again, as Buildkite's agent does): offered again, and accepting it again answers the same.
         const unstarted = job?.state === "assigned" || job?.state === "accepted";
@@ -182,7 +196,9 @@ export function createJobHandoff(deps: JobHandoffDeps) {
       try {
         accepted = await builds.acceptJob({ jobId, agentId: agent._id });
       } catch (err) {
-        if (refused(err) && agent.currentJobId === jobId) await release(agent, jobId);
+        if (refused(err) && agent.currentJobId === jobId && !(await stillHolds(agent, jobId))) {
+          await release(agent, jobId);
+        }
         throw err;
       }
       const job = accepted.job;
@@ -207,7 +223,9 @@ export function createJobHandoff(deps: JobHandoffDeps) {
 
     /**
      * The agent reports the end of its job: the job finishes (canceled or timed out when it was being stopped),
-     * the agent is idle again and the job's tokens stop working. A repeated finish is refused with the reason.
+     * the agent is idle again and the job's tokens stop working. A repeated finish is refused with the reason; a
+     * refused finish of a job the agent still holds (one not started) changes nothing: its next ping is offered
+     * the job again.
      */
     async finish(agent: AgentDoc, end: JobEnd): Promise<Job | undefined> {
       let job: Job | undefined;
@@ -225,7 +243,7 @@ export function createJobHandoff(deps: JobHandoffDeps) {
       } catch (err) {
         // Anything but a refusal (the builds service unreachable, say) keeps the token: the agent retries.
         if (!refused(err)) throw err;
-        await release(agent, end.jobId);
+        if (!(await stillHolds(agent, end.jobId))) await release(agent, end.jobId);
         throw failedPrecondition(`The job can't be finished: ${ConnectError.from(err).rawMessage}`);
       }
       await release(agent, end.jobId);

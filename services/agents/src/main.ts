@@ -1,6 +1,6 @@
 import { AgentChangedSchema, AgentsService } from "@conveyor/proto/agents";
 import { BuildsService, JobStateChangedSchema } from "@conveyor/proto/builds";
-import { createServiceClient, runService, SUBJECTS, subscribeEvents } from "@conveyor/runtime";
+import { createServiceClient, repeat, runService, SUBJECTS, subscribeEvents } from "@conveyor/runtime";
 import { createMongoAgentRepository } from "./agent-repository.js";
 import { createAgentsDomain } from "./agents-service.js";
 import { createMongoClusterRepository } from "./cluster-repository.js";
@@ -27,11 +27,10 @@ void runService(
       subscribeEvents(nats, SUBJECTS.agents.agentChanged, AgentChangedSchema, logger, (e) => {
         if (e.agent) domain.agentChanged(e.agent.id);
       });
-      const every = (ms: number, what: string, work: () => Promise<unknown>) =>
-        setInterval(() => work().catch((err) => logger.warn({ err }, `${what} failed`)), ms).unref();
-      every(FLUSH_MS, "liveness flush", domain.flushLiveness);
-      every(SWEEP_MS, "lost agent sweep", domain.sweepLost);
-      every(HINTS_MS, "dispatch hints refresh", domain.refreshHints);
+      repeat(domain.flushLiveness, { what: "liveness flush", everyMs: FLUSH_MS, logger });
+      repeat(domain.sweepLost, { what: "lost agent sweep", everyMs: SWEEP_MS, logger });
+      // A refresh reads every queued job: with thousands queued it is paced by its cost (events keep hints current).
+      repeat(domain.refreshHints, { what: "dispatch hints refresh", everyMs: HINTS_MS, costFactor: 10, logger });
       void domain.refreshHints().catch((err) => logger.warn({ err }, "dispatch hints not loaded yet"));
       return (router) => router.service(AgentsService, domain.service);
     },

@@ -1,5 +1,5 @@
 import { ArtifactsService } from "@conveyor/proto/artifacts";
-import { runService } from "@conveyor/runtime";
+import { repeat, runService } from "@conveyor/runtime";
 import { createMongoArtifactRepository } from "./artifact-repository.js";
 import { createArtifactsService } from "./artifacts-service.js";
 import { readArtifactsConfig } from "./config.js";
@@ -24,20 +24,13 @@ void runService(
         logger,
       };
       const sweeper = createSweeper(ctx);
-      let sweeping = false;
-      setInterval(() => {
-        if (sweeping) return;
-        sweeping = true;
-        sweeper
-          .sweep()
-          .then((r) => {
-            if (r.abandoned + r.expired + r.removed > 0) logger.info(r, "artifacts swept");
-          })
-          .catch((err) => logger.warn({ err }, "artifacts sweep failed; the next one retries"))
-          .finally(() => {
-            sweeping = false;
-          });
-      }, config.sweepIntervalMs).unref();
+      repeat(
+        async () => {
+          const r = await sweeper.sweep();
+          if (r.abandoned + r.expired + r.removed > 0) logger.info(r, "artifacts swept");
+        },
+        { what: "artifacts sweep", everyMs: config.sweepIntervalMs, logger },
+      );
       return (router) => router.service(ArtifactsService, createArtifactsService(ctx));
     },
   },

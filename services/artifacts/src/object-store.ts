@@ -11,7 +11,7 @@ export interface SignedForm {
 /** The S3 bucket that holds artifact contents. URLs are signed for `urlBase` (empty: the store's endpoint). */
 export interface ObjectStore {
   readonly bucket: string;
-  /** Creates the bucket when it does not exist yet. */
+  /** Creates the bucket when it does not exist yet; safe when several processes do it at once. */
   ensureBucket(): Promise<void>;
   /** A form whose policy pins the bucket, the key, the exact size, the content type and the expiry. */
   signUpload(
@@ -79,7 +79,14 @@ export function createS3ObjectStore(config: S3Config): ObjectStore {
   return {
     bucket: config.bucket,
     async ensureBucket() {
-      if (!(await client.bucketExists(config.bucket))) await client.makeBucket(config.bucket, config.region);
+      if (await client.bucketExists(config.bucket)) return;
+      try {
+        await client.makeBucket(config.bucket, config.region);
+      } catch (err) {
+        // Replicas starting together all find no bucket and all create it: whoever loses that race is told the
+        // bucket exists (BucketAlreadyOwnedByYou, or BucketAlreadyExists on some servers), which is what it wanted.
+        if (!(await client.bucketExists(config.bucket))) throw err;
+      }
     },
     async signUpload(spec, urlBase) {
       const { signer, prefix } = signerFor(urlBase);

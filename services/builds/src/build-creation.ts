@@ -15,6 +15,7 @@ import { type Job, storedJob } from "./domain/job.js";
 import { planJobs } from "./domain/jobs-from-steps.js";
 import { deriveBuildState } from "./domain/state-machine.js";
 import { buildsToSupersede } from "./domain/supersede.js";
+import { createNumberAllocator } from "./number-allocator.js";
 import type { BuildWithJobs } from "./reconcile.js";
 
 /** What a new build is made of. */
@@ -36,6 +37,11 @@ export interface NewBuild {
   triggeredFrom?: TriggeredFrom | null;
   /** Its id, when the caller must find it again (a trigger job's child build); a new UUID otherwise. */
   id?: string;
+  /**
+   * When it was asked for (its created_at), taken before the pipeline was checked: a build admitted before an
+   * archive completed is never stamped after it. Now when absent.
+   */
+  at?: Date;
 }
 
 /** Creating builds: numbering, planning jobs from the pipeline's steps, and superseding older builds. */
@@ -45,6 +51,7 @@ export function createBuildCreation(
   settled?: (build: Build, jobs: readonly Job[]) => void,
 ) {
   const { repo, now, withLock } = ctx;
+  const numbers = createNumberAllocator((pipelineId, count) => repo.nextNumber(pipelineId, count));
 
   /** Applies the pipeline's skip-queued and cancel-running rules to earlier builds of the new build's branch. */
   const supersede = async (build: Build, pipeline: Pipeline) => {
@@ -72,9 +79,9 @@ export function createBuildCreation(
   /** Creates a build of a pipeline with jobs planned from its steps. */
   const create = async (input: NewBuild): Promise<BuildWithJobs> => {
     const { pipeline } = input;
-    const at = now();
+    const at = input.at ?? now();
     const buildId = input.id ?? newId();
-    let number = await withLock(`number:${pipeline.id}`, () => repo.nextNumber(pipeline.id));
+    let number = await numbers.next(pipeline.id);
     const timeouts = {
       default: pipeline.defaultCommandStepTimeout ?? null,
       maximum: pipeline.maximumCommandStepTimeout ?? null,
@@ -150,12 +157,19 @@ export function createBuildCreation(
     // its jobs are stored, then it takes its first real state.
     for (let attempt = 0; ; attempt++) {
       try {
-        await repo.insertBuild({ ...draft, number, state: "creating", blocked: false, finishedAt: null });
+        await repo.insertBuild({
+          ...draft,
+          number,
+          state: "creating",
+          blocked: false,
+          finishedAt: null,
+          plannedJobs: jobs.length,
+        });
         break;
       } catch (err) {
         if (!(err instanceof DuplicateBuildNumberError) || attempt >= MAX_ATTEMPTS) throw err;
         await repo.raiseNumber(pipeline.id, number);
-        number = await withLock(`number:${pipeline.id}`, () => repo.nextNumber(pipeline.id));
+        number = await numbers.next(pipeline.id);
       }
     }
     for (const job of jobs) job.buildNumber = number;

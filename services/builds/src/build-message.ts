@@ -1,4 +1,4 @@
-import type { JsonObject, MessageInitShape } from "@bufbuild/protobuf";
+import type { MessageInitShape } from "@bufbuild/protobuf";
 import { timestampDate } from "@bufbuild/protobuf/wkt";
 import type { BuildSchema, BuildUser, JobAgentSchema, JobSchema } from "@conveyor/proto/builds";
 import { toTimestamp } from "@conveyor/runtime";
@@ -65,7 +65,6 @@ export function jobMessage(j: Job): MessageInitShape<typeof JobSchema> {
     continueOnFailure: j.continueOnFailure,
     blockedState: j.blockedState ?? "",
     isInput: j.isInput,
-    step: j.step as unknown as JsonObject,
     agent: j.agent ? agentMessage(j.agent) : undefined,
     createdAt: toTimestamp(j.createdAt),
     scheduledAt: toTimestamp(j.scheduledAt),

@@ -67,8 +67,11 @@ export interface QueueStateCount {
 
 /** Persistence of builds, jobs and per-pipeline build numbers. */
 export interface BuildRepository {
-  /** The next build number of a pipeline: an atomic counter, so numbers never repeat (gaps are possible). */
-  nextNumber(pipelineId: string): Promise<number>;
+  /**
+   * Takes the next `count` build numbers of a pipeline (default 1) and returns the last: an atomic counter, so
+   * numbers never repeat (gaps are possible).
+   */
+  nextNumber(pipelineId: string, count?: number): Promise<number>;
   /** Raises the counter to at least `number` (after another process took that number). */
   raiseNumber(pipelineId: string, number: number): Promise<void>;
   /** Inserts a build; a taken (pipeline, number) raises DuplicateBuildNumberError. */
@@ -95,6 +98,8 @@ export interface BuildRepository {
   listBuilds(filter: BuildListFilter, skip: number, limit: number): Promise<Build[]>;
   jobsOf(buildIds: readonly string[]): Promise<Job[]>;
   findJob(id: string): Promise<Job | null>;
+  /** Builds still `creating` that were created before `before`, oldest first (creations cut off). */
+  creatingBefore(before: Date, limit: number): Promise<Build[]>;
   /** Unfinished builds of a branch, for the skip/cancel intermediate rules. */
   unfinishedOnBranch(pipelineId: string, branch: string, beforeNumber: number): Promise<Build[]>;
   /** Updates a build only if its version is still `version`; returns the updated build or null. */
@@ -165,6 +170,8 @@ export async function createMongoBuildRepository(db: Db): Promise<BuildRepositor
     builds.createIndex({ organizationId: 1, metaPairs: 1, createdAt: -1 }, { name: "org_meta" }),
     // activePipelines: unfinished (finishedAt null) and recently finished builds, every 30 s
     builds.createIndex({ finishedAt: -1 }, { name: "finished" }),
+    // The creation repair: builds left `creating` (normally none).
+    builds.createIndex({ state: 1, createdAt: 1 }, { name: "state_age" }),
     jobs.createIndex({ buildId: 1, stepIndex: 1, parallelGroupIndex: 1 }, { name: "build_jobs" }),
     // A build's answer reads its jobs by pipeline and number, beside the build, in the same round trip.
     jobs.createIndex({ pipelineId: 1, buildNumber: 1, stepIndex: 1 }, { name: "pipeline_build_jobs" }),
@@ -190,14 +197,14 @@ export async function createMongoBuildRepository(db: Db): Promise<BuildRepositor
   const job = (doc: JobDoc | null) => (doc ? fromJobDoc(doc) : null);
 
   return {
-    async nextNumber(pipelineId) {
+    async nextNumber(pipelineId, count = 1) {
       // Two first builds of a pipeline may both try to insert its counter; the loser's upsert fails on the
       // unique _id and simply increments the counter the winner created.
       for (let attempt = 0; ; attempt++) {
         try {
           const doc = await counters.findOneAndUpdate(
             { _id: pipelineId },
-            { $inc: { seq: 1 } },
+            { $inc: { seq: count } },
             { upsert: true, returnDocument: "after" },
           );
           if (!doc) throw new Error("build number counter returned nothing");
@@ -297,6 +304,14 @@ export async function createMongoBuildRepository(db: Db): Promise<BuildRepositor
       return docs.map(fromJobDoc);
     },
     findJob: async (id) => job(await jobs.findOne({ _id: id })),
+    async creatingBefore(before, limit) {
+      const docs = await builds
+        .find({ state: "creating", createdAt: { $lt: before } })
+        .sort({ state: 1, createdAt: 1 })
+        .limit(limit)
+        .toArray();
+      return docs.map(fromBuildDoc);
+    },
     async unfinishedOnBranch(pipelineId, branch, beforeNumber) {
       const docs = await builds
         .find({
@@ -411,14 +426,29 @@ export async function createMongoBuildRepository(db: Db): Promise<BuildRepositor
       return ids.map(String);
     },
     async pipelineCounts(pipelineId) {
-      const [scheduledBuilds, runningBuilds, scheduledJobs, runningJobs, waitingJobs] = await Promise.all([
-        builds.countDocuments({ pipelineId, state: "scheduled" }),
-        builds.countDocuments({ pipelineId, state: { $in: RUNNING_BUILD_STATES } }),
-        jobs.countDocuments({ pipelineId, state: { $in: SCHEDULED_JOB_STATES } }),
-        jobs.countDocuments({ pipelineId, state: { $in: RUNNING_JOB_STATES } }),
-        jobs.countDocuments({ pipelineId, state: { $in: WAITING_JOB_STATES } }),
+      // One pass over the pipeline's unfinished builds and one over its unfinished jobs, counted by state: the
+      // bundled FerretDB decodes every document a count matches, so each pass costs its documents once.
+      const byState = async (collection: Collection<BuildDoc> | Collection<JobDoc>, states: readonly string[]) => {
+        const groups = await (collection as unknown as Collection)
+          .aggregate<{ _id: string; n: number }>([
+            { $match: { pipelineId, state: { $in: [...states] } } },
+            { $group: { _id: "$state", n: { $sum: 1 } } },
+          ])
+          .toArray();
+        const n = new Map(groups.map((g) => [g._id, g.n]));
+        return (of: readonly string[]) => of.reduce((sum, state) => sum + (n.get(state) ?? 0), 0);
+      };
+      const [buildsIn, jobsIn] = await Promise.all([
+        byState(builds, ["scheduled", ...RUNNING_BUILD_STATES]),
+        byState(jobs, [...SCHEDULED_JOB_STATES, ...RUNNING_JOB_STATES, ...WAITING_JOB_STATES]),
       ]);
-      return { scheduledBuilds, runningBuilds, scheduledJobs, runningJobs, waitingJobs };
+      return {
+        scheduledBuilds: buildsIn(["scheduled"]),
+        runningBuilds: buildsIn(RUNNING_BUILD_STATES),
+        scheduledJobs: jobsIn(SCHEDULED_JOB_STATES),
+        runningJobs: jobsIn(RUNNING_JOB_STATES),
+        waitingJobs: jobsIn(WAITING_JOB_STATES),
+      };
     },
   };
 }

@@ -6,6 +6,7 @@ import { createBuildMetaData } from "./build-meta-data.js";
 import { type BuildServiceDeps, createBuildsContext } from "./builds-context.js";
 import { createBuildRpcs } from "./builds-rpc.js";
 import { createConcurrencyGate } from "./concurrency-gate.js";
+import { createCreationRepair } from "./creation-repair.js";
 import type { Build } from "./domain/build.js";
 import type { Job } from "./domain/job.js";
 import { createJobActionRpcs } from "./job-actions-rpc.js";
@@ -67,7 +68,8 @@ export function createBuildDomain(
   unblock = createJobUnblock(ctx, reconcile, metaData);
   const upload = createPipelineUpload(ctx, reconcile, deps.uploads);
   triggers = createJobTriggers(ctx, creation, transitions, deps.triggers ?? NO_TRIGGER_LOOKUPS);
-  const sweeps = createJobSweeps(ctx, transitions, [triggers, gate], deps.sweeps ?? DEFAULT_SWEEP_SETTINGS);
+  const repair = createCreationRepair(ctx, cancel, reconcile);
+  const sweeps = createJobSweeps(ctx, transitions, [triggers, gate, repair], deps.sweeps ?? DEFAULT_SWEEP_SETTINGS);
 
   const service: ServiceImpl<typeof BuildsService> = {
     ...createBuildRpcs(ctx, {
@@ -83,6 +85,8 @@ export function createBuildDomain(
 
   return {
     service,
+    /** The repository every write of the process must go through (with a read cache, it announces each write). */
+    repo: ctx.repo,
     async republishCounts() {
       const since = new Date(ctx.now().getTime() - 10 * 60_000);
       for (const pipelineId of await ctx.repo.activePipelines(since)) ctx.publishCounts(pipelineId);

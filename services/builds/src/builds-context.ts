@@ -16,12 +16,16 @@ import {
   toTimestamp,
 } from "@conveyor/runtime";
 import { buildMessage, jobMessage } from "./build-message.js";
+import { type BuildReads, createBuildReads } from "./build-reads.js";
 import type { BuildRepository } from "./build-repository.js";
 import type { ConcurrencySlotRepository } from "./concurrency-slot-repository.js";
 import type { Build } from "./domain/build.js";
 import type { Job } from "./domain/job.js";
 import type { JobLogRepository } from "./job-log-repository.js";
 import type { PipelineUploadRepository } from "./pipeline-upload-repository.js";
+import type { ReadCache } from "./read-cache.js";
+import type { TouchBus } from "./touch-bus.js";
+import { withTouches } from "./touching-repository.js";
 
 export interface BuildServiceDeps {
   repo: BuildRepository;
@@ -36,6 +40,11 @@ export interface BuildServiceDeps {
   outbox?: { store: OutboxStore; publish: RawPublish; graceMs?: number; leaseMs?: number };
   logger: Logger;
   now?: () => Date;
+  /**
+   * The read cache of builds and lists and the bus that keeps every replica's current (read-cache.ts,
+   * touch-bus.ts). Without it, every read goes to the database.
+   */
+  readCache?: { cache: ReadCache; bus: TouchBus };
 }
 
 /** The outbox key of a pipeline's counters. */
@@ -46,11 +55,14 @@ export const MAX_ATTEMPTS = 20;
 
 /** What every part of the builds service shares: storage, the clock, per-build locks and event publishing. */
 export interface BuildsContext {
+  /** The repository; with a read cache, each of its writes is announced to every replica's cache. */
   repo: BuildRepository;
+  /** The reads the RPCs answer from: a build with its jobs, a page of builds (cached when there is a cache). */
+  reads: BuildReads;
   logs: JobLogRepository;
   logger: Logger;
   now: () => Date;
-  /** Serializes the compare-and-set sections per build (and numbering per pipeline); see createKeyedLock. */
+  /** Serializes the compare-and-set sections per build; see createKeyedLock. */
   withLock: KeyedLock;
   publishBuild(subject: string, build: Build, previousState: string): Promise<void>;
   publishJob(job: Job, previousState: string): Promise<void>;
@@ -69,7 +81,8 @@ export interface BuildsContext {
 
 /** Creates the shared context of the builds service. */
 export function createBuildsContext(deps: BuildServiceDeps): BuildsContext {
-  const { repo, events, logger } = deps;
+  const { events, logger, readCache } = deps;
+  const repo = readCache ? withTouches(deps.repo, readCache.bus.publish) : deps.repo;
   const now = deps.now ?? (() => new Date());
 
   const countsEvent = async (pipelineId: string) => {
@@ -118,11 +131,15 @@ export function createBuildsContext(deps: BuildServiceDeps): BuildsContext {
     }
   };
   // Counters are recounted in the background after a change, one recount per pipeline at a time: under load the
-  // recounts coalesce, and the change that asked for one (a create, a job transition) does not wait for it.
-  const counts = createCoalescer(publishCountsNow);
+  // recounts coalesce, and the change that asked for one (a create, a job transition) does not wait for it. A
+  // recount reads every unfinished build and job of the pipeline, so the next one waits three times as long as the
+  // last took (at least 100 ms): on a pipeline with thousands of queued jobs recounts take at most a quarter of the
+  // database instead of all of it, and counters lag by that much.
+  const counts = createCoalescer(publishCountsNow, { gapMs: (ms) => Math.max(100, 3 * ms) });
 
   return {
     repo,
+    reads: createBuildReads(deps.repo, readCache),
     logs: deps.logs,
     logger,
     now,

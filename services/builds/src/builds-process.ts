@@ -4,8 +4,10 @@ import {
   type EventPublisher,
   type Logger,
   type NatsHandle,
+  newId,
   type OutboxDoc,
   type RawPublish,
+  repeat,
 } from "@conveyor/runtime";
 import type { Db } from "mongodb";
 import { createMongoAnnotationRepository } from "./annotation-repository.js";
@@ -17,12 +19,16 @@ import { readBuildsConfig } from "./config.js";
 import { createMongoJobLogRepository } from "./job-log-repository.js";
 import { consumePipelineRemovals } from "./pipeline-removal.js";
 import { createMongoPipelineUploadRepository } from "./pipeline-upload-repository.js";
+import { createReadCache } from "./read-cache.js";
+import { startTouchBus, type TouchBacklogDoc } from "./touch-bus.js";
 import { createTriggerLookups } from "./trigger-lookups.js";
 
 /** How often the counters of recently active pipelines are re-announced. */
 const COUNTS_REPUBLISH_MS = 30_000;
 /** How often the outbox relay looks for counters events that were not published. */
 const OUTBOX_RELAY_MS = 2_000;
+/** How often touches NATS could not take are published again. */
+const TOUCH_RELAY_MS = 1_000;
 /** How often jobs whose agent never accepted them are looked for. */
 const REQUEUE_SWEEP_MS = 10_000;
 /** How often deadlines, expiries, trigger jobs and concurrency groups are looked at. */
@@ -54,13 +60,37 @@ export async function startBuildsProcess(opts: {
   ]);
   const triggers = createTriggerLookups(config);
   const outbox = { store: outboxStore, publish: opts.publish };
-  const domain = createBuildDomain({ repo, logs, uploads, slots, events, outbox, logger, triggers, ...config });
+  // One run at a time, paced by its cost: sweeps read what is queued, which grows with the data.
   const every = (ms: number, what: string, work: () => Promise<unknown>) =>
-    setInterval(() => work().catch((err) => logger.warn({ err }, `${what} failed`)), ms).unref();
+    repeat(work, { what, everyMs: ms, costFactor: 3, logger });
+  // Builds and lists are served from memory while the touch bus proves them current (several replicas included).
+  let readCache:
+    | { cache: ReturnType<typeof createReadCache>; bus: Awaited<ReturnType<typeof startTouchBus>> }
+    | undefined;
+  if (opts.nats && config.readCacheBuilds > 0) {
+    const cache = createReadCache({ maxBuilds: config.readCacheBuilds });
+    const backlog = db.collection<TouchBacklogDoc>("build_touch_backlog");
+    const bus = await startTouchBus({ nc: opts.nats.nc, js: opts.nats.js, backlog, cache, logger, newId });
+    readCache = { cache, bus };
+    every(TOUCH_RELAY_MS, "touch relay", () => bus.relay());
+  }
+  const domain = createBuildDomain({
+    repo,
+    logs,
+    uploads,
+    slots,
+    events,
+    outbox,
+    logger,
+    triggers,
+    ...config,
+    ...(readCache ? { readCache } : {}),
+  });
   every(OUTBOX_RELAY_MS, "outbox relay", () => domain.relayOutbox());
   every(COUNTS_REPUBLISH_MS, "counters republish", () => domain.republishCounts());
   every(REQUEUE_SWEEP_MS, "stale assignment sweep", () => domain.requeueStale(config.assignTimeoutMs));
   every(JOB_SWEEP_MS, "job sweep", () => domain.sweepJobs());
-  if (opts.nats) await consumePipelineRemovals(opts.nats, { repo, logs, annotations, uploads }, logger);
-  return { builds: domain.service, annotations: createAnnotationsService({ annotations, builds: repo }) };
+  // Through the domain's repository: its removals must reach every replica's read cache as any other write does.
+  if (opts.nats) await consumePipelineRemovals(opts.nats, { repo: domain.repo, logs, annotations, uploads }, logger);
+  return { builds: domain.service, annotations: createAnnotationsService({ annotations, builds: domain.repo }) };
 }

@@ -9,14 +9,11 @@ import type { BuildListFilter } from "./build-list.js";
 import { buildMessage, userSnapshot } from "./build-message.js";
 import type { BuildsContext } from "./builds-context.js";
 import { buildInputProblems } from "./domain/build-input.js";
-import type { Job } from "./domain/job.js";
 import { BUILD_STATES, type BuildState } from "./domain/types.js";
+import { NO_JOBS, pageVersion, showBuild, shownJobs } from "./shown-build.js";
 
 /** "finished" in a state filter stands for these. */
 const FINISHED_FILTER: BuildState[] = ["passed", "failed", "blocked", "canceled"];
-
-/** A build's jobs as answers show them: the attempts a retry replaced only when asked for. */
-const shownJobs = (jobs: Job[], includeRetried: boolean) => (includeRetried ? jobs : jobs.filter((j) => !j.retried));
 
 type BuildRpcs = Pick<
   ServiceImpl<typeof BuildsService>,
@@ -59,6 +56,7 @@ export function createBuildRpcs(
       if (problems.length > 0) throw invalidFields(problems);
       const commit = req.commit.trim();
       const branch = req.branch.trim();
+      const at = ctx.now();
       const pipeline = checkPipeline(await current(req.pipeline), branch, req.ignorePipelineBranchFilters);
       const creator = userSnapshot(req.creator);
       const author =
@@ -82,15 +80,20 @@ export function createBuildRpcs(
             : null,
         source: req.source || "api",
         rebuiltFrom: null,
+        at,
       });
       return { build: buildMessage(created.build, created.jobs) };
     },
 
     async getBuild(req) {
       const found =
-        req.pipelineId !== "" && req.number > 0 ? await repo.findBuildWithJobs(req.pipelineId, req.number) : null;
+        req.pipelineId !== "" && req.number > 0 ? await ctx.reads.buildWithJobs(req.pipelineId, req.number) : null;
       if (!found) throw notFound("build");
-      return { build: buildMessage(found.build, shownJobs(found.jobs, req.includeRetriedJobs)) };
+      const shown = showBuild(found.build, found.jobs, req.includeRetriedJobs);
+      if (req.ifNoneMatch !== "" && req.ifNoneMatch === shown.version) {
+        return { version: shown.version, notModified: true };
+      }
+      return { build: shown.message, version: shown.version };
     },
 
     async listBuilds(req) {
@@ -115,16 +118,18 @@ export function createBuildRpcs(
         states: [...states],
       };
       const { skip, perPage } = pageWindow(req.page, req.perPage);
-      const page = await repo.listBuilds(filter, skip, perPage + 1);
-      const builds = page.slice(0, perPage);
-      const jobs = req.excludeJobs ? [] : await repo.jobsOf(builds.map((b) => b.id));
-      const byBuild = new Map<string, Job[]>();
-      for (const job of shownJobs(jobs, req.includeRetriedJobs)) {
-        const list = byBuild.get(job.buildId);
-        if (list) list.push(job);
-        else byBuild.set(job.buildId, [job]);
-      }
-      return { builds: builds.map((b) => buildMessage(b, byBuild.get(b.id) ?? [])), hasMore: page.length > perPage };
+      // One more than a page tells whether there is a next one; its jobs are not needed.
+      const page = await ctx.reads.page(filter, skip, perPage + 1, !req.excludeJobs);
+      const hasMore = page.builds.length > perPage;
+      const shown = page.builds
+        .slice(0, perPage)
+        .map((b) => showBuild(b, req.excludeJobs ? NO_JOBS : (page.jobs.get(b.id) ?? NO_JOBS), req.includeRetriedJobs));
+      const version = pageVersion(
+        shown.map((b) => b.version),
+        hasMore,
+      );
+      if (req.ifNoneMatch !== "" && req.ifNoneMatch === version) return { hasMore, version, notModified: true };
+      return { builds: shown.map((b) => b.message), hasMore, version };
     },
 
     async cancelBuild(req) {

@@ -1,9 +1,7 @@
 import { randomUUID } from "node:crypto";
-import { create, type JsonObject } from "@bufbuild/protobuf";
 import { createClient, createRouterTransport } from "@connectrpc/connect";
-import { parsePipelineYaml } from "@conveyor/ci-rules";
 import { BuildsService, JobEventType } from "@conveyor/proto/builds";
-import { type Pipeline, PipelineSchema } from "@conveyor/proto/pipelines";
+import type { Pipeline } from "@conveyor/proto/pipelines";
 import { createLogger, type EventPublisher } from "@conveyor/runtime";
 import { type Db, MongoClient } from "mongodb";
 import { createMongoBuildRepository } from "./build-repository.js";
@@ -11,6 +9,7 @@ import { createBuildDomain } from "./build-service.js";
 import { createMongoConcurrencySlotRepository } from "./concurrency-slot-repository.js";
 import { createMongoJobLogRepository } from "./job-log-repository.js";
 import { createMongoPipelineUploadRepository } from "./pipeline-upload-repository.js";
+import { pipelineFromYaml } from "./test-pipelines.js";
 
 // Concurrency groups over the real MongoDB-wire server, with two builds services on one database as two processes
 // of the service would be: the limit holds whichever process admits, in creation order unless eager.
@@ -53,19 +52,7 @@ async function twoProcesses() {
   return [await openService(db), await openService(db)] as const;
 }
 
-function pipelineOf(yaml: string, organizationId: string): Pipeline {
-  const parsed = parsePipelineYaml(yaml);
-  if (!parsed.ok) throw new Error(JSON.stringify(parsed.errors));
-  return create(PipelineSchema, {
-    id: randomUUID(),
-    organizationId,
-    slug: "app",
-    name: "App",
-    repository: "https://github.com/acme/app.git",
-    defaultBranch: "main",
-    steps: parsed.steps as unknown as JsonObject[],
-  });
-}
+const pipelineOf = (yaml: string, organizationId: string) => pipelineFromYaml(yaml, { organizationId });
 
 async function newBuild(client: Client, p: Pipeline) {
   const { build } = await client.createBuild({ pipeline: p, commit: "abc", branch: "main", organizationSlug: "acme" });

@@ -12,11 +12,13 @@ export interface BuildsConfig {
   /** Where trigger steps find their target pipelines, and the access and rules that allow them. */
   readonly pipelinesUrl: string;
   readonly identityUrl: string;
+  /** Builds kept by the read cache (0: no cache, every read goes to the database). */
+  readonly readCacheBuilds: number;
 }
 
 /**
  * Parses JOB_LOG_MAX_BYTES, JOB_LOG_CHUNK_MAX_BYTES, JOB_ASSIGN_TIMEOUT_S, JOB_SCHEDULED_EXPIRY_S and
- * JOB_TIMEOUT_GRACE_S, PIPELINES_URL and IDENTITY_URL once.
+ * JOB_TIMEOUT_GRACE_S, PIPELINES_URL, IDENTITY_URL and BUILD_READ_CACHE_SIZE once.
  */
 export function readBuildsConfig(env: Env): BuildsConfig {
   const r = createEnvReader(env);
@@ -32,5 +34,6 @@ export function readBuildsConfig(env: Env): BuildsConfig {
     }),
     pipelinesUrl: r.url("PIPELINES_URL", defaultServiceUrl("pipelines")),
     identityUrl: r.url("IDENTITY_URL", defaultServiceUrl("identity")),
+    readCacheBuilds: r.int("BUILD_READ_CACHE_SIZE", 5_000, { min: 0, max: 1_000_000 }),
   });
 }

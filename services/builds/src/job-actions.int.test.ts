@@ -1,10 +1,8 @@
 import { randomUUID } from "node:crypto";
-import { create, type JsonObject } from "@bufbuild/protobuf";
 import { timestampDate } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError, createClient, createRouterTransport } from "@connectrpc/connect";
-import { parsePipelineYaml } from "@conveyor/ci-rules";
 import { BuildsService, JobEventType } from "@conveyor/proto/builds";
-import { type Pipeline, PipelineSchema } from "@conveyor/proto/pipelines";
+import type { Pipeline } from "@conveyor/proto/pipelines";
 import { createLogger, type EventPublisher } from "@conveyor/runtime";
 import { type Db, MongoClient } from "mongodb";
 import { createMongoBuildRepository } from "./build-repository.js";
@@ -13,6 +11,7 @@ import { createMongoConcurrencySlotRepository } from "./concurrency-slot-reposit
 import { createMongoJobLogRepository } from "./job-log-repository.js";
 import type { SweepSettings } from "./job-sweeps.js";
 import { createMongoPipelineUploadRepository } from "./pipeline-upload-repository.js";
+import { pipelineFromYaml } from "./test-pipelines.js";
 
 // What people and the server's clocks do to jobs, over the real MongoDB-wire server: unblocking with fields
 // (meta-data, refusals that change nothing), manual and automatic retries with include_retried_jobs, and the
@@ -53,20 +52,7 @@ async function openService(opts: { now?: () => Date; sweeps?: SweepSettings; db?
   return { client, domain, db };
 }
 
-function pipelineOf(yaml: string, extra: Omit<Partial<Pipeline>, "$typeName" | "$unknown"> = {}): Pipeline {
-  const parsed = parsePipelineYaml(yaml);
-  if (!parsed.ok) throw new Error(JSON.stringify(parsed.errors));
-  return create(PipelineSchema, {
-    id: randomUUID(),
-    organizationId: randomUUID(),
-    slug: "app",
-    name: "App",
-    repository: "https://github.com/acme/app.git",
-    defaultBranch: "main",
-    steps: parsed.steps as unknown as JsonObject[],
-    ...extra,
-  });
-}
+const pipelineOf = pipelineFromYaml;
 
 const ann = { id: randomUUID(), name: "Ann", email: "ann@example.com" };
 
@@ -625,14 +611,19 @@ steps:
     });
     set(SWEEPS.scheduledExpiryMs - 1000);
     expect((await domain.sweepJobs()).expired).toBe(0);
+    // Expiry is looked at once a minute at most (it reads every queued job): not yet 2 s later…
     set(SWEEPS.scheduledExpiryMs + 1000);
+    expect((await domain.sweepJobs()).expired).toBe(0);
+    // …but a minute after the last look.
+    set(SWEEPS.scheduledExpiryMs + 59_000);
     expect((await domain.sweepJobs()).expired).toBe(1);
     const after = (await client.getBuild({ pipelineId: p.id, number: build.number })).build;
     const state = (name: string) => after?.jobs.find((j) => j.name === name)?.state;
     // The expiry fails the build, so the block can no longer be unblocked (blocked_failed), but it did not expire.
     expect([state("nobody"), state("taken"), state("Later")]).toEqual(["expired", "assigned", "blocked_failed"]);
     expect(after).toMatchObject({ state: "failing", blocked: false });
-    // A second sweep finds nothing more to do.
+    // A later look finds nothing more to do.
+    set(SWEEPS.scheduledExpiryMs + 180_000);
     expect((await domain.sweepJobs()).expired).toBe(0);
     const taken = idOf(build, "taken");
     await client.transitionJob({ jobId: taken, event: JobEventType.ACCEPT, agentId: "agent-1" });

@@ -1,10 +1,8 @@
 import { randomUUID } from "node:crypto";
-import { create, type JsonObject } from "@bufbuild/protobuf";
 import { timestampDate } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError, createClient, createRouterTransport } from "@connectrpc/connect";
-import { parsePipelineYaml } from "@conveyor/ci-rules";
 import { BuildsService, JobEventType } from "@conveyor/proto/builds";
-import { type Pipeline, PipelineSchema } from "@conveyor/proto/pipelines";
+import type { Pipeline } from "@conveyor/proto/pipelines";
 import { createLogger, type EventPublisher } from "@conveyor/runtime";
 import { type Db, MongoClient } from "mongodb";
 import { createMongoBuildRepository } from "./build-repository.js";
@@ -12,6 +10,7 @@ import { createBuildDomain } from "./build-service.js";
 import { createMongoConcurrencySlotRepository } from "./concurrency-slot-repository.js";
 import { createMongoJobLogRepository } from "./job-log-repository.js";
 import { createMongoPipelineUploadRepository } from "./pipeline-upload-repository.js";
+import { pipelineFromYaml } from "./test-pipelines.js";
 
 // Dispatch (list, assign, accept, unassign, stale assignments) and the queue metrics, through the Connect client
 // over the real MongoDB-wire server. Dispatch queries read every job of a database, so the tests that depend on
@@ -59,21 +58,7 @@ async function openService(now?: () => Date, db = mongo.db(`${prefix}_${database
   return { client, domain, db };
 }
 
-function pipelineOf(yaml: string, extra: Omit<Partial<Pipeline>, "$typeName" | "$unknown"> = {}): Pipeline {
-  const parsed = parsePipelineYaml(yaml);
-  if (!parsed.ok) throw new Error(JSON.stringify(parsed.errors));
-  return create(PipelineSchema, {
-    id: randomUUID(),
-    organizationId: randomUUID(),
-    slug: "app",
-    name: "App",
-    repository: "https://github.com/acme/app.git",
-    defaultBranch: "main",
-    steps: parsed.steps as unknown as JsonObject[],
-    configurationEnv: parsed.env,
-    ...extra,
-  });
-}
+const pipelineOf = pipelineFromYaml;
 
 const agent = (n: number | string, tags: string[] = [`n=${n}`]) => ({
   id: `agent-${n}`,

@@ -26,6 +26,10 @@ export function createJobSweeps(
   settings: SweepSettings,
 ) {
   const { repo, now, logger } = ctx;
+  // Expiry reads every queued job (the bundled FerretDB cannot range over runnableAt with an index), and a job
+  // expires after a day by default: looking once a minute (a tenth of the expiry when that is shorter) is enough.
+  const expiryEveryMs = Math.min(60_000, settings.scheduledExpiryMs / 10);
+  let expiredAt = Number.NEGATIVE_INFINITY;
 
   const sweep = async (
     state: "running" | "timing_out" | "scheduled",
@@ -56,9 +60,13 @@ export function createJobSweeps(
       const timedOut = await sweep("timing_out", "deadlineAt", new Date(at - settings.timeoutGraceMs), {
         type: "timed_out",
       });
-      const expired = await sweep("scheduled", "runnableAt", new Date(at - settings.scheduledExpiryMs), {
-        type: "expire",
-      });
+      let expired = 0;
+      if (at - expiredAt >= expiryEveryMs) {
+        expiredAt = at;
+        expired = await sweep("scheduled", "runnableAt", new Date(at - settings.scheduledExpiryMs), {
+          type: "expire",
+        });
+      }
       for (const other of others) await other.sweep();
       return { timingOut, timedOut, expired };
     },

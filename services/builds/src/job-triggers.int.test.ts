@@ -1,10 +1,8 @@
 import { randomUUID } from "node:crypto";
 import { setTimeout as sleep } from "node:timers/promises";
-import { create, type JsonObject } from "@bufbuild/protobuf";
 import { createClient, createRouterTransport } from "@connectrpc/connect";
-import { parsePipelineYaml } from "@conveyor/ci-rules";
 import { type Build, BuildsService, type Job, JobEventType } from "@conveyor/proto/builds";
-import { type Pipeline, PipelineSchema } from "@conveyor/proto/pipelines";
+import type { Pipeline } from "@conveyor/proto/pipelines";
 import { createLogger, type EventPublisher } from "@conveyor/runtime";
 import { type Db, MongoClient } from "mongodb";
 import { type BuildRepository, createMongoBuildRepository } from "./build-repository.js";
@@ -13,6 +11,7 @@ import { createMongoConcurrencySlotRepository } from "./concurrency-slot-reposit
 import { createMongoJobLogRepository } from "./job-log-repository.js";
 import { childBuildId, type TriggerLookups } from "./job-triggers.js";
 import { createMongoPipelineUploadRepository } from "./pipeline-upload-repository.js";
+import { pipelineFromYaml } from "./test-pipelines.js";
 
 // Trigger steps through the builds service over the real MongoDB-wire server, with fake lookups standing in for
 // the pipelines service and identity's teams and rules: the child build and what it is made of, sync and async
@@ -35,21 +34,15 @@ type Client = ReturnType<typeof createClient<typeof BuildsService>>;
 const ORG = randomUUID();
 const ann = { id: randomUUID(), name: "Ann", email: "ann@example.com" };
 
-function pipelineOf(slug: string, yaml: string, extra: Omit<Partial<Pipeline>, "$typeName" | "$unknown"> = {}) {
-  const parsed = parsePipelineYaml(yaml);
-  if (!parsed.ok) throw new Error(JSON.stringify(parsed.errors));
-  return create(PipelineSchema, {
-    id: randomUUID(),
+const pipelineOf = (slug: string, yaml: string, extra: Omit<Partial<Pipeline>, "$typeName" | "$unknown"> = {}) =>
+  pipelineFromYaml(yaml, {
     organizationId: ORG,
     slug,
     name: slug,
-    repository: "https://github.com/acme/app.git",
     defaultBranch: "trunk",
     clusterId: "cluster-1",
-    steps: parsed.steps as unknown as JsonObject[],
     ...extra,
   });
-}
 
 const CHILD_STEPS = "steps:\n  - label: child-job\n    command: make\n";
 

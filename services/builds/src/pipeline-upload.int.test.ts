@@ -1,9 +1,6 @@
 import { randomUUID } from "node:crypto";
-import { create, type JsonObject } from "@bufbuild/protobuf";
 import { Code, ConnectError, createClient, createRouterTransport } from "@connectrpc/connect";
-import { parsePipelineYaml } from "@conveyor/ci-rules";
 import { BuildsService, JobEventType } from "@conveyor/proto/builds";
-import { type Pipeline, PipelineSchema } from "@conveyor/proto/pipelines";
 import { createLogger, type EventPublisher, fieldErrorsOf } from "@conveyor/runtime";
 import { type Db, MongoClient } from "mongodb";
 import { type BuildRepository, createMongoBuildRepository } from "./build-repository.js";
@@ -11,6 +8,7 @@ import { createBuildDomain } from "./build-service.js";
 import { createMongoConcurrencySlotRepository } from "./concurrency-slot-repository.js";
 import { createMongoJobLogRepository } from "./job-log-repository.js";
 import { createMongoPipelineUploadRepository, type PipelineUploadRepository } from "./pipeline-upload-repository.js";
+import { pipelineFromYaml } from "./test-pipelines.js";
 
 // `buildkite-agent pipeline upload` through the builds service over the real MongoDB-wire server: where the new
 // steps go and what waits for them, replace, the uuid's dedupe, replays of a stored plan after a crash, the limits
@@ -58,19 +56,7 @@ async function openService(
   return { client, db };
 }
 
-function pipelineOf(yaml: string): Pipeline {
-  const parsed = parsePipelineYaml(yaml);
-  if (!parsed.ok) throw new Error(JSON.stringify(parsed.errors));
-  return create(PipelineSchema, {
-    id: randomUUID(),
-    organizationId: randomUUID(),
-    slug: "app",
-    name: "App",
-    repository: "https://github.com/acme/app.git",
-    defaultBranch: "main",
-    steps: parsed.steps as unknown as JsonObject[],
-  });
-}
+const pipelineOf = pipelineFromYaml;
 
 const BASE = `
 steps:

@@ -1,9 +1,5 @@
-import { randomUUID } from "node:crypto";
-import { create, type JsonObject } from "@bufbuild/protobuf";
 import { Code, ConnectError, createClient, createRouterTransport } from "@connectrpc/connect";
-import { parsePipelineYaml } from "@conveyor/ci-rules";
 import { BuildsService, JobEventType } from "@conveyor/proto/builds";
-import { type Pipeline, PipelineSchema } from "@conveyor/proto/pipelines";
 import { createLogger, type EventPublisher } from "@conveyor/runtime";
 import { type Db, MongoClient } from "mongodb";
 import { type BuildRepository, createMongoBuildRepository } from "./build-repository.js";
@@ -11,6 +7,7 @@ import { createBuildDomain } from "./build-service.js";
 import { createMongoConcurrencySlotRepository } from "./concurrency-slot-repository.js";
 import { createMongoJobLogRepository } from "./job-log-repository.js";
 import { createMongoPipelineUploadRepository } from "./pipeline-upload-repository.js";
+import { pipelineFromYaml } from "./test-pipelines.js";
 
 // The builds service with several replicas (CONVEYOR_REPLICAS, Kubernetes): two services over one database, each
 // with its own per-process locks, as two processes are; and the state a process leaves when it dies between the
@@ -52,20 +49,7 @@ afterAll(async () => {
   await mongo.close();
 });
 
-function pipelineOf(yaml: string): Pipeline {
-  const parsed = parsePipelineYaml(yaml);
-  if (!parsed.ok) throw new Error(JSON.stringify(parsed.errors));
-  return create(PipelineSchema, {
-    id: randomUUID(),
-    organizationId: randomUUID(),
-    slug: "app",
-    name: "App",
-    repository: "https://github.com/acme/app.git",
-    defaultBranch: "main",
-    steps: parsed.steps as unknown as JsonObject[],
-    configurationEnv: parsed.env,
-  });
-}
+const pipelineOf = pipelineFromYaml;
 
 async function newBuild(yaml: string) {
   const { build } = await replicas[0].createBuild({
@@ -95,6 +79,17 @@ async function codeOf(call: Promise<unknown>): Promise<Code | "ok"> {
 }
 
 describe("the builds service with two replicas on one database", () => {
+  it("numbers builds created on both replicas at once 1 to n, each once", async () => {
+    const pipeline = pipelineOf("steps:\n  - {label: one, command: run}");
+    const created = await Promise.all(
+      Array.from({ length: 24 }, (_, i) =>
+        replica(i).createBuild({ pipeline, commit: "abc", branch: "main", organizationSlug: "acme" }),
+      ),
+    );
+    const numbers = created.map((c) => c.build?.number ?? 0).sort((a, b) => a - b);
+    expect(numbers).toEqual(Array.from({ length: 24 }, (_, i) => i + 1));
+  });
+
   it("keeps a build right when its jobs finish on both replicas at once", async () => {
     const build = await newBuild(
       "steps:\n  - {label: shard, command: run, parallelism: 8}\n  - wait\n  - {label: after, command: run}",

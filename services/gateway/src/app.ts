@@ -15,6 +15,7 @@ import { registerObjectProxy } from "./object-proxy.js";
 import { RATE_LIMIT_HEADER_NAMES, registerRateLimit } from "./rate-limit/rate-limit-hook.js";
 import type { RateLimiter } from "./rate-limit/rate-limiter.js";
 import { createUrls } from "./render/urls.js";
+import { createRenderedAnswers } from "./rendered-answers.js";
 import { registerRequestIds, requestIdOptions } from "./request-id.js";
 import { accessTokenRoutes } from "./routes/access-token.js";
 import { agentRestRoutes } from "./routes/agents.js";
@@ -39,7 +40,7 @@ export interface AppDeps {
     GatewayConfig,
     "publicUrl" | "webUrl" | "tokenCacheTtlMs" | "bodyLimitBytes" | "agentCredentialTtlMs" | "agentLogs" | "artifacts"
   > &
-    Partial<Pick<GatewayConfig, "clientLimits">>;
+    Partial<Pick<GatewayConfig, "clientLimits" | "renderCacheBytes">>;
   clients: GatewayClients;
   logger?: Logger;
   /** Counts REST requests per organization (main.ts shares its counts with the other gateways); none: no limit. */
@@ -74,7 +75,7 @@ export async function buildApp(deps: AppDeps): Promise<GatewayApp> {
   await registerOpenApi(app);
   await app.register(cors, {
     origin: "*",
-    exposedHeaders: ["Link", "X-Request-Id", ...(deps.rateLimiter ? RATE_LIMIT_HEADER_NAMES : [])],
+    exposedHeaders: ["Link", "ETag", "X-Request-Id", ...(deps.rateLimiter ? RATE_LIMIT_HEADER_NAMES : [])],
   });
   // The API takes JSON bodies only: anything else is a 415, not a string handed to a route.
   app.removeContentTypeParser("text/plain");
@@ -120,6 +121,8 @@ export async function buildApp(deps: AppDeps): Promise<GatewayApp> {
     publicUrl: deps.config.publicUrl,
     principals,
     pipelineAccess: createPipelineAccess(deps.clients),
+    // Unit tests' services change under the same ids without a version: they keep nothing unless asked to.
+    answers: createRenderedAnswers({ maxBytes: deps.config.renderCacheBytes ?? 0 }),
   };
   metaRoutes(app);
   openApiRoutes(app);

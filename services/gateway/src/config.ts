@@ -36,6 +36,8 @@ export interface GatewayConfig {
   readonly artifacts: ArtifactsUrlConfig;
   /** REST requests per organization per minute, shared by every gateway; 0 turns the limit (and its headers) off. */
   readonly rateLimitPerMinute: number;
+  /** Bytes of rendered build answers kept (rendered-answers.ts); 0 keeps none. */
+  readonly renderCacheBytes: number;
   /** Header, URL and time bounds on every client connection (client-limits.ts). */
   readonly clientLimits: Readonly<ClientLimits>;
 }
@@ -55,7 +57,7 @@ export interface ArtifactsUrlConfig {
 /**
  * Parses HOST, PORT, PUBLIC_URL, WEB_URL, <SERVICE>_URL, NATS_URL, LOG_LEVEL, TOKEN_CACHE_TTL_MS, BODY_LIMIT_BYTES,
  * RPC_TIMEOUT_MS, PIPELINE_CACHE_TTL_MS, AGENT_CREDENTIAL_CACHE_TTL_MS, AGENT_LOG_CHUNK_BYTES, JOB_LOG_MAX_BYTES, S3_ENDPOINT, S3_BUCKET,
- * S3_PUBLIC_URL, ARTIFACTS_PROXY and RATE_LIMIT_PER_MINUTE.
+ * S3_PUBLIC_URL, ARTIFACTS_PROXY, RATE_LIMIT_PER_MINUTE and RENDER_CACHE_MB.
  */
 export function readGatewayConfig(env: Env): GatewayConfig {
   const r = createEnvReader(env);
@@ -94,6 +96,7 @@ export function readGatewayConfig(env: Env): GatewayConfig {
     artifacts,
     // Buildkite's default limit (compat §A3).
     rateLimitPerMinute: r.int("RATE_LIMIT_PER_MINUTE", 200, { min: 0 }),
+    renderCacheBytes: r.int("RENDER_CACHE_MB", 64, { min: 0, max: 64 * 1024 }) * 1024 * 1024,
     clientLimits: Object.freeze({
       headersTimeoutMs: r.int("HEADERS_TIMEOUT_MS", DEFAULT_CLIENT_LIMITS.headersTimeoutMs, { min: 100 }),
       bodyTimeoutMs: r.int("BODY_TIMEOUT_MS", DEFAULT_CLIENT_LIMITS.bodyTimeoutMs, { min: 100 }),

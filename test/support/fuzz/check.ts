@@ -1,6 +1,6 @@
 import http from "node:http";
 import AjvModule from "ajv";
-import type { FuzzRequest, Operation } from "./operations.js";
+import type { FuzzRequest, Operation, RawRequest } from "./operations.js";
 import type { JsonSchema } from "./schema-arbitrary.js";
 
 // Ajv's CommonJS export is the class itself, its ES form the module's default.
@@ -17,11 +17,7 @@ export interface RawResponse {
 const agent = new http.Agent({ keepAlive: true, maxSockets: 4 });
 
 /** Sends a request as it is, byte for byte (fetch would normalize `..` and re-encode the path). */
-export async function sendRaw(
-  baseUrl: string,
-  token: string,
-  req: { method: string; url: string; contentType?: string; body?: string },
-): Promise<RawResponse> {
+export async function sendRaw(baseUrl: string, token: string, req: RawRequest): Promise<RawResponse> {
   try {
     return await sendOnce(baseUrl, token, req, agent);
   } catch {
@@ -30,15 +26,11 @@ export async function sendRaw(
   }
 }
 
-function sendOnce(
-  baseUrl: string,
-  token: string,
-  req: { method: string; url: string; contentType?: string; body?: string },
-  via: http.Agent | false,
-): Promise<RawResponse> {
+function sendOnce(baseUrl: string, token: string, req: RawRequest, via: http.Agent | false): Promise<RawResponse> {
   const base = new URL(baseUrl);
   return new Promise((resolve, reject) => {
-    const headers: Record<string, string> = { authorization: `Bearer ${token}` };
+    const authorization = req.authorization === undefined ? `Bearer ${token}` : req.authorization;
+    const headers: Record<string, string> = { ...req.headers, ...(authorization === null ? {} : { authorization }) };
     if (req.contentType) headers["content-type"] = req.contentType;
     if (req.body !== undefined) headers["content-length"] = String(Buffer.byteLength(req.body));
     const r = http.request(
@@ -108,7 +100,11 @@ export function problemWith(req: FuzzRequest, res: RawResponse): string | undefi
 /** How a request reads in a report: method, URL (shortened) and body (shortened). */
 export function describe(req: FuzzRequest): string {
   const cut = (s: string, n: number) => (s.length > n ? `${s.slice(0, n)}…(${s.length} chars)` : s);
-  const body =
-    req.body === undefined ? "" : ` ${req.contentType ?? "(no content type)"} ${cut(JSON.stringify(req.body), 300)}`;
-  return `${req.method} ${cut(req.url, 200)}${body} [${req.mutations.join(",") || "valid"}]`;
+  const shown = Buffer.isBuffer(req.body) ? `<${req.body.length} bytes>` : JSON.stringify(req.body);
+  const body = req.body === undefined ? "" : ` ${req.contentType ?? "(no content type)"} ${cut(shown, 300)}`;
+  const auth =
+    req.authorization === undefined
+      ? ""
+      : ` auth=${req.authorization === null ? "none" : `${req.authorization.split(" ")[0]} …`}`;
+  return `${req.method} ${cut(req.url, 200)}${body}${auth} [${req.mutations.join(",") || "valid"}]`;
 }

@@ -21,6 +21,7 @@ interface OpenApiOperation {
   requestBody?: { required?: boolean; content: Record<string, { schema: JsonSchema }> };
   responses: Record<string, { content?: Record<string, { schema: JsonSchema }> }>;
   "x-scope"?: string | null;
+  "x-credential"?: string[];
 }
 
 /** One operation of the OpenAPI document, as the fuzzer drives it. */
@@ -35,24 +36,36 @@ export interface Operation {
   responses: OpenApiOperation["responses"];
   /** Whether it can change anything (every method but GET). */
   writes: boolean;
+  /** The agent credential kinds it takes (`x-credential`: registration, agent, job); empty for the REST API. */
+  credential: string[];
 }
 
-/** Reads the document's /v2 operations (the agent API takes agent credentials: not fuzzed here). */
-export function operationsOf(doc: { paths: Record<string, Record<string, OpenApiOperation>> }): Operation[] {
+/**
+ * Reads the document's operations under a prefix: `/v2/` (the REST API, the default) or `/v3/` (the agent API).
+ * A path parameter the template names but the parameters leave out is still filled (as a string).
+ */
+export function operationsOf(
+  doc: { paths: Record<string, Record<string, OpenApiOperation>> },
+  prefix: "/v2/" | "/v3/" = "/v2/",
+): Operation[] {
   const ops: Operation[] = [];
   for (const [path, byMethod] of Object.entries(doc.paths)) {
-    if (!path.startsWith("/v2/")) continue;
+    if (!path.startsWith(prefix)) continue;
     for (const [method, op] of Object.entries(byMethod)) {
       const params = op.parameters ?? [];
+      const declared = params.filter((p) => p.in === "path");
+      const named = [...path.matchAll(/\{([^}]+)\}/g)].map((m) => m[1] as string);
+      const undeclared = named.filter((name) => !declared.some((p) => p.name === name));
       ops.push({
         id: op.operationId,
         method: method.toUpperCase(),
         path,
-        pathParams: params.filter((p) => p.in === "path"),
+        pathParams: [...declared, ...undeclared.map((name) => ({ name, in: "path" as const, required: true }))],
         query: params.filter((p) => p.in === "query"),
         body: op.requestBody?.content["application/json"]?.schema,
         responses: op.responses,
         writes: method !== "get",
+        credential: op["x-credential"] ?? [],
       });
     }
   }
@@ -71,14 +84,22 @@ function enc(value: string): string {
   );
 }
 
-/** A request the fuzzer sends: what it is and how it was made wrong. */
-export interface FuzzRequest {
-  op: Operation;
+/** A request as it is sent (check.ts's sendRaw), byte for byte. */
+export interface RawRequest {
   method: string;
   /** The raw path and query string, sent byte for byte (no URL normalization of `..`). */
   url: string;
   contentType?: string;
-  body?: string;
+  /** Other headers (the agent's log chunks are `Content-Encoding: gzip`). */
+  headers?: Record<string, string>;
+  body?: string | Buffer;
+  /** The Authorization header: absent sends the run's bearer token, null sends none. */
+  authorization?: string | null;
+}
+
+/** A request the fuzzer sends: what it is and how it was made wrong. */
+export interface FuzzRequest extends RawRequest {
+  op: Operation;
   /** What was made wrong: empty for a request built valid throughout. */
   mutations: string[];
 }
@@ -183,14 +204,19 @@ function pathOf(
   op: Operation,
   fixtures: Record<string, string>,
   protect: readonly string[],
+  decoys: Record<string, readonly string[]>,
 ): fc.Arbitrary<{ text: string; mutations: string[] }> {
   const names = op.pathParams.map((p) => p.name);
   const values = names.map((name) => {
     const real = fixtures[name];
     if (real === undefined || protect.includes(name)) return BAD_SEGMENTS.map((v) => ({ v, bad: true }));
+    const others = decoys[name] ?? [];
     return fc.oneof(
       { weight: 6, arbitrary: fc.constant({ v: enc(real), bad: false }) },
       { weight: 1, arbitrary: BAD_SEGMENTS.map((v) => ({ v, bad: true })) },
+      ...(others.length
+        ? [{ weight: 1, arbitrary: fc.constantFrom(...others).map((v) => ({ v: enc(v), bad: true })) }]
+        : []),
     );
   });
   return fc.tuple(...values).map((chosen) => {
@@ -202,7 +228,18 @@ function pathOf(
   });
 }
 
-type BodyChoice = { body?: string; contentType?: string; mutations: string[] };
+/** A request body as sent, with how it was made wrong. */
+export type BodyChoice = {
+  body?: string | Buffer;
+  contentType?: string;
+  headers?: Record<string, string>;
+  /** The query string that goes with this body (a log chunk's size), instead of a generated one. */
+  query?: string;
+  mutations: string[];
+};
+
+/** The Authorization header of a request (null: none), with how it was made wrong. */
+export type AuthChoice = { authorization?: string | null; mutations: string[] };
 
 /** The body: valid for its schema, mutated, malformed JSON, JSON under another content type, or none. */
 function bodyOf(op: Operation, allowValid: boolean, examples: readonly object[]): fc.Arbitrary<BodyChoice> {
@@ -299,6 +336,12 @@ export interface RequestOptions {
   protect?: Record<string, readonly string[]>;
   /** Operations whose valid requests may be sent (writes that only add things). */
   allowValid?: (op: Operation) => boolean;
+  /** Real resources that are not the fixture's, by path parameter name (another build's job): sent now and then. */
+  decoys?: Record<string, readonly string[]>;
+  /** Bodies by operation id that the schemas cannot describe (the agent's gzip log chunks), instead of generated ones. */
+  bodies?: Record<string, (allowValid: boolean) => fc.Arbitrary<BodyChoice>>;
+  /** The Authorization header of each request, by operation (absent: the run's bearer token on every request). */
+  credentials?: (op: Operation) => fc.Arbitrary<AuthChoice>;
 }
 
 function fixturesFor(op: Operation, options: RequestOptions): Record<string, string> {
@@ -312,16 +355,24 @@ export function requestsOf(op: Operation, options: RequestOptions): fc.Arbitrary
   const allowValid = !op.writes || (options.allowValid?.(op) ?? false);
   return fc
     .tuple(
-      pathOf(op, fixturesFor(op, options), protect),
+      pathOf(op, fixturesFor(op, options), protect, options.decoys ?? {}),
       queryOf(op),
-      bodyOf(op, allowValid, options.examples?.[op.id] ?? []),
+      options.bodies?.[op.id]?.(allowValid) ?? bodyOf(op, allowValid, options.examples?.[op.id] ?? []),
+      options.credentials?.(op) ?? fc.constant<AuthChoice>({ mutations: [] }),
     )
-    .map(([path, query, body]) => ({
+    .map(([path, query, body, auth]) => ({
       op,
       method: op.method,
-      url: `${path.text}${query.text}`,
+      url: `${path.text}${body.query ?? query.text}`,
       contentType: body.contentType,
+      ...(body.headers ? { headers: body.headers } : {}),
       body: body.body,
-      mutations: [...path.mutations, ...query.mutations, ...body.mutations],
+      ...("authorization" in auth ? { authorization: auth.authorization } : {}),
+      mutations: [
+        ...path.mutations,
+        ...(body.query === undefined ? query.mutations : []),
+        ...body.mutations,
+        ...auth.mutations,
+      ],
     }));
 }

@@ -12,10 +12,20 @@ export interface FuzzConfig extends RequestOptions {
   batch?: number;
   /** Requests in flight at once. */
   concurrency?: number;
-  /** GET paths whose answers are the state a 4xx must not change (read with the fixtures as they are then). */
-  snapshotPaths: () => string[];
+  /**
+   * GET paths whose answers are the state a 4xx must not change (read with the fixtures as they are then), with the
+   * run's token or their own Authorization header.
+   */
+  snapshotPaths: () => Array<string | { url: string; authorization: string }>;
   /** Called with each 2xx answer of a write, to follow a fixture that changed (a renamed pipeline). */
   onWritten?: (req: FuzzRequest, res: RawResponse) => void;
+  /**
+   * Snapshot right before each write batch instead of keeping the one after the last: for APIs whose reads change
+   * state legitimately too (the agent's ping lets go of a job it runs).
+   */
+  freshBaseline?: boolean;
+  /** Called after each batch with whether any answer was below 400: to re-create fixtures a valid request used up. */
+  afterBatch?: (op: Operation, succeeded: boolean) => Promise<void>;
 }
 
 export interface Failure {
@@ -58,11 +68,11 @@ async function pool<T, R>(items: T[], limit: number, fn: (item: T) => Promise<R>
 
 /** The state: each snapshot path's status and body, in order. */
 async function snapshot(config: FuzzConfig): Promise<string[]> {
-  const paths = config.snapshotPaths();
-  const answers = await pool(paths, config.concurrency ?? 4, (url) =>
-    sendRaw(config.baseUrl, config.token, { method: "GET", url }),
+  const reads = config.snapshotPaths().map((r) => (typeof r === "string" ? { url: r } : r));
+  const answers = await pool(reads, config.concurrency ?? 4, (read) =>
+    sendRaw(config.baseUrl, config.token, { method: "GET", ...read }),
   );
-  return answers.map((a, i) => `${paths[i]} ${a.status} ${normalized(a.text)}`);
+  return answers.map((a, i) => `${reads[i]?.url} ${a.status} ${normalized(a.text)}`);
 }
 
 /**
@@ -119,6 +129,8 @@ export async function fuzz(ops: Operation[], config: FuzzConfig): Promise<FuzzRe
     report.failures.push(f);
   };
   let baseline = await snapshot(config);
+  // Whether nothing answered below 400 since the baseline was taken (with freshBaseline, else it is taken again).
+  let current = true;
   for (let round = 0; Date.now() < config.deadline; round++) {
     report.rounds = round + 1;
     // A different operation order each round, from the seed.
@@ -129,6 +141,7 @@ export async function fuzz(ops: Operation[], config: FuzzConfig): Promise<FuzzRe
     for (const op of order) {
       if (Date.now() >= config.deadline) break;
       const allowValid = round % 2 === 1 ? config.allowValid : () => false;
+      if (op.writes && config.freshBaseline && !current) baseline = await snapshot(config);
       const cases = fc.sample(requestsOf(op, { ...config, allowValid }), {
         seed: seedFor(config.seed, op.id, round),
         numRuns: batch,
@@ -155,7 +168,12 @@ export async function fuzz(ops: Operation[], config: FuzzConfig): Promise<FuzzRe
           if (op.writes) config.onWritten?.(req, res);
         }
       });
-      if (!op.writes) continue;
+      current = !wrote && (op.writes || current);
+      // A read, or a write that succeeded where the next batch takes its own baseline: nothing to compare.
+      if (!op.writes || (wrote && config.freshBaseline)) {
+        await config.afterBatch?.(op, wrote);
+        continue;
+      }
       // After a write that succeeded, wait for what follows it on its own (a build's jobs, counters) to settle.
       const after = wrote ? await settled(config) : await snapshot(config);
       if (!wrote) {
@@ -171,6 +189,7 @@ export async function fuzz(ops: Operation[], config: FuzzConfig): Promise<FuzzRe
         }
       }
       baseline = after;
+      await config.afterBatch?.(op, wrote);
     }
   }
   return report;

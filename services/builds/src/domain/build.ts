@@ -66,6 +66,11 @@ export interface Build {
   finishedAt: Date | null;
   /** Incremented by every update: the compare-and-set guard. */
   version: number;
+  /**
+   * How many jobs its creation stores, recorded while it is `creating`: a build found `creating` long after with
+   * fewer was cut off (creation-repair.ts). Absent on builds stored before it was recorded.
+   */
+  plannedJobs?: number;
 }
 
 /** What conditionals (`if:`) of a build's steps read: the build, its pipeline and organization. */

@@ -163,6 +163,32 @@ afterEach(async () => {
 });
 
 describe("agent artifact routes", () => {
+  // Found by the agent API fuzzer (test/fuzz-agent.e2e.test.ts): the document declared only an empty 200 for these
+  // routes, while the batch is created with 201 and every route answers 4xx errors (401, 404, 422, …).
+  it("document the statuses they answer and their bodies in the OpenAPI document", async () => {
+    const t = await appWith();
+    app = t.app;
+    type Responses = Record<string, { content?: Record<string, { schema: { required?: string[] } }> }>;
+    const doc = (await app.inject({ method: "GET", url: "/v2/openapi.json" })).json() as {
+      paths: Record<string, Record<string, { responses: Responses }>>;
+    };
+    const responsesOf = (path: string, method: string) => doc.paths[path]?.[method]?.responses ?? {};
+    const created = responsesOf("/v3/jobs/{id}/artifacts", "post");
+    expect(Object.keys(created).sort()).toEqual(["201", "4XX", "5XX"]);
+    expect(Object.keys(responsesOf("/v3/jobs/{id}/artifacts", "put")).sort()).toEqual(["200", "4XX", "5XX"]);
+    expect(Object.keys(responsesOf("/v3/builds/{id}/artifacts/search", "get")).sort()).toEqual(["200", "4XX", "5XX"]);
+    const res = await app.inject({
+      method: "POST",
+      url: `/v3/jobs/${JOB}/artifacts`,
+      headers: token,
+      payload: batch(["dist/a.txt"]),
+    });
+    expect(res.statusCode).toBe(201);
+    const required = created["201"]?.content?.["application/json"]?.schema.required ?? [];
+    expect(required.sort()).toEqual(["artifact_ids", "id", "per_artifact_instructions", "upload_instructions"]);
+    expect(Object.keys(res.json()).sort()).toEqual(required);
+  });
+
   it("creates a batch (201) with one upload form per artifact, in order, and the URL base configured", async () => {
     const t = await appWith();
     app = t.app;

@@ -4,9 +4,11 @@ import { Type } from "@sinclair/typebox";
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import { HttpError } from "../http-error.js";
 import { AgentArtifactSchema, renderAgentArtifact } from "../render/artifact.js";
+import { responses } from "../routes/declare.js";
 import { rpcOptions } from "../routes/deps.js";
 import type { AgentApiDeps } from "./agent-api.js";
 import { credentialOf } from "./agent-credentials.js";
+import { Empty } from "./agent-routes.js";
 
 type Params = { id: string };
 
@@ -58,6 +60,25 @@ const batchBodySchema = {
   },
   required: ["id", "artifacts"],
 } as const;
+
+/** Where and how the agent uploads one artifact: a signed S3 POST form. */
+const UploadInstructions = Type.Object({
+  action: Type.Object({
+    url: Type.String(),
+    method: Type.String(),
+    path: Type.String(),
+    file_input: Type.String(),
+  }),
+  data: Type.Record(Type.String(), Type.String()),
+});
+
+/** The answer to a batch: the artifacts' ids and one upload form per artifact (null only with nothing to upload). */
+const BatchCreatedSchema = Type.Object({
+  id: Type.String(),
+  artifact_ids: Type.Array(Type.String()),
+  upload_instructions: Type.Union([UploadInstructions, Type.Null()]),
+  per_artifact_instructions: Type.Record(Type.String(), UploadInstructions),
+});
 
 interface StatesBody {
   artifacts: Array<{ id: string; state: string }>;
@@ -127,6 +148,7 @@ export function artifactAgentRoutes(app: FastifyInstance, deps: AgentApiDeps): v
         summary: "Announce a batch of artifacts; answers one signed upload form per artifact",
         tags: ["agent"],
         body: batchBodySchema,
+        response: responses(201, BatchCreatedSchema),
       },
     },
     async (request, reply) => {
@@ -192,6 +214,7 @@ export function artifactAgentRoutes(app: FastifyInstance, deps: AgentApiDeps): v
         summary: "Mark announced artifacts finished or errored",
         tags: ["agent"],
         body: statesBodySchema,
+        response: responses(200, Empty),
       },
     },
     async (request) => {
@@ -250,7 +273,7 @@ export function artifactAgentRoutes(app: FastifyInstance, deps: AgentApiDeps): v
         summary: "Find a build's artifacts by path glob, with signed download URLs",
         tags: ["agent"],
         querystring: searchQuerySchema,
-        response: { 200: Type.Array(AgentArtifactSchema) },
+        response: responses(200, Type.Array(AgentArtifactSchema)),
       },
     },
     async (request) => {

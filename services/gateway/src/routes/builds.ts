@@ -2,16 +2,18 @@ import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { Build, BuildUserSchema } from "@conveyor/proto/builds";
 import type { OrganizationAccess } from "@conveyor/proto/identity";
 import type { Pipeline } from "@conveyor/proto/pipelines";
+import { contentVersion } from "@conveyor/runtime";
 import { Type } from "@fastify/type-provider-typebox";
-import type { FastifyInstance, FastifyRequest } from "fastify";
+import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { organizationAccess } from "../auth/authenticate.js";
-import type { PipelineAction } from "../auth/pipeline-access.js";
+import type { AccessiblePipelines, PipelineAction } from "../auth/pipeline-access.js";
 import { HttpError } from "../http-error.js";
 import { linkHeader } from "../paging.js";
 import { BuildSchema, renderBuild } from "../render/build.js";
 import type { JobDetail } from "../render/job.js";
+import { inputsOf, pipelineVersion } from "../rendered-answers.js";
 import { BuildListQuerySchema, parseBuildListQuery, type RawQuery } from "./build-query.js";
-import { responses, typed } from "./declare.js";
+import { conditionalResponses, responses, typed } from "./declare.js";
 import { type RouteDeps, rpcOptions } from "./deps.js";
 import { BOUNDS, BuildParams, nullableText, OrgParams, PipelineParams, pageOf, stringMap, text } from "./params.js";
 
@@ -89,14 +91,28 @@ export function buildRoutes(app: FastifyInstance, deps: RouteDeps): void {
     return renderBuild(build, { urls, orgSlug: access.organization?.slug ?? "", pipeline, canEdit, detail });
   };
 
+  /** What the caller's access shows of an organization-wide page: who may edit which pipelines. */
+  const editFingerprint = (visible: AccessiblePipelines) =>
+    contentVersion(
+      [...visible.everywhere].map(([id, a]) => `${id}:${a.edit}`).join(","),
+      [...visible.pipelines].map(([id, a]) => `${id}:${a.edit}`).join(","),
+    );
+
+  /** The versions of the pipelines a page embeds ("-" for one that is gone). */
+  const pipelineVersions = (ids: readonly string[], pipelines: ReadonlyMap<string, Pipeline>) =>
+    ids.map((id) => {
+      const p = pipelines.get(id);
+      return p ? pipelineVersion(p) : "-";
+    });
+
   /**
-   * Lists one page of builds among `accesses` (optionally of one known pipeline) and renders it. The embedded
-   * pipelines of an organization-wide page come from one batch lookup, unless exclude_pipeline asks for none.
-   * Organization-wide pages cover only the pipelines the caller may read.
+   * Serves one page of builds among `accesses` (optionally of one known pipeline). The embedded pipelines of an
+   * organization-wide page come from one batch lookup, unless exclude_pipeline asks for none. Organization-wide
+   * pages cover only the pipelines the caller may read.
    */
   const listPage = async (
     request: FastifyRequest & { query: RawQuery },
-    reply: { header(name: string, value: string): unknown },
+    reply: FastifyReply,
     accesses: OrganizationAccess[],
     known?: { pipeline: Pipeline; canEdit: boolean },
   ) => {
@@ -111,51 +127,82 @@ export function buildRoutes(app: FastifyInstance, deps: RouteDeps): void {
       known
         ? known.canEdit
         : ((visible?.everywhere.get(build.organizationId) ?? visible?.pipelines.get(build.pipelineId))?.edit ?? false);
-    const res = await clients.builds.listBuilds(
-      {
-        ...query.filters,
-        organizationIds: visible ? [...visible.everywhere.keys()] : [...orgs.keys()],
-        pipelineIds: visible ? [...visible.pipelines.keys()] : [],
-        pipelineId: pipeline?.id ?? "",
-        page: paging.page,
-        perPage: paging.perPage,
-      },
-      rpcOptions(request),
-    );
-    const link = linkHeader(deps.publicUrl, request.url, paging, { hasMore: res.hasMore });
-    if (link) reply.header("link", link);
-
-    const pipelines = new Map<string, Pipeline>();
-    if (pipeline) pipelines.set(pipeline.id, pipeline);
-    else if (!query.excludePipeline && res.builds.length > 0) {
-      const ids = [...new Set(res.builds.map((b) => b.pipelineId))];
-      const organizationIds = [...new Set(res.builds.map((b) => b.organizationId))];
+    const list = {
+      ...query.filters,
+      organizationIds: visible ? [...visible.everywhere.keys()] : [...orgs.keys()],
+      pipelineIds: visible ? [...visible.pipelines.keys()] : [],
+      pipelineId: pipeline?.id ?? "",
+      page: paging.page,
+      perPage: paging.perPage,
+    };
+    /** The embedded pipelines of an organization-wide page, in one batch. */
+    const lookUp = async (organizationIds: string[], ids: string[]) => {
+      const found = new Map<string, Pipeline>();
       const batch = await clients.pipelines.batchGetPipelines({ organizationIds, ids }, rpcOptions(request));
-      for (const p of batch.pipelines) pipelines.set(p.id, p);
-    }
-    return res.builds.flatMap((build) => {
-      const access = orgs.get(build.organizationId);
-      if (!access?.organization) return [];
-      // A deleted pipeline's builds go with it (the builds service removes them on its event; until then, unlisted).
-      if (!query.excludePipeline && !pipelines.has(build.pipelineId)) return [];
-      return [
-        renderBuild(
-          build,
-          {
-            urls,
-            orgSlug: access.organization.slug,
-            pipeline: query.excludePipeline ? null : (pipelines.get(build.pipelineId) ?? null),
-            canEdit: canEdit(build),
-            detail: "list",
-          },
-          { excludeJobs: query.filters.excludeJobs },
-        ),
-      ];
+      for (const p of batch.pipelines) found.set(p.id, p);
+      return found;
+    };
+    return deps.answers.serve(request, reply, {
+      key: contentVersion(
+        "builds",
+        request.url,
+        JSON.stringify(list, (_k, v) => (typeof v === "bigint" ? String(v) : v)),
+      ),
+      inputs: inputsOf([
+        ...[...orgs.values()].map((a) => a.organization?.slug ?? ""),
+        query.excludePipeline,
+        pipeline ? pipelineVersion(pipeline) : "",
+        known ? known.canEdit : visible ? editFingerprint(visible) : "",
+      ]),
+      fetch: async (ifNoneMatch) => {
+        const res = await clients.builds.listBuilds({ ...list, ifNoneMatch }, rpcOptions(request));
+        return { version: res.version, notModified: res.notModified, value: res };
+      },
+      confirm: async (depends) => {
+        if (!depends) return true;
+        const d = depends as { organizationIds: string[]; ids: string[]; versions: string[] };
+        const now = pipelineVersions(d.ids, await lookUp(d.organizationIds, d.ids));
+        return now.join(",") === d.versions.join(",");
+      },
+      render: async (res) => {
+        const builds = res?.builds ?? [];
+        const link = linkHeader(deps.publicUrl, request.url, paging, { hasMore: res?.hasMore ?? false });
+        let pipelines = new Map<string, Pipeline>();
+        let depends: { organizationIds: string[]; ids: string[]; versions: string[] } | undefined;
+        if (pipeline) pipelines.set(pipeline.id, pipeline);
+        else if (!query.excludePipeline && builds.length > 0) {
+          const ids = [...new Set(builds.map((b) => b.pipelineId))];
+          const organizationIds = [...new Set(builds.map((b) => b.organizationId))];
+          pipelines = await lookUp(organizationIds, ids);
+          depends = { organizationIds, ids, versions: pipelineVersions(ids, pipelines) };
+        }
+        const body = builds.flatMap((build) => {
+          const access = orgs.get(build.organizationId);
+          if (!access?.organization) return [];
+          // A deleted pipeline's builds go with it (the builds service removes them on its event; until then,
+          // unlisted).
+          if (!query.excludePipeline && !pipelines.has(build.pipelineId)) return [];
+          return [
+            renderBuild(
+              build,
+              {
+                urls,
+                orgSlug: access.organization.slug,
+                pipeline: query.excludePipeline ? null : (pipelines.get(build.pipelineId) ?? null),
+                canEdit: canEdit(build),
+                detail: "list",
+              },
+              { excludeJobs: query.filters.excludeJobs },
+            ),
+          ];
+        });
+        return { body, ...(link ? { link } : {}), depends };
+      },
     });
   };
 
   const route = typed(app);
-  const list = { querystring: BuildListQuerySchema, response: responses(200, Type.Array(BuildSchema)) };
+  const list = { querystring: BuildListQuerySchema, response: conditionalResponses(200, Type.Array(BuildSchema)) };
 
   route.get(
     "/v2/builds",
@@ -217,19 +264,27 @@ export function buildRoutes(app: FastifyInstance, deps: RouteDeps): void {
         querystring: Type.Object({
           include_retried_jobs: Type.Optional(Type.Boolean({ description: "list every retried job" })),
         }),
-        response: responses(200, BuildSchema),
+        response: conditionalResponses(200, BuildSchema),
       },
     },
-    async (request) => {
+    async (request, reply) => {
       const access = organizationAccess(request, request.params.org);
       const number = request.params.number;
       const includeRetriedJobs = request.query.include_retried_jobs ?? false;
       const pipeline = await pipelineOf(request, access, "read");
-      const res = await clients.builds.getBuild(
-        { pipelineId: pipeline.pipeline.id, number, includeRetriedJobs },
-        rpcOptions(request),
-      );
-      return renderOne(res.build, access, pipeline, "single");
+      const pipelineId = pipeline.pipeline.id;
+      return deps.answers.serve(request, reply, {
+        key: `build|${pipelineId}|${number}|${includeRetriedJobs}`,
+        inputs: inputsOf([access.organization?.slug ?? "", pipelineVersion(pipeline.pipeline), pipeline.canEdit]),
+        fetch: async (ifNoneMatch) => {
+          const res = await clients.builds.getBuild(
+            { pipelineId, number, includeRetriedJobs, ifNoneMatch },
+            rpcOptions(request),
+          );
+          return { version: res.version, notModified: res.notModified, value: res.build };
+        },
+        render: (build) => ({ body: renderOne(build, access, pipeline, "single") }),
+      });
     },
   );
 

@@ -60,6 +60,17 @@ export function responses<S extends number, T extends TSchema>(status: S, ok: T)
   };
 }
 
+/**
+ * The answers of a read whose answer carries an ETag (rendered-answers.ts): `ok` with `status`, or 304 with no body
+ * when the request's If-None-Match names the current answer.
+ */
+export function conditionalResponses<S extends number, T extends TSchema>(status: S, ok: T) {
+  return {
+    ...responses(status, ok),
+    304: Type.Unsafe<undefined>({ type: "null", description: "Not Modified: If-None-Match names the current answer" }),
+  };
+}
+
 /** A route that answers 204 with no body. */
 export const noContent = responses(204, Type.Unsafe<undefined>({ type: "null", description: "No Content" }));
 

@@ -4,6 +4,7 @@ import type { PipelineAccessChecks } from "../auth/pipeline-access.js";
 import type { PrincipalCache } from "../auth/principal-cache.js";
 import type { GatewayClients } from "../clients.js";
 import type { Urls } from "../render/urls.js";
+import type { RenderedAnswers } from "../rendered-answers.js";
 
 /** What every route module receives. */
 export interface RouteDeps {
@@ -13,6 +14,8 @@ export interface RouteDeps {
   principals: PrincipalCache;
   /** Team-based pipeline access, as identity's access policy decides it. */
   pipelineAccess: PipelineAccessChecks;
+  /** Rendered build answers, served again when the builds service confirms them. */
+  answers: RenderedAnswers;
 }
 
 /** Per-call options that carry the request id to the service. */

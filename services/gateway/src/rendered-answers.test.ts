@@ -1,0 +1,124 @@
+import { Type } from "@sinclair/typebox";
+import Fastify from "fastify";
+import { createRenderedAnswers, type Fetched, inputsOf } from "./rendered-answers.js";
+
+/** A builds service that versions one value and honours if_none_match, and a route that serves it. */
+async function world(opts: { maxBytes?: number; confirm?: () => boolean } = {}) {
+  const service = { value: "one", version: "v1", asked: [] as string[] };
+  const gateway = { inputs: "acme|p1", renders: 0 };
+  const answers = createRenderedAnswers({ maxBytes: opts.maxBytes ?? 1024 * 1024 });
+  const app = Fastify();
+  app.get(
+    "/thing",
+    { schema: { response: { 200: Type.Object({ value: Type.String(), inputs: Type.String() }) } } },
+    async (request, reply) =>
+      answers.serve(request, reply, {
+        key: "thing",
+        inputs: gateway.inputs,
+        fetch: async (ifNoneMatch): Promise<Fetched<string>> => {
+          service.asked.push(ifNoneMatch);
+          if (ifNoneMatch === service.version) return { version: service.version, notModified: true };
+          return { version: service.version, notModified: false, value: service.value };
+        },
+        ...(opts.confirm ? { confirm: async () => opts.confirm?.() ?? true } : {}),
+        render: (value) => {
+          gateway.renders++;
+          return { body: { value, inputs: gateway.inputs, extra: "dropped by the schema" }, link: "<next>" };
+        },
+      }),
+  );
+  await app.ready();
+  const get = (headers: Record<string, string> = {}) => app.inject({ method: "GET", url: "/thing", headers });
+  return { app, service, gateway, answers, get };
+}
+
+describe("rendered answers", () => {
+  it("renders once, then serves the kept JSON while the service confirms its version", async () => {
+    const w = await world();
+    const first = await w.get();
+    expect(first.statusCode).toBe(200);
+    expect(first.json()).toEqual({ value: "one", inputs: "acme|p1" });
+    expect(first.headers["content-type"]).toBe("application/json; charset=utf-8");
+    expect(first.headers.link).toBe("<next>");
+    const again = await w.get();
+    expect(again.body).toBe(first.body);
+    expect(again.headers.etag).toBe(first.headers.etag);
+    expect(again.headers.link).toBe("<next>");
+    expect(w.gateway.renders).toBe(1);
+    expect(w.service.asked).toEqual(["", "v1"]);
+  });
+
+  it("renders the service's new answer when its version changed", async () => {
+    const w = await world();
+    const first = await w.get();
+    w.service.value = "two";
+    w.service.version = "v2";
+    const changed = await w.get();
+    expect(changed.json().value).toBe("two");
+    expect(changed.headers.etag).not.toBe(first.headers.etag);
+    expect(w.gateway.renders).toBe(2);
+    expect(w.service.asked).toEqual(["", "v1"]);
+  });
+
+  it("does not offer a kept answer rendered with other inputs", async () => {
+    const w = await world();
+    await w.get();
+    w.gateway.inputs = "acme|p2";
+    const res = await w.get();
+    expect(res.json().inputs).toBe("acme|p2");
+    expect(w.service.asked).toEqual(["", ""]);
+    expect(w.gateway.renders).toBe(2);
+  });
+
+  it("asks again for the value when inputs read from the answer changed", async () => {
+    let same = true;
+    const w = await world({ confirm: () => same });
+    await w.get();
+    await w.get();
+    expect(w.gateway.renders).toBe(1);
+    same = false;
+    await w.get();
+    expect(w.service.asked).toEqual(["", "v1", "v1", ""]);
+    expect(w.gateway.renders).toBe(2);
+  });
+
+  it("answers 304 to an If-None-Match naming the answer, whether kept or rendered anew", async () => {
+    const w = await world();
+    const first = await w.get();
+    const etag = String(first.headers.etag);
+    expect(etag).toMatch(/^"[\w-]{22}"$/);
+    const kept = await w.get({ "if-none-match": etag });
+    expect(kept.statusCode).toBe(304);
+    expect(kept.body).toBe("");
+    expect((await w.get({ "if-none-match": `"other", W/${etag}` })).statusCode).toBe(304);
+    expect((await w.get({ "if-none-match": '"other"' })).statusCode).toBe(200);
+    // Another gateway (nothing kept) names the same answer with the same tag.
+    const other = await world({ maxBytes: 0 });
+    const fresh = await other.get({ "if-none-match": etag });
+    expect(fresh.statusCode).toBe(304);
+    w.service.version = "v2";
+    expect((await w.get({ "if-none-match": etag })).statusCode).toBe(200);
+  });
+
+  it("keeps nothing with no room, and nothing the service did not version", async () => {
+    const none = await world({ maxBytes: 0 });
+    await none.get();
+    await none.get();
+    expect(none.gateway.renders).toBe(2);
+    expect(none.answers.size().entries).toBe(0);
+    const unversioned = await world();
+    unversioned.service.version = "";
+    await unversioned.get();
+    const res = await unversioned.get();
+    expect(res.headers.etag).toBeUndefined();
+    expect(unversioned.answers.size().entries).toBe(0);
+    expect(unversioned.gateway.renders).toBe(2);
+  });
+
+  it("keeps no answer larger than its room", async () => {
+    const w = await world({ maxBytes: 100 });
+    await w.get();
+    expect(w.answers.size().entries).toBe(0);
+    expect(inputsOf(["a", 1, true])).toBe("a|1|true");
+  });
+});

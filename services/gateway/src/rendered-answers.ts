@@ -1,0 +1,156 @@
+/**
+ * Rendered build answers kept by the gateway, served again when the builds service confirms them current.
+ *
+ * A build or a page of builds is rendered from two things: the builds service's answer, which it names by a content
+ * version (a hash of what it sent), and the gateway's own inputs (the organization's slug, the embedded pipelines as
+ * they are now, whether the caller may edit them, the query's options). The gateway keeps the JSON it sent, under
+ * the request's key, with both. The next request for the same key asks the builds service with `if_none_match` set
+ * to the kept version: when the service answers not_modified (after its own freshness barrier) and the inputs are
+ * the same, the kept JSON is sent as it is, which skips encoding, decoding, rendering and serializing the builds
+ * (a page of 30 is ~230 KB). Nothing is served on the gateway's word alone: every answer is confirmed by the builds
+ * service in the request that sends it.
+ *
+ * The same pair names the answer for HTTP: its ETag, so that a client that sends If-None-Match gets 304.
+ */
+import { toBinary } from "@bufbuild/protobuf";
+import { type Pipeline, PipelineSchema } from "@conveyor/proto/pipelines";
+import { contentVersion } from "@conveyor/runtime";
+import type { FastifyReply, FastifyRequest } from "fastify";
+import { LRUCache } from "lru-cache";
+
+/** What is kept of one answer. */
+export interface RenderedAnswer {
+  /** The builds service's version of what the answer was rendered from. */
+  version: string;
+  /** The gateway's inputs to the rendering known before the call (see `inputsOf`). */
+  inputs: string;
+  /** The JSON sent. */
+  body: Buffer;
+  /** The entity tag sent with it. */
+  etag: string;
+  /** The Link header sent with it (pages). */
+  link?: string;
+  /** Inputs that depended on the service's answer (an organization page's pipelines), for `confirm`. */
+  depends?: unknown;
+}
+
+/** What the builds service answered: a version, and the value unless it said the caller's is current. */
+export interface Fetched<T> {
+  version: string;
+  notModified: boolean;
+  /** Absent when not_modified (or when the service found nothing, for `render` to say so). */
+  value?: T | undefined;
+}
+
+/** One answer to serve: how to fetch it, confirm a kept one and render a new one. */
+export interface AnswerSpec<T> {
+  /** Everything that selects the service's answer (the RPC request, the URL). */
+  key: string;
+  /** Everything of the gateway's that the rendering reads, known before the call. */
+  inputs: string;
+  /** The RPC, with the version of the kept answer ("" for none). */
+  fetch(ifNoneMatch: string): Promise<Fetched<T>>;
+  /** Whether inputs read from the answer (its `depends`) are still as they were. */
+  confirm?(depends: unknown): Promise<boolean>;
+  /** Renders a value: the body (serialized by the route's schema), its Link header and what it depended on. */
+  render(
+    value: T | undefined,
+  ): Promise<{ body: unknown; link?: string; depends?: unknown }> | { body: unknown; link?: string };
+}
+
+const pipelineVersions = new WeakMap<Pipeline, string>();
+
+/**
+ * A pipeline's content version. The gateway's pipeline cache hands out the same object until the pipeline changes,
+ * so this is computed once per change.
+ */
+export function pipelineVersion(pipeline: Pipeline): string {
+  let version = pipelineVersions.get(pipeline);
+  if (!version) {
+    version = contentVersion(toBinary(PipelineSchema, pipeline));
+    pipelineVersions.set(pipeline, version);
+  }
+  return version;
+}
+
+/** The gateway's inputs to a rendering, as one string: equal strings, equal renderings of equal service answers. */
+export function inputsOf(parts: readonly (string | number | boolean)[]): string {
+  return parts.map(String).join("|");
+}
+
+/** Whether the request's If-None-Match names `etag` (a list, a weak tag or `*`). */
+function matches(request: FastifyRequest, etag: string): boolean {
+  const header = request.headers["if-none-match"];
+  if (!header) return false;
+  if (header.trim() === "*") return true;
+  return header.split(",").some((tag) => tag.trim().replace(/^W\//, "") === `"${etag}"`);
+}
+
+export interface RenderedAnswers {
+  /**
+   * Serves an answer: the kept one when the service confirms its version (and `confirm` the inputs that depended
+   * on it), else a new rendering, kept for next time. 304 when the request's If-None-Match names the answer.
+   */
+  serve<T>(request: FastifyRequest, reply: FastifyReply, spec: AnswerSpec<T>): Promise<FastifyReply>;
+  /** How much is kept (for tests and /stats). */
+  size(): { entries: number; bytes: number };
+}
+
+const JSON_TYPE = "application/json; charset=utf-8";
+
+/** What a route's serializer produced, as bytes to keep. */
+const bytesOf = (serialized: string | Buffer | ArrayBuffer) =>
+  typeof serialized === "string" ? Buffer.from(serialized) : Buffer.from(serialized as Uint8Array);
+
+/** Answers kept up to `maxBytes` of JSON (0 keeps nothing: every request renders; ETags still work). */
+export function createRenderedAnswers(opts: { maxBytes: number }): RenderedAnswers {
+  const cache =
+    opts.maxBytes > 0
+      ? new LRUCache<string, RenderedAnswer>({
+          maxSize: opts.maxBytes,
+          sizeCalculation: (answer, key) => answer.body.length + key.length + 200,
+        })
+      : undefined;
+
+  const send = (request: FastifyRequest, reply: FastifyReply, answer: RenderedAnswer) => {
+    if (answer.link) reply.header("link", answer.link);
+    if (answer.version === "") return reply.header("content-type", JSON_TYPE).send(answer.body);
+    reply.header("etag", `"${answer.etag}"`);
+    if (matches(request, answer.etag)) return reply.code(304).send();
+    return reply.header("content-type", JSON_TYPE).send(answer.body);
+  };
+
+  return {
+    async serve(request, reply, spec) {
+      const held = cache?.get(spec.key);
+      const kept = held && held.inputs === spec.inputs ? held : undefined;
+      let fetched = await spec.fetch(kept?.version ?? "");
+      if (fetched.notModified) {
+        if (kept && kept.version === fetched.version && (!spec.confirm || (await spec.confirm(kept.depends)))) {
+          return send(request, reply, kept);
+        }
+        // The kept answer went meanwhile, or what it depended on changed: ask again for the builds themselves.
+        fetched = await spec.fetch("");
+      }
+      const rendered = await spec.render(fetched.value);
+      const version = fetched.version ?? "";
+      const answer: RenderedAnswer = {
+        version,
+        inputs: spec.inputs,
+        body: bytesOf(reply.serialize(rendered.body)),
+        etag: contentVersion(
+          version,
+          spec.inputs,
+          "depends" in rendered ? (JSON.stringify(rendered.depends) ?? "") : "",
+        ),
+        ...(rendered.link ? { link: rendered.link } : {}),
+        ...("depends" in rendered ? { depends: rendered.depends } : {}),
+      };
+      // A service that sent no version (an older replica during a rolling upgrade) names nothing worth keeping.
+      if (version !== "") cache?.set(spec.key, answer);
+      return send(request, reply, answer);
+    },
+
+    size: () => ({ entries: cache?.size ?? 0, bytes: cache?.calculatedSize ?? 0 }),
+  };
+}

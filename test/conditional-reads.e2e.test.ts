@@ -1,0 +1,121 @@
+import { randomBytes } from "node:crypto";
+import { Role } from "@conveyor/proto/identity";
+import { api, arrangeCluster, arrangeOrgUser, builds, send, unique } from "./support/stack-env.js";
+
+// Builds and pages the gateway sends again from what it rendered (rendered-answers.ts), confirmed by the builds
+// service's content versions: the same answer keeps its ETag, If-None-Match gets 304, and every change — of the
+// build, its jobs, the page's membership, the embedded pipeline — is in the very next answer.
+
+const SCOPES = ["read_builds", "write_builds", "read_pipelines", "write_pipelines"];
+const YAML = "steps:\n  - label: one\n    command: run\n  - wait\n  - label: two\n    command: run\n";
+
+let org: Awaited<ReturnType<typeof arrangeOrgUser>>;
+let slug: string;
+let builds0: string;
+
+beforeAll(async () => {
+  org = await arrangeOrgUser({ scopes: SCOPES, role: Role.ADMIN });
+  const clusterId = await arrangeCluster(org.organization.id);
+  const name = unique("Cond");
+  const res = await send("POST", `/v2/organizations/${org.organization.slug}/pipelines`, org.secret, {
+    name,
+    repository: "git@github.com:acme/web.git",
+    cluster_id: clusterId,
+    configuration: YAML,
+  });
+  expect(res.status).toBe(201);
+  slug = res.body.slug;
+  builds0 = `/v2/organizations/${org.organization.slug}/pipelines/${slug}/builds`;
+});
+
+const get = (path: string, etag?: string) => api(path, org.secret, etag ? { headers: { "if-none-match": etag } } : {});
+
+async function create() {
+  const res = await send("POST", builds0, org.secret, { commit: randomBytes(20).toString("hex"), branch: "main" });
+  expect(res.status).toBe(201);
+  return res.body as { number: number; jobs: { id: string }[] };
+}
+
+describe("conditional build reads", () => {
+  it("sends a build again under its ETag, 304 to If-None-Match, and every change at once", async () => {
+    const build = await create();
+    const path = `${builds0}/${build.number}`;
+    const first = await get(path);
+    expect(first.status).toBe(200);
+    const etag = first.headers.get("etag") ?? "";
+    expect(etag).toMatch(/^"[\w-]{22}"$/);
+    const again = await get(path);
+    expect(again.text).toBe(first.text);
+    expect(again.headers.get("etag")).toBe(etag);
+    const held = await get(path, etag);
+    expect(held.status).toBe(304);
+    expect(held.text).toBe("");
+
+    // A job assigned (as the agents service does): the next answer shows it, under another tag.
+    const jobId = build.jobs[0]?.id ?? "";
+    await builds.assignJob({ jobId, agent: { id: "agent", name: "agent", hostname: "h", metaData: [] } });
+    const assigned = await get(path, etag);
+    expect(assigned.status).toBe(200);
+    expect(assigned.body.jobs[0].state).toBe("assigned");
+    const etag2 = assigned.headers.get("etag") ?? "";
+    expect(etag2).not.toBe(etag);
+
+    // Canceled through the API: seen in the next read.
+    const cancel = await send("PUT", `${path}/cancel`, org.secret);
+    expect(cancel.status).toBe(200);
+    const canceled = await get(path, etag2);
+    expect(canceled.status).toBe(200);
+    expect(canceled.body.state).toBe(cancel.body.state);
+    expect(canceled.headers.get("etag")).not.toBe(etag2);
+  });
+
+  it("sends a page again while it holds, and a new build or a pipeline change in the next answer", async () => {
+    await create();
+    const pages = [builds0, `/v2/organizations/${org.organization.slug}/builds`];
+    for (const path of pages) {
+      const first = await get(`${path}?per_page=2`);
+      expect(first.status).toBe(200);
+      const etag = first.headers.get("etag") ?? "";
+      expect((await get(`${path}?per_page=2`, etag)).status).toBe(304);
+      // Another query, another answer.
+      expect((await get(`${path}?per_page=1`, etag)).status).toBe(200);
+    }
+
+    const before = await Promise.all(pages.map((p) => get(p)));
+    const added = await create();
+    for (const [i, path] of pages.entries()) {
+      const res = await get(path, before[i]?.headers.get("etag") ?? "");
+      expect(res.status).toBe(200);
+      expect(res.body[0].number).toBe(added.number);
+    }
+
+    // The pipeline embedded in every build changes: the builds did not, the answers do.
+    const held = await Promise.all(pages.map((p) => get(p)));
+    const description = unique("described");
+    const patched = await send("PATCH", `/v2/organizations/${org.organization.slug}/pipelines/${slug}`, org.secret, {
+      description,
+    });
+    expect(patched.status).toBe(200);
+    for (const [i, path] of pages.entries()) {
+      const res = await get(path, held[i]?.headers.get("etag") ?? "");
+      expect(res.status).toBe(200);
+      expect(res.body[0].pipeline.description).toBe(description);
+    }
+    const one = await get(`${builds0}/${added.number}`);
+    expect(one.body.pipeline.description).toBe(description);
+  });
+
+  it("answers exclude_pipeline and exclude_jobs pages apart from the full page", async () => {
+    await create();
+    const full = await get(builds0);
+    const etag = full.headers.get("etag") ?? "";
+    for (const query of ["exclude_pipeline=true", "exclude_jobs=true"]) {
+      const res = await get(`${builds0}?${query}`, etag);
+      expect(res.status).toBe(200);
+      expect(res.headers.get("etag")).not.toBe(etag);
+    }
+    const lean = await get(`${builds0}?exclude_pipeline=true&exclude_jobs=true`);
+    expect(lean.body[0]).not.toHaveProperty("pipeline");
+    expect(lean.body[0]).not.toHaveProperty("jobs");
+  });
+});
