@@ -1,5 +1,6 @@
 export * from "./clients.js";
 export * from "./coalesce.js";
+export * from "./insert-batcher.js";
 export * from "./config.js";
 export * from "./content-version.js";
 export * from "./defaults.js";

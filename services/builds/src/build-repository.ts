@@ -1,4 +1,4 @@
-import { isDuplicateKeyError } from "@conveyor/runtime";
+import { createInsertBatcher, isDuplicateKeyError } from "@conveyor/runtime";
 import type { Collection, Db, Filter } from "mongodb";
 import {
   type BuildDoc,
@@ -195,6 +195,10 @@ export async function createMongoBuildRepository(db: Db): Promise<BuildRepositor
 
   const build = (doc: BuildDoc | null) => (doc ? fromBuildDoc(doc) : null);
   const job = (doc: JobDoc | null) => (doc ? fromJobDoc(doc) : null);
+  // New builds and jobs created at the same time share one insert command each (group commit, insert-batcher.ts):
+  // the bundled FerretDB spends about as long on one document as on ten.
+  const newBuilds = createInsertBatcher<BuildDoc>((docs) => builds.insertMany(docs, { ordered: false }));
+  const newJobs = createInsertBatcher<JobDoc>((docs) => jobs.insertMany(docs, { ordered: false }));
 
   return {
     async nextNumber(pipelineId, count = 1) {
@@ -219,14 +223,14 @@ export async function createMongoBuildRepository(db: Db): Promise<BuildRepositor
     },
     async insertBuild(b) {
       try {
-        await builds.insertOne(toBuildDoc(b));
+        await newBuilds.insert([toBuildDoc(b)]);
       } catch (err) {
         if (isDuplicateKeyError(err)) throw new DuplicateBuildNumberError(b.number, { cause: err });
         throw err;
       }
     },
     async insertJobs(list) {
-      if (list.length > 0) await jobs.insertMany(list.map(toJobDoc));
+      await newJobs.insert(list.map(toJobDoc));
     },
     async insertMissingJobs(list) {
       if (list.length === 0) return;
