@@ -1,4 +1,4 @@
-import { createClient } from "@connectrpc/connect";
+import { createClient, type Interceptor } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
 import { Health } from "@conveyor/proto/health";
 import { createServiceClient, GuardedHttp2SessionManager } from "./clients.js";
@@ -101,5 +101,40 @@ describe("a GOAWAY on an idle client connection", () => {
     await server.close();
     expect(later).toHaveLength(1);
     expect(await later[0]?.then(() => "answered")).toBe("answered");
+  });
+});
+
+describe("createServiceClient", () => {
+  it("asks for answers uncompressed (connect-node's default client gets the same answer gzipped)", async () => {
+    // 60 services listed make an answer of a few KB, over the 1 KB from which a server compresses what it may.
+    const health = createHealthState(Array.from({ length: 60 }, (_, i) => `ci.test.v1.Service${i}WithALongName`));
+    health.setServing(true);
+    const server = await startRpcServer({
+      host: "127.0.0.1",
+      port: 0,
+      healthPort: 0,
+      routes: () => {},
+      health,
+      logger: createLogger("test", "silent"),
+    });
+    try {
+      const encodings: string[] = [];
+      const seeEncoding: Interceptor = (next) => async (req) => {
+        const res = await next(req);
+        encodings.push(res.header.get("content-encoding") ?? "identity");
+        return res;
+      };
+      const ours = createServiceClient(Health, server.url, { interceptors: [seeEncoding] });
+      const plain = createClient(
+        Health,
+        createConnectTransport({ baseUrl: server.url, httpVersion: "2", interceptors: [seeEncoding] }),
+      );
+      const [a, b] = [await ours.list({}), await plain.list({})];
+      expect(Object.keys(a.statuses)).toHaveLength(Object.keys(b.statuses).length);
+      expect(Object.keys(a.statuses).length).toBeGreaterThanOrEqual(60);
+      expect(encodings).toEqual(["identity", "gzip"]);
+    } finally {
+      await server.close();
+    }
   });
 });

@@ -66,6 +66,36 @@ describe("MongoDB pipelines repository", () => {
     expect(await repo.taken(org, "web", "nope")).toEqual({ name: true, slug: false });
   });
 
+  it("finds a pipeline by id or slug with point lookups, not by reading the organization's pipelines", async () => {
+    const org = randomUUID();
+    const named = Array.from({ length: 30 }, (_, i) => doc(org, `P${i}`, `p-${i}`));
+    for (const d of named) await repo.insert(d);
+    // A slug that looks like an id: found by slug when no pipeline has that id.
+    const uuidLike = doc(org, "UUID-like", randomUUID());
+    await repo.insert(uuidLike);
+    const commands: Array<Record<string, unknown>> = [];
+    const watched = await new MongoClient(process.env.MONGODB_URL ?? "", { monitorCommands: true }).connect();
+    watched.on("commandStarted", (e) => {
+      if (e.commandName === "find") commands.push(e.command.filter as Record<string, unknown>);
+    });
+    try {
+      const watchedRepo = await createMongoPipelinesRepository(watched.db(dbName));
+      expect((await watchedRepo.find(org, named[7]?._id ?? ""))?.slug).toBe("p-7");
+      expect((await watchedRepo.find(org, "p-12"))?._id).toBe(named[12]?._id);
+      expect((await watchedRepo.find(org, uuidLike.slug))?._id).toBe(uuidLike._id);
+      expect(await watchedRepo.find(randomUUID(), named[7]?._id ?? "")).toBeNull();
+    } finally {
+      await watched.close();
+    }
+    // Each query names the id, or the organization and the slug (both on an index); none has an $or to scan.
+    for (const filter of commands) {
+      expect(filter).not.toHaveProperty("$or");
+      expect(Object.keys(filter).sort()).toEqual(
+        expect.arrayContaining(filter._id ? ["_id"] : ["organizationId", "slug"]),
+      );
+    }
+  });
+
   it("finds by slug or id, lists by name and filters by archive state", async () => {
     const org = randomUUID();
     const b = doc(org, "beta", "beta");

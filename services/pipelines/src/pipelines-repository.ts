@@ -1,4 +1,4 @@
-import { isDuplicateKeyError } from "@conveyor/runtime";
+import { isDuplicateKeyError, isUuid } from "@conveyor/runtime";
 import { type Collection, type Db, MongoServerError } from "mongodb";
 import type { ProviderSettings } from "./provider.js";
 
@@ -152,16 +152,17 @@ export async function createMongoPipelinesRepository(db: Db): Promise<PipelinesR
       slug: slug !== undefined && found.some((p) => p.slug === slug),
     };
   };
-  const byRef = (organizationId: string, idOrSlug: string) => ({
-    organizationId,
-    $or: [{ _id: idOrSlug }, { slug: idOrSlug }],
-  });
+  // A pipeline named by id or by slug: two point lookups, each on an index. One query with `$or` of both is not
+  // index-backed on the bundled FerretDB: it decoded every pipeline of the organization, on every build created.
+  const byRef = async (organizationId: string, idOrSlug: string) =>
+    (isUuid(idOrSlug) ? await pipelines.findOne({ _id: idOrSlug, organizationId }) : null) ??
+    (await pipelines.findOne({ organizationId, slug: idOrSlug }));
 
   return {
     async insert(doc) {
       await pipelines.insertOne(doc).catch((err) => translate(err, doc.organizationId, doc.nameKey, doc.slug));
     },
-    find: (organizationId, idOrSlug) => pipelines.findOne(byRef(organizationId, idOrSlug)),
+    find: byRef,
     taken,
     findMany: (organizationIds, ids) =>
       pipelines.find({ _id: { $in: [...ids] }, organizationId: { $in: [...organizationIds] } }).toArray(),
