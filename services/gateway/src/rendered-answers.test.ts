@@ -3,7 +3,7 @@ import Fastify from "fastify";
 import { createRenderedAnswers, type Fetched, inputsOf } from "./rendered-answers.js";
 
 /** A builds service that versions one value and honours if_none_match, and a route that serves it. */
-async function world(opts: { maxBytes?: number; confirm?: () => boolean } = {}) {
+async function world(opts: { maxBytes?: number; confirm?: () => boolean; renderGate?: () => Promise<void> } = {}) {
   const service = { value: "one", version: "v1", asked: [] as string[] };
   const gateway = { inputs: "acme|p1", renders: 0 };
   const answers = createRenderedAnswers({ maxBytes: opts.maxBytes ?? 1024 * 1024 });
@@ -21,8 +21,9 @@ async function world(opts: { maxBytes?: number; confirm?: () => boolean } = {}) 
           return { version: service.version, notModified: false, value: service.value };
         },
         ...(opts.confirm ? { confirm: async () => opts.confirm?.() ?? true } : {}),
-        render: (value) => {
+        render: async (value) => {
           gateway.renders++;
+          await opts.renderGate?.();
           return { body: { value, inputs: gateway.inputs, extra: "dropped by the schema" }, link: "<next>" };
         },
       }),
@@ -33,6 +34,28 @@ async function world(opts: { maxBytes?: number; confirm?: () => boolean } = {}) 
 }
 
 describe("rendered answers", () => {
+  it("makes requests that arrive during a rendering wait for it, then confirm its version", async () => {
+    let open: () => void = () => {};
+    let gate: Promise<void> | undefined;
+    const w = await world({ renderGate: () => gate ?? Promise.resolve() });
+    await w.get();
+    w.service.value = "two";
+    w.service.version = "v2";
+    gate = new Promise((resolve) => (open = resolve));
+    const first = w.get();
+    while (w.gateway.renders < 2) await new Promise((r) => setImmediate(r));
+    // Rendering v2 now: three more requests arrive.
+    const later = [w.get(), w.get(), w.get()];
+    await new Promise((r) => setTimeout(r, 20));
+    expect(w.service.asked).toEqual(["", "v1"]);
+    open();
+    const answers = await Promise.all([first, ...later]);
+    for (const res of answers) expect(res.json()).toEqual({ value: "two", inputs: "acme|p1" });
+    expect(w.gateway.renders).toBe(2);
+    // Each later request asked the service itself, after the rendering, naming the new version.
+    expect(w.service.asked).toEqual(["", "v1", "v2", "v2", "v2"]);
+  });
+
   it("renders once, then serves the kept JSON while the service confirms its version", async () => {
     const w = await world();
     const first = await w.get();

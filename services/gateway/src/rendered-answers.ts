@@ -120,8 +120,35 @@ export function createRenderedAnswers(opts: { maxBytes: number }): RenderedAnswe
     return reply.header("content-type", JSON_TYPE).send(answer.body);
   };
 
+  /** Renders the service's answer and keeps it (when it names a version). */
+  const renderAndKeep = async <T>(reply: FastifyReply, spec: AnswerSpec<T>, fetched: Fetched<T>) => {
+    const rendered = await spec.render(fetched.value);
+    const version = fetched.version ?? "";
+    const answer: RenderedAnswer = {
+      version,
+      inputs: spec.inputs,
+      body: bytesOf(reply.serialize(rendered.body)),
+      etag: contentVersion(version, spec.inputs, "depends" in rendered ? (JSON.stringify(rendered.depends) ?? "") : ""),
+      ...(rendered.link ? { link: rendered.link } : {}),
+      ...("depends" in rendered ? { depends: rendered.depends } : {}),
+    };
+    // A service that sent no version (an older replica during a rolling upgrade) names nothing worth keeping.
+    if (version !== "") cache?.set(spec.key, answer);
+    return answer;
+  };
+
+  /**
+   * Renderings under way, by key and inputs. A request arriving meanwhile waits for it and then asks the service
+   * with its version: after a change, twenty pollers of one page cost one rendering and nineteen confirmations,
+   * not twenty renderings. Each still gets its own confirmation, made after it arrived, so none is answered older.
+   */
+  const rendering = new Map<string, Promise<unknown>>();
+
   return {
     async serve(request, reply, spec) {
+      const flight = `${spec.key}\u0000${spec.inputs}`;
+      const under = cache ? rendering.get(flight) : undefined;
+      if (under) await under.catch(() => undefined);
       const held = cache?.get(spec.key);
       const kept = held && held.inputs === spec.inputs ? held : undefined;
       let fetched = await spec.fetch(kept?.version ?? "");
@@ -132,23 +159,19 @@ export function createRenderedAnswers(opts: { maxBytes: number }): RenderedAnswe
         // The kept answer went meanwhile, or what it depended on changed: ask again for the builds themselves.
         fetched = await spec.fetch("");
       }
-      const rendered = await spec.render(fetched.value);
-      const version = fetched.version ?? "";
-      const answer: RenderedAnswer = {
-        version,
-        inputs: spec.inputs,
-        body: bytesOf(reply.serialize(rendered.body)),
-        etag: contentVersion(
-          version,
-          spec.inputs,
-          "depends" in rendered ? (JSON.stringify(rendered.depends) ?? "") : "",
-        ),
-        ...(rendered.link ? { link: rendered.link } : {}),
-        ...("depends" in rendered ? { depends: rendered.depends } : {}),
-      };
-      // A service that sent no version (an older replica during a rolling upgrade) names nothing worth keeping.
-      if (version !== "") cache?.set(spec.key, answer);
-      return send(request, reply, answer);
+      // From here until the new answer is kept, requests for the same key wait for it (see `rendering`).
+      let finished: (() => void) | undefined;
+      if (cache && !rendering.has(flight)) {
+        rendering.set(flight, new Promise<void>((resolve) => (finished = resolve)));
+      }
+      try {
+        return send(request, reply, await renderAndKeep(reply, spec, fetched));
+      } finally {
+        if (finished) {
+          rendering.delete(flight);
+          finished();
+        }
+      }
     },
 
     size: () => ({ entries: cache?.size ?? 0, bytes: cache?.calculatedSize ?? 0 }),
