@@ -1,6 +1,6 @@
 import type { Logger } from "@conveyor/runtime";
 import cors from "@fastify/cors";
-import Fastify, { type FastifyBaseLogger, type FastifyInstance } from "fastify";
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from "fastify";
 import { registerAgentApi } from "./agent-api/agent-api.js";
 import { type AgentCredentialCache, createAgentCredentialCache } from "./agent-api/agent-credentials.js";
 import { registerAuthentication } from "./auth/authenticate.js";
@@ -59,15 +59,17 @@ export interface GatewayApp {
 /** Builds the gateway (no listening, no side effects): plugins, auth, error handling and every route module. */
 export async function buildApp(deps: AppDeps): Promise<GatewayApp> {
   const clientLimits = deps.config.clientLimits ?? DEFAULT_CLIENT_LIMITS;
+  const limits = clientLimitOptions(clientLimits);
   const app: FastifyInstance = Fastify({
     ...(deps.logger ? { loggerInstance: deps.logger as FastifyBaseLogger } : { logger: false }),
     bodyLimit: deps.config.bodyLimitBytes,
     ...requestIdOptions,
-    ...clientLimitOptions(clientLimits),
-    disableRequestLogging: true,
+    ...limits,
+    // Requests are logged by the onResponse hook below (one line each, the URL redacted), not by Fastify.
+    logController: new LogController({ disableRequestLogging: true }),
     // Bodies are checked strictly (no coercion), and every problem is reported at once.
     ajv: { customOptions: { coerceTypes: false, allErrors: true } },
-    routerOptions: { ignoreTrailingSlash: false, ignoreDuplicateSlashes: true },
+    routerOptions: { ...limits.routerOptions, ignoreTrailingSlash: false, ignoreDuplicateSlashes: true },
   });
   registerRequestIds(app);
   registerClientLimits(app, clientLimits);

@@ -49,10 +49,10 @@ function frameworkErrors(error: FastifyError, request: FastifyRequest, reply: Fa
 /** Fastify's server options for these limits. */
 export function clientLimitOptions(
   limits: ClientLimits,
-): { http: ServerOptions } & Pick<FastifyServerOptions, "frameworkErrors" | "maxParamLength"> {
+): { http: ServerOptions; routerOptions: { maxParamLength: number } } & Pick<FastifyServerOptions, "frameworkErrors"> {
   return {
     frameworkErrors: frameworkErrors as FastifyServerOptions["frameworkErrors"],
-    maxParamLength: MAX_PARAM_LENGTH,
+    routerOptions: { maxParamLength: MAX_PARAM_LENGTH },
     http: {
       maxHeaderSize: limits.maxHeaderBytes,
       headersTimeout: limits.headersTimeoutMs,
