@@ -58,7 +58,8 @@ export function cpuSeconds(pid: number): number | undefined {
   }
 }
 
-const cpuAll = (pids: Record<string, number>) =>
+/** CPU seconds of each named process (NaN where it cannot be read). */
+export const cpuAll = (pids: Record<string, number>) =>
   Object.fromEntries(Object.entries(pids).map(([name, pid]) => [name, cpuSeconds(pid) ?? Number.NaN]));
 
 async function mongoCommands(statsUrl: string | undefined): Promise<number | undefined> {

@@ -7,7 +7,7 @@ import { fileURLToPath } from "node:url";
 import { AgentsService } from "@conveyor/proto/agents";
 import { createServiceClient } from "@conveyor/runtime";
 import autocannon from "autocannon";
-import { type AgentBenchResult, type AgentBenchTarget, runAgentBench } from "./bench-agents.js";
+import { type AgentBenchResult, type AgentBenchTarget, cpuAll, runAgentBench } from "./bench-agents.js";
 import { BENCH_ROUTES, type BenchContext, type BenchRoute, ensureBenchPipeline } from "./bench-routes.js";
 import { type BenchSettings, benchSettings, median } from "./bench-stats.js";
 import { bootstrapStack } from "./bootstrap.js";
@@ -23,6 +23,8 @@ export interface Measurement {
   p99Ms: number;
   /** Responses that were not 2xx, plus connection errors and timeouts; a run with any is not a valid figure. */
   bad: number;
+  /** CPU milliseconds per request of each stack process (POST targets on a stack the bench started). */
+  cpuMsPerRequest?: Record<string, number>;
 }
 
 /** The medians of one target over the trials. */
@@ -65,8 +67,16 @@ const IDLE_REQUESTS = 30;
 /** Build creation is measured at this concurrency. */
 const CREATE_CONNECTIONS = 10;
 
-async function measure(target: Target, trial: number, settings: BenchSettings, durationSec = settings.durationSec) {
+async function measure(
+  target: Target,
+  trial: number,
+  settings: BenchSettings,
+  durationSec = settings.durationSec,
+  pids: Record<string, number> = {},
+) {
   const headers = target.post ? { ...target.headers, "content-type": "application/json" } : await headersOf(target);
+  // A write's cost is spread over every process; CPU per request is a steadier figure than req/s on a noisy machine.
+  const cpuBefore = target.post ? cpuAll(pids) : {};
   const result = await autocannon({
     url: target.url,
     connections: target.connections ?? settings.connections,
@@ -83,6 +93,13 @@ async function measure(target: Target, trial: number, settings: BenchSettings, d
     // A conditional target's 304s are its answers; anything else but 200 is not.
     bad: result.non2xx - (target.conditional ? result["3xx"] : 0) + result.errors + result.timeouts,
   };
+  if (target.post && Object.keys(pids).length > 0) {
+    const cpuAfter = cpuAll(pids);
+    const requests = Math.max(result.requests.total, 1);
+    m.cpuMsPerRequest = Object.fromEntries(
+      Object.keys(pids).map((name) => [name, (((cpuAfter[name] ?? 0) - (cpuBefore[name] ?? 0)) * 1000) / requests]),
+    );
+  }
   return m;
 }
 
@@ -212,9 +229,10 @@ export async function runBench(repoRoot: string, env: Env = process.env): Promis
     say(
       `${"target".padEnd(34)} ${"trial".padStart(5)} ${"req/s".padStart(9)} ${"p50 ms".padStart(7)} ${"p99 ms".padStart(7)}`,
     );
+    const pids = Object.fromEntries((stack?.processes ?? []).map((p) => [p.name, p.pid]));
     for (let trial = 1; trial <= settings.trials; trial++) {
       for (const t of [helloTarget, ...routeTargets]) {
-        const m = await measure(t, trial, settings);
+        const m = await measure(t, trial, settings, settings.durationSec, pids);
         results.push(m);
         const warn = m.bad > 0 ? `   (${m.bad} non-2xx/errors!)` : "";
         say(
@@ -248,6 +266,7 @@ export async function runBench(repoRoot: string, env: Env = process.env): Promis
         `${x.target.padEnd(34)} ${fmt(x.reqPerSec).padStart(9)} ${ms(x.p50Ms).padStart(7)} ${ms(x.p99Ms).padStart(7)} ${idle.padStart(8)}  ${fmt(x.shareOfHello * 100, 1)}%`,
       );
     }
+    printCpuPerCreate(results, say);
     const agentTarget = agentBenchTarget(stack, env, { apiUrl, token, orgSlug });
     let agents: AgentBenchResult | undefined;
     if (agentTarget) {
@@ -319,4 +338,20 @@ function printAgentRows(r: AgentBenchResult, say: (line: string) => void): void 
     say(`database commands per idle ping (agents service): ${p.idle.mongoCommandsPerPing.toFixed(3)}`);
   const cpu = Object.entries(p.cpuMsPerPing).filter(([, ms]) => Number.isFinite(ms) && ms > 0.0005);
   if (cpu.length > 0) say(`CPU ms per idle ping: ${cpu.map(([name, ms]) => `${name} ${ms.toFixed(3)}`).join(", ")}`);
+}
+
+/** The median CPU milliseconds per request of each process over the trials of each POST target. */
+function printCpuPerCreate(results: readonly Measurement[], say: (line: string) => void) {
+  const byTarget = new Map<string, Measurement[]>();
+  for (const r of results) if (r.cpuMsPerRequest) byTarget.set(r.target, [...(byTarget.get(r.target) ?? []), r]);
+  for (const [target, runs] of byTarget) {
+    const names = Object.keys(runs[0]?.cpuMsPerRequest ?? {});
+    const per = names
+      .map((name) => [name, median(runs.map((r) => r.cpuMsPerRequest?.[name] ?? Number.NaN))] as const)
+      .filter(([, v]) => Number.isFinite(v));
+    const total = per.reduce((sum, [, v]) => sum + v, 0);
+    say(
+      `CPU ms per request, ${target}: ${per.map(([name, v]) => `${name} ${v.toFixed(1)}`).join(", ")} (total ${total.toFixed(1)})`,
+    );
+  }
 }
