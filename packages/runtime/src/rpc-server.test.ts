@@ -11,21 +11,26 @@ async function stats(server: RpcServer): Promise<{ rpcCalls: number; connections
   return (await res.json()) as { rpcCalls: number; connectionsOpened: number };
 }
 
+/** A server on free ports whose health service serves `services`, with the given maximum connection age. */
+async function testServer(services: string[], maxConnectionAgeMs?: number): Promise<RpcServer> {
+  const health = createHealthState(services);
+  health.setServing(true);
+  return startRpcServer({
+    host: "127.0.0.1",
+    port: 0,
+    healthPort: 0,
+    routes: () => {},
+    health,
+    logger: createLogger("test", "silent"),
+    ...(maxConnectionAgeMs === undefined ? {} : { maxConnectionAgeMs }),
+  });
+}
+
 describe("startRpcServer with a maximum connection age", () => {
   let server: RpcServer;
 
   beforeAll(async () => {
-    const health = createHealthState(["ci.test.v1.TestService"]);
-    health.setServing(true);
-    server = await startRpcServer({
-      host: "127.0.0.1",
-      port: 0,
-      healthPort: 0,
-      routes: () => {},
-      health,
-      logger: createLogger("test", "silent"),
-      maxConnectionAgeMs: 100,
-    });
+    server = await testServer(["ci.test.v1.TestService"], 100);
   });
 
   afterAll(() => server.close());
@@ -60,17 +65,7 @@ describe("startRpcServer with a maximum connection age", () => {
 
 describe("a GOAWAY on an idle client connection", () => {
   it("does not crash the client when a call starts just as it arrives (GuardedHttp2SessionManager)", async () => {
-    const health = createHealthState([]);
-    health.setServing(true);
-    const server = await startRpcServer({
-      host: "127.0.0.1",
-      port: 0,
-      healthPort: 0,
-      routes: () => {},
-      health,
-      logger: createLogger("test", "silent"),
-      maxConnectionAgeMs: 100,
-    });
+    const server = await testServer([], 100);
     const hooked = new WeakSet<object>();
     const later: Array<Promise<unknown>> = [];
     let client: ReturnType<typeof createClient<typeof Health>> | undefined;
@@ -107,16 +102,7 @@ describe("a GOAWAY on an idle client connection", () => {
 describe("createServiceClient", () => {
   it("asks for answers uncompressed (connect-node's default client gets the same answer gzipped)", async () => {
     // 60 services listed make an answer of a few KB, over the 1 KB from which a server compresses what it may.
-    const health = createHealthState(Array.from({ length: 60 }, (_, i) => `ci.test.v1.Service${i}WithALongName`));
-    health.setServing(true);
-    const server = await startRpcServer({
-      host: "127.0.0.1",
-      port: 0,
-      healthPort: 0,
-      routes: () => {},
-      health,
-      logger: createLogger("test", "silent"),
-    });
+    const server = await testServer(Array.from({ length: 60 }, (_, i) => `ci.test.v1.Service${i}WithALongName`));
     try {
       const encodings: string[] = [];
       const seeEncoding: Interceptor = (next) => async (req) => {

@@ -142,13 +142,14 @@ export function createRenderedAnswers(opts: { maxBytes: number }): RenderedAnswe
    * with its version: after a change, twenty pollers of one page cost one rendering and nineteen confirmations,
    * not twenty renderings. Each still gets its own confirmation, made after it arrived, so none is answered older.
    */
-  const rendering = new Map<string, Promise<unknown>>();
+  const rendering = new Map<string, Promise<void>>();
 
   return {
     async serve(request, reply, spec) {
       const flight = `${spec.key}\u0000${spec.inputs}`;
+      // Resolves only (never rejects), whatever the rendering it waits for came to.
       const under = cache ? rendering.get(flight) : undefined;
-      if (under) await under.catch(() => undefined);
+      if (under) await under;
       const held = cache?.get(spec.key);
       const kept = held && held.inputs === spec.inputs ? held : undefined;
       let fetched = await spec.fetch(kept?.version ?? "");
