@@ -30,6 +30,11 @@ export function failedPrecondition(reason: string): ConnectError {
   return new ConnectError(reason, Code.FailedPrecondition);
 }
 
+/** PermissionDenied: the caller may not do this (rendered as 403 Forbidden by the gateway). */
+export function permissionDenied(reason: string): ConnectError {
+  return new ConnectError(reason, Code.PermissionDenied);
+}
+
 /** The field errors attached to a ConnectError, if any. */
 export function fieldErrorsOf(err: ConnectError): Array<{ field: string; code: string }> {
   return err.findDetails(ValidationErrorsSchema).flatMap((d) => d.errors.map(({ field, code }) => ({ field, code })));

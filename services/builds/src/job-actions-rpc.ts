@@ -34,7 +34,10 @@ export function createJobActionRpcs(
 
     async unblockJob(req) {
       const fields = Object.fromEntries(Object.entries(req.fields).map(([key, value]) => [key, value.values]));
-      const job = await parts.unblock.unblock(req.pipelineId, req.number, req.jobId, userSnapshot(req.user), fields);
+      const job = await parts.unblock.unblock(req.pipelineId, req.number, req.jobId, userSnapshot(req.user), fields, {
+        teams: req.callerTeams,
+        readOnly: req.readOnly,
+      });
       return { job: jobMessage(job) };
     },
 

@@ -225,6 +225,41 @@ describe("unblocking block and input steps", () => {
     expect(err.rawMessage).toBe("Jobs from canceled builds cannot be unblocked");
   });
 
+  it("lets only members of a step's allowed_teams unblock it, read-only ones included, and others nothing", async () => {
+    const p = pipelineOf(`steps:
+  - block: Release?
+    allowed_teams: [release-managers, "0b6a52b4-3c8f-4b83-9a5e-0ad6c1a1f0e7"]
+  - command: ./release.sh
+    label: release
+`);
+    const build = await newBuild(client, p);
+    const gate = idOf(build, "Release?");
+    const ask = (callerTeams: string[], readOnly: boolean) =>
+      client.unblockJob({ pipelineId: p.id, number: build.number, jobId: gate, user: ann, callerTeams, readOnly });
+    for (const [teams, readOnly] of [
+      [[], false],
+      [["qa", "11111111-0000-4000-8000-000000000000"], false],
+      [["release"], false],
+    ] as const) {
+      const refused = await failure(ask([...teams], readOnly));
+      expect([teams, refused.code]).toEqual([teams, Code.PermissionDenied]);
+    }
+    const { build: still } = await client.getBuild({ pipelineId: p.id, number: build.number });
+    expect(still?.jobs.find((j) => j.id === gate)?.state).toBe("blocked");
+    // A read-only member of an allowed team, named by its UUID in another case.
+    const { job } = await ask(["qa", "0B6A52B4-3C8F-4B83-9A5E-0AD6C1A1F0E7"], true);
+    expect(job).toMatchObject({ id: gate, state: "unblocked", unblockedBy: { id: ann.id } });
+  });
+
+  it("refuses a block without allowed_teams to a caller who may only read the pipeline", async () => {
+    const { p, build, gate } = await blockedBuild();
+    const fields = values({ release: ["v1.0.0"], regions: ["us"] });
+    const ask = (readOnly: boolean) =>
+      client.unblockJob({ pipelineId: p.id, number: build.number, jobId: gate, user: ann, fields, readOnly });
+    expect((await failure(ask(true))).code).toBe(Code.PermissionDenied);
+    expect((await ask(false)).job?.state).toBe("unblocked");
+  });
+
   it("refuses command jobs, unknown jobs and jobs of another build", async () => {
     const { p, build } = await blockedBuild();
     const other = await blockedBuild();

@@ -1,12 +1,13 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import { type SubmittedFields, unblockValues } from "@conveyor/ci-rules";
-import { failedPrecondition, invalidFields, notFound } from "@conveyor/runtime";
+import { failedPrecondition, invalidFields, notFound, permissionDenied } from "@conveyor/runtime";
 import type { BuildMetaData } from "./build-meta-data.js";
 import { type BuildsContext, MAX_ATTEMPTS } from "./builds-context.js";
 import type { UserSnapshot } from "./domain/build.js";
 import type { Job } from "./domain/job.js";
 import { stampsFor } from "./domain/job-stamps.js";
 import { applyJobEvent } from "./domain/state-machine.js";
+import { mayUnblock, type Unblocker } from "./domain/unblock-permission.js";
 import type { Reconcile } from "./reconcile.js";
 
 /** Build states in which nothing may be unblocked any more. */
@@ -32,6 +33,7 @@ export function createJobUnblock(ctx: BuildsContext, reconcile: Reconcile, metaD
       jobId: string,
       by: UserSnapshot | null,
       submitted: SubmittedFields,
+      caller: Unblocker,
     ): Promise<Job> {
       const found = pipelineId !== "" && number > 0 ? await repo.findBuild(pipelineId, number) : null;
       if (!found) throw notFound("build");
@@ -43,6 +45,8 @@ export function createJobUnblock(ctx: BuildsContext, reconcile: Reconcile, metaD
           if (!build) throw notFound("build");
           if (!job || job.buildId !== build.id) throw notFound("job");
           if (job.type !== "manual") throw failedPrecondition("Only block and input jobs can be unblocked");
+          if (!mayUnblock(job.step.type === "manual" ? job.step.allowed_teams : undefined, caller))
+            throw permissionDenied("Only members of the step's allowed_teams may unblock it");
           if (build.cancelRequested || CANCELED_BUILD_STATES.has(build.state))
             throw failedPrecondition("Jobs from canceled builds cannot be unblocked");
           if (job.state === "unblocked") throw failedPrecondition("This job has already been unblocked");

@@ -56,6 +56,27 @@ describe("teams service", () => {
     );
   });
 
+  it("lists the teams of an organization a user belongs to, secret ones included, and none for strangers", async () => {
+    const w = await world();
+    const base = { organizationId: w.orgId, actorId: w.admin };
+    const { team: secret } = await w.teams.createTeam({
+      organization: w.orgId,
+      name: "Release Managers",
+      privacy: TeamPrivacy.SECRET,
+    });
+    await w.teams.addTeamMember({ ...base, teamId: w.teamId, userId: w.mia, role: TeamMemberRole.MEMBER });
+    await w.teams.addTeamMember({ ...base, teamId: secret?.id ?? "", userId: w.mia, role: TeamMemberRole.MEMBER });
+    await w.teams.addTeamMember({ ...base, teamId: w.teamId, userId: w.max, role: TeamMemberRole.MEMBER });
+    const slugs = async (organizationId: string, userId: string) =>
+      (await w.teams.listUserTeams({ organizationId, userId })).teams.map((t) => t.slug).sort();
+    expect(await slugs(w.orgId, w.mia)).toEqual(["release-managers", "web-team"]);
+    expect(await slugs(w.orgId, w.max)).toEqual(["web-team"]);
+    expect(await slugs(w.orgId, w.admin)).toEqual([]);
+    expect(await slugs(w.otherId, w.mia)).toEqual([]);
+    expect(await slugs(w.orgId, "not-a-uuid")).toEqual([]);
+    expect(await slugs("nope", w.mia)).toEqual([]);
+  });
+
   it("refuses to demote or remove the last maintainer", async () => {
     const w = await world();
     const base = { organizationId: w.orgId, actorId: w.admin, teamId: w.teamId };

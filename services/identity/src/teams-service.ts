@@ -539,5 +539,16 @@ export function createTeamsService(deps: TeamsServiceDeps): ServiceImpl<typeof T
         ),
       };
     },
+
+    async listUserTeams(req) {
+      if (!isUuid(req.organizationId) || !isUuid(req.userId)) return { teams: [] };
+      const memberships = await teams.membershipsOfUser([req.organizationId], req.userId);
+      if (memberships.length === 0) return { teams: [] };
+      const found = await teams.findTeams(
+        req.organizationId,
+        memberships.map((m) => m.teamId),
+      );
+      return { teams: found.map(teamMessage) };
+    },
   };
 }

@@ -70,7 +70,7 @@ export function createPipelineAccess(clients: Pick<GatewayClients, "teams" | "pi
       );
       if (!res.pipeline) throw new HttpError(404, "No pipeline found");
       const granted = await require(request, access, res.pipeline, action);
-      return { pipeline: res.pipeline, canEdit: granted.edit };
+      return { pipeline: res.pipeline, canBuild: granted.build, canEdit: granted.edit };
     },
 
     /** What the caller may see across some organizations, for lists. */

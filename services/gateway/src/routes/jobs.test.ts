@@ -43,6 +43,7 @@ const hidden = pipeline(teams, "hidden", 3);
 const FAILED = "44444444-0000-4000-8000-000000000001";
 const PASSED = "44444444-0000-4000-8000-000000000002";
 const BLOCK = "44444444-0000-4000-8000-000000000003";
+const RELEASE_TEAM = "77777777-0000-4000-8000-000000000001";
 const ATTEMPT = "44444444-0000-4000-8000-000000000004";
 const TRIGGER = "44444444-0000-4000-8000-000000000005";
 const EXPIRED = "44444444-0000-4000-8000-000000000006";
@@ -102,8 +103,14 @@ function fakes() {
         return { pipeline: found };
       },
     },
-    // Bob's team may read `readable` (not build it) and nothing else.
+    // Bob's team (release) may read `readable` (not build it) and nothing else.
     teams: {
+      listUserTeams(req) {
+        const bobs = req.userId === bob.id && req.organizationId === teams.id;
+        return {
+          teams: bobs ? [{ id: RELEASE_TEAM, organizationId: teams.id, slug: "release", name: "Release" }] : [],
+        };
+      },
       getPipelineAccess(req) {
         return {
           pipelines: req.pipelineIds.map((id) =>
@@ -127,6 +134,8 @@ function fakes() {
         known(req.number, req.jobId);
         if (req.jobId !== BLOCK)
           throw new ConnectError("Only block and input jobs can be unblocked", Code.FailedPrecondition);
+        // The block step of this fake has no allowed_teams: only callers who may build unblock it.
+        if (req.readOnly) throw new ConnectError("Only members of the step's allowed_teams", Code.PermissionDenied);
         if (calls.unblock.filter((c) => c.jobId === BLOCK && c.fields.release).length > 1)
           throw new ConnectError("This job has already been unblocked", Code.FailedPrecondition);
         if (req.fields.region?.values.includes("mars"))
@@ -346,7 +355,7 @@ describe("PUT …/jobs/{id}/unblock", () => {
     expect(res.statusCode).toBe(200);
     expect(calls.unblock).toHaveLength(1);
     const [req] = calls.unblock;
-    expect(req).toMatchObject({ pipelineId: web.id, number: 7, jobId: BLOCK, user: { id: ann.id } });
+    expect(req).toMatchObject({ pipelineId: web.id, number: 7, jobId: BLOCK, user: { id: ann.id }, readOnly: false });
     expect(Object.fromEntries(Object.entries(req?.fields ?? {}).map(([k, v]) => [k, v.values]))).toEqual({
       release: ["v1.2.3"],
       regions: ["eu", "us"],
@@ -467,13 +476,17 @@ describe("access to the jobs routes", () => {
   );
 
   it("refuses retry and unblock with 403 to a member whose team may only read, who may still read the env", async () => {
-    const base = `/v2/organizations/teams/pipelines/readable/builds/7/jobs/${FAILED}`;
-    for (const route of ["retry", "unblock"]) {
+    const base = `/v2/organizations/teams/pipelines/readable/builds/7/jobs`;
+    for (const route of [`${FAILED}/retry`, `${BLOCK}/unblock`]) {
       const res = await call("PUT", `${base}/${route}`, "member", {});
       expect([route, res.statusCode, res.json()]).toEqual([route, 403, { message: "Forbidden" }]);
     }
-    expect(calls.retry.length + calls.unblock.length).toBe(0);
-    const env = await call("GET", `${base}/env`, "member");
+    // Retry stops at the gateway; unblock asks builds, which weighs the step's allowed_teams against the caller's.
+    expect(calls.retry).toHaveLength(0);
+    expect(calls.unblock).toHaveLength(1);
+    expect(calls.unblock[0]).toMatchObject({ readOnly: true, callerTeams: [RELEASE_TEAM, "release"] });
+    const env = await call("GET", `${base}/${FAILED}/env`, "member");
+
     expect(env.statusCode).toBe(200);
     expect(calls.env[0]).toMatchObject({ pipelineId: readable.id });
   });

@@ -52,8 +52,8 @@ export function jobRoutes(app: FastifyInstance, deps: RouteDeps): void {
   ) => {
     const access = organizationAccess(request, request.params.org);
     const number = request.params.number;
-    const { pipeline } = await deps.pipelineAccess.pipeline(request, access, request.params.pipeline, action);
-    return { access, pipeline, number };
+    const { pipeline, canBuild } = await deps.pipelineAccess.pipeline(request, access, request.params.pipeline, action);
+    return { access, pipeline, number, canBuild };
   };
 
   const render = (job: Job | undefined, access: OrganizationAccess, pipeline: Pipeline, number: number) => {
@@ -102,14 +102,31 @@ export function jobRoutes(app: FastifyInstance, deps: RouteDeps): void {
       },
     },
     async (request) => {
-      const { access, pipeline, number } = await target(request, "build");
+      // Reading the pipeline is enough to ask: a step's allowed_teams, when it has them, decide instead of the
+      // caller's build access (builds checks both, see unblock-permission.ts).
+      const { access, pipeline, number, canBuild } = await target(request, "read");
+      const userId = request.principal?.user?.id ?? "";
+      const { teams } = userId
+        ? await deps.clients.teams.listUserTeams(
+            { organizationId: access.organization?.id ?? "", userId },
+            rpcOptions(request),
+          )
+        : { teams: [] };
       const fields: Record<string, { values: string[] }> = {};
       for (const [key, value] of Object.entries(request.body?.fields ?? {})) {
         if (value === null) continue;
         fields[key] = { values: typeof value === "string" ? [value] : value };
       }
       const res = await deps.clients.builds.unblockJob(
-        { pipelineId: pipeline.id, number, jobId: request.params.job, user: creatorOf(request), fields },
+        {
+          pipelineId: pipeline.id,
+          number,
+          jobId: request.params.job,
+          user: creatorOf(request),
+          fields,
+          callerTeams: teams.flatMap((team) => [team.id, team.slug]),
+          readOnly: !canBuild,
+        },
         rpcOptions(request),
       );
       return render(res.job, access, pipeline, number);
