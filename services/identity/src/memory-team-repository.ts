@@ -98,8 +98,14 @@ export function createMemoryTeamRepository(): TeamRepository {
       ),
     findTeamPipeline: async (teamId, pipelineId) =>
       copy(teamPipelines.find((l) => l.teamId === teamId && l.pipelineId === pipelineId) ?? null),
-    listTeamPipelines: async (teamId, skip, limit) =>
-      page(teamPipelines.filter((l) => l.teamId === teamId).sort(byCreation((l) => l.pipelineId)), skip, limit),
+    listTeamPipelines: async (teamId, skip, limit, pipelineIds) =>
+      page(
+        teamPipelines
+          .filter((l) => l.teamId === teamId && (!pipelineIds || pipelineIds.includes(l.pipelineId)))
+          .sort(byCreation((l) => l.pipelineId)),
+        skip,
+        limit,
+      ),
     setTeamPipelineLevel: async (teamId, pipelineId, accessLevel) =>
       update(teamPipelines, (l) => l.teamId === teamId && l.pipelineId === pipelineId, { accessLevel }),
     removeTeamPipeline: async (teamId, pipelineId) =>

@@ -79,6 +79,14 @@ describe("MongoDB team, rule and registry repositories", () => {
       "build_and_read",
     );
     expect((await teams.pipelinesOfTeams([team._id], [link.pipelineId])).length).toBe(1);
+    const only = async (ids?: string[]) => {
+      const page = await teams.listTeamPipelines(team._id, 0, 10, ids);
+      return [page.items.map((l) => l.pipelineId), page.total];
+    };
+    expect(await only()).toEqual([[link.pipelineId], 1]);
+    expect(await only([link.pipelineId, randomUUID()])).toEqual([[link.pipelineId], 1]);
+    expect(await only([randomUUID()])).toEqual([[], 0]);
+    expect(await only([])).toEqual([[], 0]);
     await teams.removePipelineEverywhere(link.pipelineId);
     expect((await teams.listTeamPipelines(team._id, 0, 10)).total).toBe(0);
 

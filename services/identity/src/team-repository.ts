@@ -75,7 +75,13 @@ export interface TeamRepository {
   /** A second association of the same pipeline with the same team is a DuplicateError. */
   insertTeamPipeline(link: TeamPipelineDoc): Promise<void>;
   findTeamPipeline(teamId: string, pipelineId: string): Promise<TeamPipelineDoc | null>;
-  listTeamPipelines(teamId: string, skip: number, limit: number): Promise<Page<TeamPipelineDoc>>;
+  /** A page of a team's pipeline associations, only of the given pipelines when they are given. */
+  listTeamPipelines(
+    teamId: string,
+    skip: number,
+    limit: number,
+    pipelineIds?: readonly string[],
+  ): Promise<Page<TeamPipelineDoc>>;
   setTeamPipelineLevel(teamId: string, pipelineId: string, level: PipelineLevelName): Promise<TeamPipelineDoc | null>;
   removeTeamPipeline(teamId: string, pipelineId: string): Promise<boolean>;
   /** The pipeline associations of the given teams, optionally only for the given pipelines. */
@@ -117,9 +123,10 @@ export async function createMongoTeamRepository(db: Db): Promise<TeamRepository>
     sort: Record<string, 1>,
     skip: number,
     limit: number,
+    extra: Record<string, unknown> = {},
   ): Promise<Page<T>> => {
     // biome-ignore lint/suspicious/noExplicitAny: the driver's Filter<T> does not narrow for a generic T.
-    const filter = { teamId } as any;
+    const filter = { teamId, ...extra } as any;
     const [items, total] = await Promise.all([
       c.find(filter).sort(sort).skip(skip).limit(limit).toArray(),
       c.countDocuments(filter),
@@ -148,8 +155,15 @@ export async function createMongoTeamRepository(db: Db): Promise<TeamRepository>
 
     insertTeamPipeline: (link) => insertUnique(teamPipelines, link, "pipeline"),
     findTeamPipeline: (teamId, pipelineId) => teamPipelines.findOne({ teamId, pipelineId }),
-    listTeamPipelines: (teamId, skip, limit) =>
-      pageOf(teamPipelines, teamId, { createdAt: 1, pipelineId: 1 }, skip, limit),
+    listTeamPipelines: (teamId, skip, limit, pipelineIds) =>
+      pageOf(
+        teamPipelines,
+        teamId,
+        { createdAt: 1, pipelineId: 1 },
+        skip,
+        limit,
+        pipelineIds ? { pipelineId: { $in: [...pipelineIds] } } : {},
+      ),
     setTeamPipelineLevel: (teamId, pipelineId, accessLevel) =>
       teamPipelines.findOneAndUpdate({ teamId, pipelineId }, { $set: { accessLevel } }, { returnDocument: "after" }),
     async removeTeamPipeline(teamId, pipelineId) {

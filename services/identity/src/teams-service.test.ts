@@ -146,6 +146,58 @@ describe("teams service", () => {
     expect((await failure(w.teams.getTeamPipeline({ ...base, pipelineId }))).message).toBe("No team pipeline found");
   });
 
+  it("shows a visible team's pipelines to a non-member only where they may read them", async () => {
+    const w = await world();
+    const admin = { organizationId: w.orgId, actorId: w.admin };
+    const [shared, secretive] = [newId(), newId()];
+    for (const pipelineId of [shared, secretive])
+      await w.teams.addTeamPipeline({
+        ...admin,
+        teamId: w.teamId,
+        pipelineId,
+        accessLevel: PipelineAccessLevel.READ_ONLY,
+      });
+    // Max is in no team yet; then in another team that reads `shared` only. Mia is in the team.
+    await w.teams.addTeamMember({ ...admin, teamId: w.teamId, userId: w.mia, role: TeamMemberRole.MEMBER });
+    const listed = async (actorId: string) => {
+      const res = await w.teams.listTeamPipelines({ organizationId: w.orgId, actorId, teamId: w.teamId });
+      return [res.pipelines.map((p) => p.pipelineId).sort(), res.totalCount];
+    };
+    expect(await listed(w.max)).toEqual([[], 0]);
+    const { team: other } = await w.teams.createTeam({ organization: w.orgId, name: "QA" });
+    await w.teams.addTeamMember({ ...admin, teamId: other?.id ?? "", userId: w.max, role: TeamMemberRole.MEMBER });
+    await w.teams.addTeamPipeline({
+      ...admin,
+      teamId: other?.id ?? "",
+      pipelineId: shared,
+      accessLevel: PipelineAccessLevel.READ_ONLY,
+    });
+    expect(await listed(w.max)).toEqual([[shared], 1]);
+    const everything = [[shared, secretive].sort(), 2];
+    expect(await listed(w.mia)).toEqual(everything);
+    expect(await listed(w.admin)).toEqual(everything);
+    expect(await listed("")).toEqual(everything);
+    const one = (actorId: string, pipelineId: string) =>
+      w.teams.getTeamPipeline({ organizationId: w.orgId, actorId, teamId: w.teamId, pipelineId });
+    expect((await one(w.max, shared)).pipeline?.pipelineId).toBe(shared);
+    expect((await failure(one(w.max, secretive))).message).toBe("No team pipeline found");
+    expect((await one(w.mia, secretive)).pipeline?.pipelineId).toBe(secretive);
+  });
+
+  it("shows every pipeline of a team to members of an organization without teams enforcement", async () => {
+    const w = await world(false);
+    const pipelineId = newId();
+    await w.teams.addTeamPipeline({
+      organizationId: w.orgId,
+      actorId: w.admin,
+      teamId: w.teamId,
+      pipelineId,
+      accessLevel: PipelineAccessLevel.READ_ONLY,
+    });
+    const res = await w.teams.listTeamPipelines({ organizationId: w.orgId, actorId: w.max, teamId: w.teamId });
+    expect(res.pipelines.map((p) => p.pipelineId)).toEqual([pipelineId]);
+  });
+
   it("associates suites of the same organization with read and edit levels", async () => {
     const w = await world();
     const base = { organizationId: w.orgId, actorId: w.admin, teamId: w.teamId };

@@ -19,6 +19,7 @@ import {
   toTimestamp,
 } from "@conveyor/runtime";
 import {
+  type Actor,
   accessOfLevel,
   canGivePipelineToTeam,
   canManageTeam,
@@ -209,6 +210,22 @@ export function createTeamsService(deps: TeamsServiceDeps): ServiceImpl<typeof T
     return grants;
   };
 
+  /**
+   * The pipelines of the organization an actor looking at a team may read, where that limits what the team's
+   * pipeline list shows (a visible team's list must not name pipelines the viewer cannot see): undefined when the
+   * actor reads all of them (operators, administrators, members of organizations without teams) or all of the team's
+   * (its members).
+   */
+  const readableByActor = async (organizationId: string, actorId: string, actor: Actor) => {
+    if (actor.kind === "operator" || (actor.teamRole ?? TeamMemberRole.UNSPECIFIED) !== TeamMemberRole.UNSPECIFIED)
+      return undefined;
+    const org = await identity.findOrganization({ id: organizationId });
+    if (org && organizationPipelineAccess(actor.role, org.teamsEnabled) !== undefined) {
+      return actor.role === Role.UNSPECIFIED ? [] : undefined;
+    }
+    return [...(await teamLevels([organizationId], actorId)).keys()];
+  };
+
   return {
     async createTeam(req) {
       const org = await requireOrganization(identity, req.organization);
@@ -325,15 +342,19 @@ export function createTeamsService(deps: TeamsServiceDeps): ServiceImpl<typeof T
     },
 
     async listTeamPipelines(req) {
-      const { team } = await visibleTeam(req);
+      const { team, actor } = await visibleTeam(req);
       const { skip, perPage } = pageWindow(req.page, req.perPage);
-      const page = await teams.listTeamPipelines(team._id, skip, perPage);
+      const readable = await readableByActor(team.organizationId, req.actorId, actor);
+      const page = await teams.listTeamPipelines(team._id, skip, perPage, readable);
       return { pipelines: page.items.map(teamPipelineMessage), totalCount: page.total };
     },
 
     async getTeamPipeline(req) {
-      const { team } = await visibleTeam(req);
-      return { pipeline: teamPipelineMessage(await requireTeamPipeline(team._id, req.pipelineId)) };
+      const { team, actor } = await visibleTeam(req);
+      const link = await requireTeamPipeline(team._id, req.pipelineId);
+      const readable = await readableByActor(team.organizationId, req.actorId, actor);
+      if (readable && !readable.includes(link.pipelineId)) throw notFound("team pipeline");
+      return { pipeline: teamPipelineMessage(link) };
     },
 
     async addTeamPipeline(req) {
