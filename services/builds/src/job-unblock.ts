@@ -44,9 +44,12 @@ export function createJobUnblock(ctx: BuildsContext, reconcile: Reconcile, metaD
           const [build, job] = await Promise.all([repo.findBuildById(found.id), repo.findJob(jobId)]);
           if (!build) throw notFound("build");
           if (!job || job.buildId !== build.id) throw notFound("job");
-          if (job.type !== "manual") throw failedPrecondition("Only block and input jobs can be unblocked");
+          // Who may act comes first: a caller who may only read learns no more about a job than that.
           if (!mayUnblock(job.step.type === "manual" ? job.step.allowed_teams : undefined, caller))
-            throw permissionDenied("Only members of the step's allowed_teams may unblock it");
+            throw permissionDenied(
+              "Only members of the step's allowed_teams, or callers who may build, may unblock it",
+            );
+          if (job.type !== "manual") throw failedPrecondition("Only block and input jobs can be unblocked");
           if (build.cancelRequested || CANCELED_BUILD_STATES.has(build.state))
             throw failedPrecondition("Jobs from canceled builds cannot be unblocked");
           if (job.state === "unblocked") throw failedPrecondition("This job has already been unblocked");
