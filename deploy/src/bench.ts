@@ -64,6 +64,31 @@ async function headersOf(target: Target): Promise<Record<string, string>> {
 /** How many sequential requests measure a route's latency on an idle stack. */
 const IDLE_REQUESTS = 30;
 
+/** How long the stack rests after the warm-up before single requests are timed. */
+const IDLE_REST_MS = 2_000;
+
+/** The median time of one request at a time, per GET target (each answered as expected first). */
+async function measureIdle(targets: readonly Target[]): Promise<Map<string, number>> {
+  const idleMs = new Map<string, number>();
+  for (const t of targets) {
+    if (t.post) continue;
+    const headers = await headersOf(t);
+    const res = await fetch(t.url, { headers });
+    const expected = t.conditional ? 304 : 200;
+    if (res.status !== expected)
+      throw new Error(`${t.name}: ${t.url} answered ${res.status}, not ${expected}: ${await res.text()}`);
+    await res.arrayBuffer();
+    const times: number[] = [];
+    for (let i = 0; i < IDLE_REQUESTS; i++) {
+      const started = performance.now();
+      await (await fetch(t.url, { headers })).arrayBuffer();
+      times.push(performance.now() - started);
+    }
+    idleMs.set(t.name, median(times));
+  }
+  return idleMs;
+}
+
 /** Build creation is measured at this concurrency. */
 const CREATE_CONNECTIONS = 10;
 
@@ -202,28 +227,15 @@ export async function runBench(repoRoot: string, env: Env = process.env): Promis
       });
     }
 
-    const idleMs = new Map<string, number>();
-    for (const t of routeTargets) {
-      if (t.post) continue;
-      const headers = await headersOf(t);
-      const res = await fetch(t.url, { headers });
-      const expected = t.conditional ? 304 : 200;
-      if (res.status !== expected)
-        throw new Error(`${t.name}: ${t.url} answered ${res.status}, not ${expected}: ${await res.text()}`);
-      await res.arrayBuffer();
-      const times: number[] = [];
-      for (let i = 0; i < IDLE_REQUESTS; i++) {
-        const started = performance.now();
-        await (await fetch(t.url, { headers })).arrayBuffer();
-        times.push(performance.now() - started);
-      }
-      idleMs.set(t.name, median(times));
-    }
     say(
       `\n${settings.trials} interleaved trials, ${settings.connections} connections, ${settings.durationSec} s per run ` +
         "(after a 1 s warm-up of each target)\n",
     );
     for (const t of [helloTarget, ...routeTargets]) await measure(t, 0, settings, 1);
+    // Single requests on the stack at rest, after the warm-up (a cold JIT is not what a running service answers
+    // with) and a pause for the background work the warm-up's creates started.
+    await new Promise((resolve) => setTimeout(resolve, IDLE_REST_MS));
+    const idleMs = await measureIdle([helloTarget, ...routeTargets]);
 
     const results: Measurement[] = [];
     say(
