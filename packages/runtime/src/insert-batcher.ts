@@ -12,17 +12,13 @@
  * An unordered insert stores every other document of a caller whose one document failed, as an ordered insert stores
  * those before it: a caller that inserts several documents must treat a failure as "some may be stored" either way.
  */
+import { createGroupCommit, type Waiting } from "./group-commit.js";
+
 export type InsertMany<D> = (docs: D[]) => Promise<unknown>;
 
 export interface InsertBatcherOptions {
   /** Documents in one command at most (a caller's documents are never split; default 500). */
   maxDocs?: number;
-}
-
-interface Pending<D> {
-  docs: readonly D[];
-  resolve(): void;
-  reject(err: unknown): void;
 }
 
 /** A write error of one document: its index in the command's documents, and what the server said. */
@@ -49,72 +45,36 @@ function documentError(w: WriteErrorLike, cause: unknown): Error {
   return Object.assign(new Error(message, { cause }), { code: w.code });
 }
 
+/** Settles each caller of an insert with its own documents' outcome. */
+function settle<D>(batch: readonly Waiting<readonly D[]>[], err: unknown) {
+  const errors = err === undefined ? [] : writeErrorsOf(err);
+  // No document's own error (a lost connection, a write concern not met): the command as a whole failed.
+  if (errors === undefined || (err !== undefined && errors.length === 0)) {
+    for (const w of batch) w.reject(err);
+    return;
+  }
+  const byIndex = new Map(errors.map((e) => [e.index, e]));
+  let start = 0;
+  for (const w of batch) {
+    let failed: WriteErrorLike | undefined;
+    for (let i = start; i < start + w.item.length && !failed; i++) failed = byIndex.get(i);
+    start += w.item.length;
+    if (failed) w.reject(documentError(failed, err));
+    else w.resolve();
+  }
+}
+
 export function createInsertBatcher<D>(insertMany: InsertMany<D>, opts: InsertBatcherOptions = {}) {
-  const maxDocs = Math.max(1, opts.maxDocs ?? 500);
-  let waiting: Pending<D>[] = [];
-  let busy = false;
-
-  const takeBatch = (): Pending<D>[] => {
-    let count = 0;
-    let taken = 0;
-    while (taken < waiting.length) {
-      const size = waiting[taken]?.docs.length ?? 0;
-      if (taken > 0 && count + size > maxDocs) break;
-      count += size;
-      taken++;
-    }
-    const batch = waiting.slice(0, taken);
-    waiting = waiting.slice(taken);
-    return batch;
-  };
-
-  const settle = (batch: Pending<D>[], err: unknown) => {
-    const errors = err === undefined ? [] : writeErrorsOf(err);
-    // No document's own error (a lost connection, a write concern not met): the command as a whole failed.
-    if (errors === undefined || (err !== undefined && errors.length === 0)) {
-      for (const p of batch) p.reject(err);
-      return;
-    }
-    const byIndex = new Map(errors.map((w) => [w.index, w]));
-    let start = 0;
-    for (const p of batch) {
-      let failed: WriteErrorLike | undefined;
-      for (let i = start; i < start + p.docs.length && !failed; i++) failed = byIndex.get(i);
-      start += p.docs.length;
-      if (failed) p.reject(documentError(failed, err));
-      else p.resolve();
-    }
-  };
-
-  const pump = () => {
-    if (busy || waiting.length === 0) return;
-    const batch = takeBatch();
-    busy = true;
-    let sent: Promise<unknown>;
-    try {
-      sent = insertMany(batch.flatMap((p) => p.docs));
-    } catch (err) {
-      sent = Promise.reject(err);
-    }
-    sent
-      .then(
-        () => settle(batch, undefined),
-        (err: unknown) => settle(batch, err),
-      )
-      .finally(() => {
-        busy = false;
-        pump();
-      });
-  };
-
+  const group = createGroupCommit<readonly D[]>({
+    send: (items) => insertMany(items.flat() as D[]),
+    settle,
+    maxSize: opts.maxDocs ?? 500,
+    sizeOf: (docs) => docs.length,
+  });
   return {
     /** Inserts `docs` (in the next command); resolves when they are stored, rejects with their error. */
     insert(docs: readonly D[]): Promise<void> {
-      if (docs.length === 0) return Promise.resolve();
-      return new Promise<void>((resolve, reject) => {
-        waiting.push({ docs, resolve, reject });
-        pump();
-      });
+      return docs.length === 0 ? Promise.resolve() : group.add(docs);
     },
   };
 }

@@ -189,6 +189,31 @@ describe("the builds read cache across two replicas", () => {
     expect(page.builds[0]?.number).toBe(next.number);
   });
 
+  it("publishes the touches of concurrent writes together, and the other replica sees every write", async () => {
+    const pipeline = pipelineOf(YAML);
+    const { number } = await createOn(a.client, pipeline);
+    // B keeps the pipeline's page before the burst.
+    const list = { organizationIds: [pipeline.organizationId], pipelineId: pipeline.id, perPage: 30 };
+    expect((await b.client.listBuilds(list)).builds.map((x) => x.number)).toEqual([number]);
+    const messages: number[] = [];
+    const sub = a.nc.subscribe(TOUCH_SUBJECT, { callback: () => messages.push(1) });
+    await a.nc.flush();
+    const created = await Promise.all(Array.from({ length: 12 }, () => createOn(a.client, pipeline)));
+    // Three touched writes per create (the build, its jobs, its first state); together, far fewer messages.
+    await a.nc.flush();
+    sub.unsubscribe();
+    expect(messages.length).toBeGreaterThan(0);
+    expect(messages.length).toBeLessThan(3 * created.length);
+    const page = await b.client.listBuilds(list);
+    expect(page.builds.map((x) => x.number).sort((x, y) => x - y)).toEqual(
+      [number, ...created.map((c) => c.number)].sort((x, y) => x - y),
+    );
+    for (const c of created) {
+      const got = await b.client.getBuild({ pipelineId: pipeline.id, number: c.number });
+      expect([c.number, got.build?.state, got.build?.jobs.length]).toEqual([c.number, "scheduled", c.jobs.length]);
+    }
+  });
+
   it("names answers by content: the same version on either replica, not_modified until a change, then the change", async () => {
     const pipeline = pipelineOf(YAML);
     const build = await createOn(a.client, pipeline);

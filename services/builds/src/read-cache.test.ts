@@ -1,4 +1,4 @@
-import { createReadCache, listScopes, type Touch } from "./read-cache.js";
+import { createReadCache, listScopes, mergeTouches, type Touch } from "./read-cache.js";
 import { aBuild, aJob } from "./test-support.js";
 
 const b1 = aBuild({ id: "b1", pipelineId: "p1", organizationId: "o1", number: 1 });
@@ -164,5 +164,40 @@ describe("read cache: lists", () => {
     cache.touch({ ...none, builds: ["b1"], allLists: true });
     expect(cache.list("k")).toBeUndefined();
     expect(cache.list("k9")).toBeUndefined();
+  });
+});
+
+describe("mergeTouches", () => {
+  it("gives a lone touch as it is", () => {
+    const t = buildTouch(b1);
+    expect(mergeTouches([t])).toBe(t);
+  });
+
+  it("unites what each touch names, each id once, and keeps every flag any of them set", () => {
+    const merged = mergeTouches([
+      buildTouch(b1),
+      { ...none, jobsOf: ["b2"] },
+      { builds: ["b1", "b3"], pipelines: ["p1", "p2"], organizations: ["o1"], allLists: true },
+      { ...none, jobsOf: ["b2", "b1"] },
+    ]);
+    expect(merged).toEqual({
+      builds: ["b1", "b3"],
+      pipelines: ["p1", "p2"],
+      organizations: ["o1"],
+      jobsOf: ["b2", "b1"],
+      allLists: true,
+    });
+    expect(mergeTouches([none, { ...none, everything: true }])).toEqual({ ...none, everything: true });
+    expect(mergeTouches([none, none])).toEqual(none);
+  });
+
+  it("drops from a cache what the touches would have dropped one by one", () => {
+    const cache = createReadCache();
+    cache.keepBuild(cache.ticket(), b1, [j1]);
+    cache.keepBuild(cache.ticket(), other, []);
+    cache.touch(mergeTouches([{ ...none, jobsOf: ["b1"] }, buildTouch(other)]));
+    expect(cache.byId("b1")?.jobs).toBeUndefined();
+    expect(cache.byId("b1")?.build).toBe(b1);
+    expect(cache.byId("b9")).toBeUndefined();
   });
 });

@@ -25,6 +25,22 @@ export interface Touch {
   everything?: boolean;
 }
 
+/** One touch saying everything the given ones say (touches published together, touch-bus.ts). */
+export function mergeTouches(touches: readonly Touch[]): Touch {
+  if (touches.length === 1) return touches[0] as Touch;
+  const union = (of: (t: Touch) => readonly string[] | undefined) => [...new Set(touches.flatMap((t) => of(t) ?? []))];
+  const merged: Touch = {
+    builds: union((t) => t.builds),
+    pipelines: union((t) => t.pipelines),
+    organizations: union((t) => t.organizations),
+  };
+  const jobsOf = union((t) => t.jobsOf);
+  if (jobsOf.length > 0) merged.jobsOf = jobsOf;
+  if (touches.some((t) => t.allLists)) merged.allLists = true;
+  if (touches.some((t) => t.everything)) merged.everything = true;
+  return merged;
+}
+
 /** A build as kept: its jobs when a read asked for them. */
 export interface KeptBuild {
   build: Build;

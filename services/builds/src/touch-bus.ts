@@ -5,6 +5,7 @@
  * - A write is acknowledged only after its touch (touch the build and its scopes, read-cache.ts) is in the JetStream
  *   stream CI_BUILD_TOUCHES, or, when NATS cannot take it, in the database's backlog (which a relay publishes later)
  *   and BACKLOG_ACK_DELAY_MS have passed.
+ * - Touches of writes that finish while one is being published go together as one message (group commit).
  * - Every replica applies the stream in order (an ordered consumer) and remembers the last sequence applied.
  * - A read first asks the stream for its last sequence (one round trip, shared by every read waiting at that
  *   moment) and uses a look at the backlog begun at most BACKLOG_LOOK_MS ago, then waits until it has applied up to
@@ -13,16 +14,20 @@
  * - A gap in the sequence (touches expired before they were applied), a lost connection or a stream started again
  *   drop everything kept.
  */
+
+import { createGroupCommit } from "@conveyor/runtime";
 import { DeliverPolicy, type JetStreamClient, jetstreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import type { Collection } from "mongodb";
 import type { Logger } from "pino";
-import type { ReadCache, Touch } from "./read-cache.js";
+import { mergeTouches, type ReadCache, type Touch } from "./read-cache.js";
 
 export const TOUCH_STREAM = "CI_BUILD_TOUCHES";
 export const TOUCH_SUBJECT = "touches.builds";
 /** Touches are needed only until every replica has applied them; a replica further behind drops its cache. */
 const TOUCH_MAX_AGE_NS = 120 * 1_000_000_000;
+/** The most touches published as one message (a merged touch of 100 creates is about 12 KB). */
+const TOUCHES_PER_MESSAGE = 100;
 /** How long a touch's publish waits for JetStream before it goes to the backlog instead. */
 const TOUCH_PUBLISH_TIMEOUT_MS = 1_000;
 /**
@@ -223,22 +228,31 @@ export async function startTouchBus(opts: {
 
   const publishTouch = (t: Touch) => js.publish(TOUCH_SUBJECT, encodeTouch(t), { timeout: TOUCH_PUBLISH_TIMEOUT_MS });
 
+  /** Puts touches in the stream as one, or in the backlog when the stream cannot take them. */
+  const sendTouches = async (list: Touch[]) => {
+    const t = mergeTouches(list);
+    try {
+      if (!connected) throw new Error("not connected to NATS");
+      await publishTouch(t);
+    } catch (err) {
+      // While disconnected every write comes here: the disconnection itself is what is worth a warning.
+      if (connected) logger.warn({ err }, "touch not published; kept in the backlog");
+      else logger.debug("NATS disconnected: touch kept in the backlog");
+      ownBacklog = true;
+      await backlog.insertOne({ _id: opts.newId(), touch: t, at: new Date() });
+      // Until every replica's next look at the backlog has begun (see BACKLOG_LOOK_MS).
+      await new Promise((resolve) => setTimeout(resolve, BACKLOG_ACK_DELAY_MS));
+    }
+  };
+  // Touches of writes that end while one is being published go together in the next message (group commit): a
+  // create makes three touches, and concurrent creates would otherwise publish and apply each on its own.
+  const touches = createGroupCommit<Touch>({ send: sendTouches, maxSize: TOUCHES_PER_MESSAGE });
+
   return {
     async publish(t) {
       // This replica's own reads see the change at once, whatever the stream does.
       cache.touch(t);
-      try {
-        if (!connected) throw new Error("not connected to NATS");
-        await publishTouch(t);
-      } catch (err) {
-        // While disconnected every write comes here: the disconnection itself is what is worth a warning.
-        if (connected) logger.warn({ err }, "touch not published; kept in the backlog");
-        else logger.debug("NATS disconnected: touch kept in the backlog");
-        ownBacklog = true;
-        await backlog.insertOne({ _id: opts.newId(), touch: t, at: new Date() });
-        // Until every replica's next look at the backlog has begun (see BACKLOG_LOOK_MS).
-        await new Promise((resolve) => setTimeout(resolve, BACKLOG_ACK_DELAY_MS));
-      }
+      await touches.add(t);
     },
 
     async barrier() {

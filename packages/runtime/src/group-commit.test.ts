@@ -1,0 +1,106 @@
+import { createGroupCommit } from "./group-commit.js";
+
+/** A fake send: records each batch; each waits until released, then ends as `answer` says. */
+function fakeSend(answer: (items: number[]) => Promise<unknown> = async () => undefined) {
+  const batches: number[][] = [];
+  const gates: Array<() => void> = [];
+  const send = async (items: number[]) => {
+    batches.push([...items]);
+    await new Promise<void>((resolve) => gates.push(resolve));
+    return answer(items);
+  };
+  const release = async () => {
+    gates.shift()?.();
+    await new Promise((r) => setImmediate(r));
+  };
+  return { batches, send, release };
+}
+
+describe("createGroupCommit", () => {
+  it("sends a lone item at once, in the caller's tick", async () => {
+    const fake = fakeSend();
+    const group = createGroupCommit({ send: fake.send });
+    const done = group.add(1);
+    expect(fake.batches).toEqual([[1]]);
+    await fake.release();
+    await expect(done).resolves.toBeUndefined();
+  });
+
+  it("sends what arrives during a send together next, in arrival order, and each caller waits for its own", async () => {
+    const fake = fakeSend();
+    const group = createGroupCommit({ send: fake.send });
+    let secondDone = false;
+    const first = group.add(1);
+    const rest = [2, 3, 4].map((n) =>
+      group.add(n).then(() => {
+        secondDone = true;
+      }),
+    );
+    expect(fake.batches).toEqual([[1]]);
+    await fake.release();
+    await expect(first).resolves.toBeUndefined();
+    expect(secondDone).toBe(false);
+    expect(fake.batches).toEqual([[1], [2, 3, 4]]);
+    await fake.release();
+    await Promise.all(rest);
+    expect(secondDone).toBe(true);
+  });
+
+  it("rejects every caller of a failed send with its error, and goes on with the next batch", async () => {
+    const boom = new Error("stream unavailable");
+    const fake = fakeSend(async (items) => {
+      if (items.includes(2)) throw boom;
+    });
+    const group = createGroupCommit({ send: fake.send });
+    const first = group.add(1);
+    const failed = [group.add(2).catch((e: unknown) => e), group.add(3).catch((e: unknown) => e)];
+    await fake.release();
+    const later = group.add(4);
+    await fake.release();
+    await expect(Promise.all(failed)).resolves.toEqual([boom, boom]);
+    await fake.release();
+    await expect(Promise.all([first, later])).resolves.toEqual([undefined, undefined]);
+    expect(fake.batches).toEqual([[1], [2, 3], [4]]);
+  });
+
+  it("rejects the callers of a send that throws before it returns a promise", async () => {
+    const group = createGroupCommit<number>({
+      send: () => {
+        throw new Error("not connected");
+      },
+    });
+    await expect(group.add(1)).rejects.toThrow("not connected");
+    await expect(group.add(2)).rejects.toThrow("not connected");
+  });
+
+  it("splits batches at maxSize by sizeOf, never splitting an item", async () => {
+    const fake = fakeSend();
+    const group = createGroupCommit({ send: fake.send, maxSize: 5, sizeOf: (n: number) => n });
+    const all = [1, 2, 3, 9, 1].map((n) => group.add(n));
+    for (let i = 0; i < 4; i++) await fake.release();
+    await Promise.all(all);
+    expect(fake.batches).toEqual([[1], [2, 3], [9], [1]]);
+  });
+
+  it("lets settle decide per caller", async () => {
+    const fake = fakeSend();
+    const group = createGroupCommit({
+      send: fake.send,
+      settle: (batch) => {
+        for (const w of batch) {
+          if (w.item % 2 === 0) w.reject(new Error(`even ${w.item}`));
+          else w.resolve();
+        }
+      },
+    });
+    const results = [1, 2, 3].map((n) =>
+      group.add(n).then(
+        () => "ok",
+        (e: Error) => e.message,
+      ),
+    );
+    await fake.release();
+    await fake.release();
+    await expect(Promise.all(results)).resolves.toEqual(["ok", "even 2", "ok"]);
+  });
+});

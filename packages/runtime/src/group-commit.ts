@@ -1,0 +1,87 @@
+/**
+ * Group commit: items handed in while a send is under way go together in the next send. With nothing under way an
+ * item goes at once, so a lone caller waits for nothing; under load, a burst of callers costs one send per round
+ * trip instead of one each. Each caller's promise settles with the send that carried its item: by default it
+ * resolves when the send succeeds and rejects with the send's error, and `settle` can decide per caller instead.
+ */
+
+/** A caller's item, waiting for the send that carries it. */
+export interface Waiting<I> {
+  item: I;
+  resolve(): void;
+  reject(err: unknown): void;
+}
+
+export interface GroupCommitOptions<I> {
+  /** Sends one batch of items, in the order they were handed in. */
+  send(items: I[]): Promise<unknown>;
+  /** Settles a batch's callers after its send: `err` is the send's error, undefined when it succeeded. */
+  settle?(batch: readonly Waiting<I>[], err: unknown): void;
+  /** The largest batch (in `sizeOf` units; an item is never split; default 500). */
+  maxSize?: number;
+  /** An item's size (default 1). */
+  sizeOf?(item: I): number;
+}
+
+/** Every caller gets the send's outcome. */
+const settleAll = <I>(batch: readonly Waiting<I>[], err: unknown) => {
+  for (const w of batch) {
+    if (err === undefined) w.resolve();
+    else w.reject(err);
+  }
+};
+
+export function createGroupCommit<I>(opts: GroupCommitOptions<I>) {
+  const maxSize = Math.max(1, opts.maxSize ?? 500);
+  const sizeOf = opts.sizeOf ?? (() => 1);
+  const settle = opts.settle ?? settleAll;
+  let waiting: Waiting<I>[] = [];
+  let busy = false;
+
+  const takeBatch = (): Waiting<I>[] => {
+    let size = 0;
+    let taken = 0;
+    while (taken < waiting.length) {
+      const next = sizeOf((waiting[taken] as Waiting<I>).item);
+      if (taken > 0 && size + next > maxSize) break;
+      size += next;
+      taken++;
+    }
+    const batch = waiting.slice(0, taken);
+    waiting = waiting.slice(taken);
+    return batch;
+  };
+
+  const pump = () => {
+    if (busy || waiting.length === 0) return;
+    const batch = takeBatch();
+    busy = true;
+    let sent: Promise<unknown>;
+    try {
+      sent = opts.send(batch.map((w) => w.item));
+    } catch (err) {
+      sent = Promise.reject(err);
+    }
+    sent
+      .then(
+        () => settle(batch, undefined),
+        (err: unknown) => settle(batch, err ?? new Error("the send failed")),
+      )
+      .finally(() => {
+        busy = false;
+        pump();
+      });
+  };
+
+  return {
+    /** Hands in an item; settles with the send that carries it. */
+    add(item: I): Promise<void> {
+      return new Promise<void>((resolve, reject) => {
+        waiting.push({ item, resolve, reject });
+        pump();
+      });
+    },
+  };
+}
+
+export type GroupCommit<I> = ReturnType<typeof createGroupCommit<I>>;
