@@ -8,6 +8,7 @@ import type { BuildRepository } from "./build-repository.js";
 import type { Build } from "./domain/build.js";
 import type { Job } from "./domain/job.js";
 import { listScopes, type ReadCache } from "./read-cache.js";
+import { createSharedReads } from "./shared-reads.js";
 import type { TouchBus } from "./touch-bus.js";
 
 /** A build's jobs in their order: by step, then parallel index, then age (retries after what they retried). */
@@ -54,9 +55,11 @@ function uncachedReads(repo: BuildRepository): BuildReads {
 export function createBuildReads(repo: BuildRepository, cached?: { cache: ReadCache; bus: TouchBus }): BuildReads {
   if (!cached) return uncachedReads(repo);
   const { cache, bus } = cached;
+  // What a change dropped from the cache, every poller of it misses at once: they share the database reads.
+  const shared = createSharedReads();
 
   /** The jobs of `builds` from the cache where kept, the rest in one query (kept for next time when `fresh`). */
-  const jobsOf = async (builds: readonly Build[], fresh: boolean) => {
+  const jobsOf = async (builds: readonly Build[], fresh: boolean, arrivedAt: number) => {
     const jobs = new Map<string, readonly Job[]>();
     const missing: string[] = [];
     for (const b of builds) {
@@ -65,28 +68,32 @@ export function createBuildReads(repo: BuildRepository, cached?: { cache: ReadCa
       else missing.push(b.id);
     }
     if (missing.length === 0) return jobs;
-    const ticket = cache.ticket();
-    const read = byBuild(await repo.jobsOf(missing));
-    for (const id of missing) {
-      const list = read.get(id) ?? [];
-      jobs.set(id, list);
-      if (fresh) cache.keepJobs(ticket, id, list);
-    }
+    const read = await shared.share(`jobs|${missing.join(",")}`, arrivedAt, async () => {
+      const ticket = cache.ticket();
+      const found = byBuild(await repo.jobsOf(missing));
+      if (fresh) for (const id of missing) cache.keepJobs(ticket, id, found.get(id) ?? []);
+      return found;
+    });
+    for (const id of missing) jobs.set(id, read.get(id) ?? []);
     return jobs;
   };
 
   return {
     async buildWithJobs(pipelineId, number) {
+      const arrivedAt = performance.now();
       const fresh = await bus.barrier();
       const kept = fresh ? cache.byNumber(pipelineId, number, true) : undefined;
       if (kept?.jobs) return { build: kept.build, jobs: kept.jobs };
-      const ticket = cache.ticket();
-      const found = await repo.findBuildWithJobs(pipelineId, number);
-      if (fresh && found) cache.keepBuild(ticket, found.build, found.jobs);
-      return found;
+      return shared.share(`build|${pipelineId}|${number}`, arrivedAt, async () => {
+        const ticket = cache.ticket();
+        const found = await repo.findBuildWithJobs(pipelineId, number);
+        if (fresh && found) cache.keepBuild(ticket, found.build, found.jobs);
+        return found;
+      });
     },
 
     async page(filter, skip, limit, withJobs) {
+      const arrivedAt = performance.now();
       const fresh = await bus.barrier();
       const key = JSON.stringify([filter, skip, limit]);
       const ids = fresh ? cache.list(key) : undefined;
@@ -95,20 +102,21 @@ export function createBuildReads(repo: BuildRepository, cached?: { cache: ReadCa
         const kept = ids.map((id) => cache.byId(id)?.build);
         if (kept.every((b) => b !== undefined)) builds = kept as Build[];
       }
-      if (!builds) {
+      builds ??= await shared.share(`list|${key}`, arrivedAt, async () => {
         const ticket = cache.ticket();
-        builds = await repo.listBuilds(filter, skip, limit);
+        const found = await repo.listBuilds(filter, skip, limit);
         if (fresh) {
-          for (const b of builds) cache.keepBuild(ticket, b);
+          for (const b of found) cache.keepBuild(ticket, b);
           cache.keepList(
             ticket,
             key,
             listScopes(filter),
-            builds.map((b) => b.id),
+            found.map((b) => b.id),
           );
         }
-      }
-      return { builds, jobs: withJobs ? await jobsOf(builds, fresh) : new Map() };
+        return found;
+      });
+      return { builds, jobs: withJobs ? await jobsOf(builds, fresh, arrivedAt) : new Map() };
     },
   };
 }

@@ -214,6 +214,33 @@ describe("the builds read cache across two replicas", () => {
     }
   });
 
+  it("reads a page and a build a change dropped once for every request waiting for them, each with the change", async () => {
+    const pipeline = pipelineOf(YAML);
+    const list = { organizationIds: [pipeline.organizationId], pipelineId: pipeline.id, perPage: 30 };
+    const first = await createOn(a.client, pipeline);
+    await b.client.listBuilds(list);
+    await b.client.getBuild({ pipelineId: pipeline.id, number: first.number });
+    // A's change drops B's page and build; ten pollers then ask B at once.
+    const next = await createOn(a.client, pipeline);
+    await a.client.cancelBuild({ pipelineId: pipeline.id, number: first.number });
+    const before = b.reads();
+    const [pages, builds] = await Promise.all([
+      Promise.all(Array.from({ length: 10 }, () => b.client.listBuilds(list))),
+      Promise.all(
+        Array.from({ length: 10 }, () => b.client.getBuild({ pipelineId: pipeline.id, number: first.number })),
+      ),
+    ]);
+    for (const page of pages)
+      expect(page.builds.map((x) => [x.number, x.state])).toEqual([
+        [next.number, "scheduled"],
+        [first.number, "canceled"],
+      ]);
+    for (const got of builds) expect(got.build?.state).toBe("canceled");
+    // The page's builds, the jobs it does not hold, and the build with its jobs (two finds) are four finds; a
+    // request that came after a barrier round may read again. Unshared it would be ten of each: forty.
+    expect(b.reads() - before).toBeLessThanOrEqual(8);
+  });
+
   it("names answers by content: the same version on either replica, not_modified until a change, then the change", async () => {
     const pipeline = pipelineOf(YAML);
     const build = await createOn(a.client, pipeline);
