@@ -2,7 +2,7 @@ import { createClient, createRouterTransport } from "@connectrpc/connect";
 import { BuildsService } from "@conveyor/proto/builds";
 import type { Pipeline } from "@conveyor/proto/pipelines";
 import { createLogger, type EventPublisher, newId } from "@conveyor/runtime";
-import { jetstream } from "@nats-io/jetstream";
+import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { type Db, MongoClient } from "mongodb";
 import { createMongoBuildRepository } from "./build-repository.js";
@@ -12,7 +12,7 @@ import { createMongoJobLogRepository } from "./job-log-repository.js";
 import { createMongoPipelineUploadRepository } from "./pipeline-upload-repository.js";
 import { createReadCache } from "./read-cache.js";
 import { pipelineFromYaml } from "./test-pipelines.js";
-import { startTouchBus, TOUCH_SUBJECT, type TouchBacklogDoc, type TouchBus } from "./touch-bus.js";
+import { startTouchBus, TOUCH_STREAM, TOUCH_SUBJECT, type TouchBacklogDoc, type TouchBus } from "./touch-bus.js";
 
 // Two replicas of the builds service, each with its own read cache and touch bus, over one database and the stack's
 // real NATS: what one replica acknowledges, the other never hides behind what it kept.
@@ -133,6 +133,14 @@ describe("the builds read cache across two replicas", () => {
     });
     expect(b.reads()).toBe(pageReads);
     expect(pageAgain).toEqual(page);
+  });
+
+  it("asks the touch stream for its last sequence with direct gets, which the stream allows", async () => {
+    const jsm = await jetstreamManager(a.nc);
+    const info = await jsm.streams.info(TOUCH_STREAM);
+    expect([info.config.allow_direct, info.config.num_replicas]).toEqual([true, 1]);
+    const last = await jsm.direct.getMessage(TOUCH_STREAM, { last_by_subj: TOUCH_SUBJECT });
+    expect(last?.seq).toBe(info.state.last_seq);
   });
 
   it("a read waits until every touch in the stream when it began is applied", async () => {
