@@ -42,19 +42,26 @@ export const NATS_SERVER: ToolSpec = {
  * FerretDB does, and leaves the sort to FerretDB otherwise; atomic-updates.patch makes conditional updates atomic
  * (upstream lets concurrent read-modify-writes of one document both win); update-statements.patch closes each
  * statement's query of an update command before the next (upstream held them all, so a command of over 100
- * statements waited forever for a SQLite connection). The "-conveyor.N" suffix names the patch
+ * statements waited forever for a SQLite connection); resource-tracking.patch keeps upstream's leak tracking (a stack
+ * trace and a finalizer for every query's iterators) to debug builds. The "-conveyor.N" suffix names the patch
  * level: raise it whenever a patch changes, so that machines rebuild their cached binary.
  */
 export const FERRETDB: ToolSpec = {
   name: "ferretdb",
-  version: "v1.24.2-conveyor.5",
+  version: "v1.24.2-conveyor.6",
   binary: "ferretdb",
   envVar: "FERRETDB_BIN",
   buildTime: "~1 min",
   build: {
     kind: "ferretdb",
     module: "github.com/FerretDB/FerretDB@v1.24.2",
-    patches: ["index-pushdown.patch", "sort-pushdown.patch", "atomic-updates.patch", "update-statements.patch"],
+    patches: [
+      "index-pushdown.patch",
+      "sort-pushdown.patch",
+      "atomic-updates.patch",
+      "update-statements.patch",
+      "resource-tracking.patch",
+    ],
   },
 };
 
