@@ -31,7 +31,7 @@ export function failedPrecondition(reason: string): ConnectError {
 }
 
 /** PermissionDenied: the caller may not do this (rendered as 403 Forbidden by the gateway). */
-export function permissionDenied(reason: string): ConnectError {
+export function permissionDenied(reason = "Forbidden"): ConnectError {
   return new ConnectError(reason, Code.PermissionDenied);
 }
 

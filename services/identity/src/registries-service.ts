@@ -1,4 +1,4 @@
-import { Code, ConnectError, type ServiceImpl } from "@connectrpc/connect";
+import type { ServiceImpl } from "@connectrpc/connect";
 import type { RegistriesService } from "@conveyor/proto/identity";
 import {
   hashSecret,
@@ -8,6 +8,7 @@ import {
   newSecret,
   notFound,
   pageWindow,
+  permissionDenied,
   toTimestamp,
 } from "@conveyor/runtime";
 import { canManageOrganizationSettings } from "./access-policy.js";
@@ -71,7 +72,7 @@ export function createRegistriesService(deps: RegistriesServiceDeps): ServiceImp
   /** Changes need an actor the policy lets manage organization settings; the registry must exist first. */
   const requireManager = async (organizationId: string, actorId: string) => {
     if (!canManageOrganizationSettings(await actorOf(organizationId, actorId))) {
-      throw new ConnectError("Forbidden", Code.PermissionDenied);
+      throw permissionDenied();
     }
   };
 

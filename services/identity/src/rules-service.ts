@@ -1,6 +1,14 @@
-import { Code, ConnectError, type ServiceImpl } from "@connectrpc/connect";
+import type { ServiceImpl } from "@connectrpc/connect";
 import type { RulesService } from "@conveyor/proto/identity";
-import { failedPrecondition, isUuid, newId, notFound, pageWindow, toTimestamp } from "@conveyor/runtime";
+import {
+  failedPrecondition,
+  isUuid,
+  newId,
+  notFound,
+  pageWindow,
+  permissionDenied,
+  toTimestamp,
+} from "@conveyor/runtime";
 import { canManageOrganizationSettings } from "./access-policy.js";
 import { createActors } from "./actors.js";
 import { DuplicateError, type IdentityRepository, type UserDoc } from "./identity-repository.js";
@@ -52,7 +60,7 @@ export function createRulesService(deps: RulesServiceDeps): ServiceImpl<typeof R
   return {
     async createRule(req) {
       if (!canManageOrganizationSettings(await actorOf(req.organizationId, req.actorId))) {
-        throw new ConnectError("Forbidden", Code.PermissionDenied);
+        throw permissionDenied();
       }
       const type = req.type.trim();
       if (!(RULE_TYPES as readonly string[]).includes(type)) {
@@ -122,7 +130,7 @@ export function createRulesService(deps: RulesServiceDeps): ServiceImpl<typeof R
     async deleteRule(req) {
       if (!canManageOrganizationSettings(await actorOf(req.organizationId, req.actorId))) {
         await requireRule(req.organizationId, req.id);
-        throw new ConnectError("Forbidden", Code.PermissionDenied);
+        throw permissionDenied();
       }
       const rule = await requireRule(req.organizationId, req.id);
       if (!(await rules.deleteRule(req.organizationId, rule._id))) throw notFound("rule");

@@ -16,6 +16,7 @@ import {
   newId,
   notFound,
   pageWindow,
+  permissionDenied,
   toTimestamp,
 } from "@conveyor/runtime";
 import {
@@ -90,8 +91,6 @@ function validationFailed(reasons: string[]): ConnectError {
   return new ConnectError(`Validation failed: ${reasons.join(", ")}`, Code.InvalidArgument);
 }
 
-const forbidden = () => new ConnectError("Forbidden", Code.PermissionDenied);
-
 export const teamMessage = (t: TeamDoc) => ({
   id: t._id,
   organizationId: t.organizationId,
@@ -161,7 +160,7 @@ export function createTeamsService(deps: TeamsServiceDeps): ServiceImpl<typeof T
   /** The team, when the actor may also change it. */
   const manageableTeam = async (req: { organizationId: string; actorId: string; teamId: string }) => {
     const found = await visibleTeam(req);
-    if (!canManageTeam(found.actor)) throw forbidden();
+    if (!canManageTeam(found.actor)) throw permissionDenied();
     return found.team;
   };
 
