@@ -4,6 +4,7 @@ export * from "./config.js";
 export * from "./content-version.js";
 export * from "./defaults.js";
 export * from "./errors.js";
+export * from "./fences.js";
 export * from "./group-commit.js";
 export * from "./health.js";
 export * from "./ids.js";

@@ -3,7 +3,7 @@ import { create, type JsonObject } from "@bufbuild/protobuf";
 import { Code, ConnectError, createClient, createRouterTransport } from "@connectrpc/connect";
 import { BuildsService, JobEventType } from "@conveyor/proto/builds";
 import { type Pipeline, PipelineSchema, ProviderSchema } from "@conveyor/proto/pipelines";
-import { createLogger, type EventPublisher } from "@conveyor/runtime";
+import { createLogger, createMemoryFences, type EventPublisher, type Fences, pipelineFence } from "@conveyor/runtime";
 import { MongoClient } from "mongodb";
 import { createMongoBuildRepository } from "./build-repository.js";
 import { createBuildDomain, createBuildService } from "./build-service.js";
@@ -490,7 +490,7 @@ describe("jobs on MongoDB", () => {
 
 describe("builds service deciding on the pipeline as it is now", () => {
   /** A client of a builds service whose pipelines lookup answers `now`, whatever copy the caller sent. */
-  async function clientSeeing(now: Pipeline | null) {
+  async function clientSeeing(now: Pipeline | null, fences?: Fences, lookups?: { count: number }) {
     const db = mongo.db(dbName);
     const domain = createBuildDomain({
       repo: await createMongoBuildRepository(db),
@@ -499,7 +499,15 @@ describe("builds service deciding on the pipeline as it is now", () => {
       slots: await createMongoConcurrencySlotRepository(db),
       events: { publish: async () => {} },
       logger: createLogger("test", "silent"),
-      triggers: { pipeline: async () => now, mayBuild: async () => true, ruleAllows: async () => true },
+      triggers: {
+        pipeline: async () => {
+          if (lookups) lookups.count++;
+          return now;
+        },
+        mayBuild: async () => true,
+        ruleAllows: async () => true,
+      },
+      ...(fences ? { fences } : {}),
     });
     return createClient(
       BuildsService,
@@ -523,6 +531,32 @@ describe("builds service deciding on the pipeline as it is now", () => {
     const reader = await clientSeeing(stale);
     expect((await reader.getBuild({ pipelineId: stale.id, number: 1 })).build?.number).toBe(1);
     await expect(reader.getBuild({ pipelineId: stale.id, number: 2 })).rejects.toMatchObject({ code: Code.NotFound });
+  });
+
+  it("trusts a copy as new as the pipeline's fence without reading it again, and reads one older than it", async () => {
+    const fences = createMemoryFences();
+    const copy = pipeline([script("cached")], { version: 3 });
+    const archivedNow = create(PipelineSchema, { ...copy, version: 4, archivedAt: { seconds: 1n, nanos: 0 } as never });
+    const lookups = { count: 0 };
+    const c = await clientSeeing(archivedNow, fences, lookups);
+    // No change raised the fence past the copy (fence 0, then 3): the copy is current, no lookup.
+    expect((await c.createBuild({ pipeline: copy, commit: "a", branch: "main" })).build?.jobs[0]?.name).toBe("cached");
+    await fences.raise(pipelineFence(copy.id), 3);
+    await c.createBuild({ pipeline: copy, commit: "a", branch: "main" });
+    expect(lookups.count).toBe(0);
+    // The archive raised it to 4 before it was written: the copy may be stale, and the pipeline as it is now says no.
+    await fences.raise(pipelineFence(copy.id), 4);
+    await expect(c.createBuild({ pipeline: copy, commit: "a", branch: "main" })).rejects.toMatchObject({
+      code: Code.FailedPrecondition,
+    });
+    await expect(c.rebuildBuild({ pipeline: copy, number: 1 })).rejects.toMatchObject({
+      code: Code.FailedPrecondition,
+    });
+    expect(lookups.count).toBe(2);
+    // Another pipeline's fence says nothing about this one.
+    await fences.raise(pipelineFence(randomUUID()), 99);
+    await c.createBuild({ pipeline: pipeline([script("other")], { version: 0 }), commit: "a", branch: "main" });
+    expect(lookups.count).toBe(2);
   });
 
   it("plans a build from the pipeline's current steps", async () => {

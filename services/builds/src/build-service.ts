@@ -1,5 +1,6 @@
 import type { ServiceImpl } from "@connectrpc/connect";
 import type { BuildsService } from "@conveyor/proto/builds";
+import type { Fences } from "@conveyor/runtime";
 import { createBuildCancel } from "./build-cancel.js";
 import { createBuildCreation } from "./build-creation.js";
 import { createBuildMetaData } from "./build-meta-data.js";
@@ -45,7 +46,13 @@ export function createBuildService(
  * `requeueStale` gives jobs back to the queue whose agent never accepted them.
  */
 export function createBuildDomain(
-  deps: BuildServiceDeps & { logLimits?: LogLimits; sweeps?: SweepSettings; triggers?: TriggerLookups },
+  deps: BuildServiceDeps & {
+    logLimits?: LogLimits;
+    sweeps?: SweepSettings;
+    triggers?: TriggerLookups;
+    /** The pipelines' fences (fences.ts): a caller's copy at least as new as its fence is not read again. */
+    fences?: Pick<Fences, "read">;
+  },
 ) {
   const ctx = createBuildsContext(deps);
   const retries = createJobRetries(ctx);
@@ -78,6 +85,7 @@ export function createBuildDomain(
       currentPipeline: deps.triggers
         ? (p) => (deps.triggers as TriggerLookups).pipeline(p.organizationId, p.id)
         : undefined,
+      ...(deps.fences ? { fences: deps.fences } : {}),
     }),
     ...createJobRpcs(ctx, { transitions, logs, metaData }),
     ...createJobActionRpcs(ctx, { retries, unblock, upload, reconcile }),

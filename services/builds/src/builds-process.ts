@@ -5,6 +5,7 @@ import {
   type Logger,
   type NatsHandle,
   newId,
+  openFences,
   type OutboxDoc,
   type RawPublish,
   repeat,
@@ -83,6 +84,7 @@ export async function startBuildsProcess(opts: {
     outbox,
     logger,
     triggers,
+    ...(opts.nats ? { fences: await openFences(opts.nats.nc, logger) } : {}),
     ...config,
     ...(readCache ? { readCache } : {}),
   });

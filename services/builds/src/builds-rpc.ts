@@ -2,7 +2,7 @@ import { timestampDate } from "@bufbuild/protobuf/wkt";
 import type { ServiceImpl } from "@connectrpc/connect";
 import type { BuildsService } from "@conveyor/proto/builds";
 import type { Pipeline } from "@conveyor/proto/pipelines";
-import { failedPrecondition, invalidFields, notFound, pageWindow } from "@conveyor/runtime";
+import { type Fences, failedPrecondition, invalidFields, notFound, pageWindow, pipelineFence } from "@conveyor/runtime";
 import type { BuildCancel } from "./build-cancel.js";
 import { type BuildCreation, checkPipeline } from "./build-creation.js";
 import type { BuildListFilter } from "./build-list.js";
@@ -32,13 +32,22 @@ export function createBuildRpcs(
      * unit tests, where the caller's copy is current.
      */
     currentPipeline?: (pipeline: Pipeline) => Promise<Pipeline | null>;
+    /**
+     * The pipelines' fences: every change a build depends on raised its pipeline's fence to its version before it was
+     * acknowledged, so a copy whose version is at least the fence read now is current, and is not read again.
+     */
+    fences?: Pick<Fences, "read">;
   },
 ): BuildRpcs {
   const { repo, withLock } = ctx;
   const { creation, cancel } = parts;
-  /** The request's pipeline, read again: whether builds may be created is decided on what holds now. */
+  /**
+   * The request's pipeline as it is now (read again unless its fence shows the copy is current): whether builds may
+   * be created, and from which steps, is decided on what holds now.
+   */
   const current = async (pipeline: Pipeline | undefined): Promise<Pipeline | undefined> => {
     if (!pipeline || !parts.currentPipeline) return pipeline;
+    if (parts.fences && pipeline.version >= (await parts.fences.read(pipelineFence(pipeline.id)))) return pipeline;
     const now = await parts.currentPipeline(pipeline);
     if (!now) throw notFound("pipeline");
     return now;

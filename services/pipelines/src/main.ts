@@ -5,6 +5,7 @@ import {
   createServiceClient,
   jetStreamPublish,
   type OutboxDoc,
+  openFences,
   runService,
 } from "@conveyor/runtime";
 import { readPipelinesConfig } from "./config.js";
@@ -36,6 +37,7 @@ void runService(
         events,
         outbox,
         clusters: createServiceClient(AgentsService, config.agentsUrl),
+        fences: await openFences(nats.nc, logger),
       });
       return (router) => router.service(PipelinesService, service);
     },

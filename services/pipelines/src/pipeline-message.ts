@@ -57,6 +57,7 @@ export function pipelineEventMessage(p: PipelineDoc): MessageInitShape<typeof Pi
     createdAt: toTimestamp(p.createdAt),
     updatedAt: toTimestamp(p.updatedAt),
     archivedAt: toTimestamp(p.archivedAt),
+    version: p.version ?? 0,
     env: p.env,
     defaultCommandStepTimeout: p.defaultCommandStepTimeout ?? undefined,
     maximumCommandStepTimeout: p.maximumCommandStepTimeout ?? undefined,

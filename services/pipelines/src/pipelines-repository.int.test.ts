@@ -104,12 +104,29 @@ describe("MongoDB pipelines repository", () => {
     expect((await repo.find(org, b._id))?.slug).toBe("beta");
     expect((await repo.find(org, "beta"))?._id).toBe(b._id);
     expect((await repo.list(org, "active", 0, 10)).items.map((p) => p.slug)).toEqual(["alpha", "beta"]);
-    const archived = await repo.setArchived(org, b._id, new Date(), new Date());
+    const archived = await repo.setArchived(org, b._id, new Date(), new Date(), 0);
     expect(archived?.archivedAt).toBeInstanceOf(Date);
-    expect(await repo.setArchived(org, b._id, new Date(), new Date())).toBeNull();
+    expect(archived?.version).toBe(1);
+    expect(await repo.setArchived(org, b._id, new Date(), new Date(), 1)).toBeNull();
     expect((await repo.list(org, "active", 0, 10)).items.map((p) => p.slug)).toEqual(["alpha"]);
     expect((await repo.list(org, "archived", 0, 10)).total).toBe(1);
     expect((await repo.list(org, "all", 0, 1)).total).toBe(2);
-    expect(await repo.updateActive(org, b._id, { description: "x" })).toBeNull();
+    expect(await repo.updateActive(org, b._id, { description: "x" }, 1)).toBeNull();
+  });
+
+  it("changes a pipeline only at the version it expects, and counts its changes", async () => {
+    const org = randomUUID();
+    // Stored before versions existed: it has none, and is at version 0.
+    const p = doc(org, "Versioned", "versioned");
+    await repo.insert(p);
+    expect(await repo.updateActive(org, p._id, { description: "late" }, 1)).toBeNull();
+    const first = await repo.updateActive(org, p._id, { description: "one" }, 0);
+    expect(first).toMatchObject({ description: "one", version: 1 });
+    // A process that read version 0 before that change writes nothing.
+    expect(await repo.updateActive(org, p._id, { description: "stale" }, 0)).toBeNull();
+    expect(await repo.setArchived(org, p._id, new Date(), new Date(), 0)).toBeNull();
+    expect(await repo.setArchived(org, p._id, new Date(), new Date(), 1)).toMatchObject({ version: 2 });
+    expect(await repo.setArchived(org, p._id, null, new Date(), 2)).toMatchObject({ version: 3, archivedAt: null });
+    expect((await repo.find(org, p._id))?.description).toBe("one");
   });
 });

@@ -60,6 +60,8 @@ export interface PipelineDoc {
   /** Team UUID → access level. */
   teams: Record<string, string>;
   badgeToken: string;
+  /** Changes a build depends on so far (Pipeline.version in the proto); absent on pipelines stored before it. */
+  version?: number;
 }
 
 /** The mutable attributes of a pipeline. */
@@ -103,10 +105,27 @@ export interface PipelinesRepository {
     limit: number,
     onlyIds?: readonly string[],
   ): Promise<{ items: PipelineDoc[]; total: number }>;
-  /** Applies the changes to an active pipeline; null when it does not exist or is archived. */
-  updateActive(organizationId: string, id: string, changes: PipelineChanges): Promise<PipelineDoc | null>;
-  /** Sets or clears archivedAt when the pipeline is in the opposite state; null when it is not. */
-  setArchived(organizationId: string, id: string, archivedAt: Date | null, now: Date): Promise<PipelineDoc | null>;
+  /**
+   * Applies the changes to an active pipeline at `version`, which becomes `version + 1`; null when it does not exist,
+   * is archived or is at another version.
+   */
+  updateActive(
+    organizationId: string,
+    id: string,
+    changes: PipelineChanges,
+    version: number,
+  ): Promise<PipelineDoc | null>;
+  /**
+   * Sets or clears archivedAt when the pipeline is in the opposite state at `version`, which becomes `version + 1`;
+   * null when it is not.
+   */
+  setArchived(
+    organizationId: string,
+    id: string,
+    archivedAt: Date | null,
+    now: Date,
+    version: number,
+  ): Promise<PipelineDoc | null>;
   delete(organizationId: string, id: string): Promise<boolean>;
 }
 
@@ -186,16 +205,20 @@ export async function createMongoPipelinesRepository(db: Db): Promise<PipelinesR
       ]);
       return { items, total };
     },
-    async updateActive(organizationId, id, changes) {
+    async updateActive(organizationId, id, changes, version) {
       return pipelines
-        .findOneAndUpdate({ _id: id, organizationId, archivedAt: null }, { $set: changes }, { returnDocument: "after" })
+        .findOneAndUpdate(
+          { _id: id, organizationId, archivedAt: null, ...atVersion(version) },
+          { $set: { ...changes, version: version + 1 } },
+          { returnDocument: "after" },
+        )
         .catch((err) => translate(err, organizationId, changes.nameKey, changes.slug, id));
     },
-    setArchived(organizationId, id, archivedAt, now) {
+    setArchived(organizationId, id, archivedAt, now, version) {
       const current = archivedAt ? { archivedAt: null } : { archivedAt: { $ne: null } };
       return pipelines.findOneAndUpdate(
-        { _id: id, organizationId, ...current },
-        { $set: { archivedAt, updatedAt: now } },
+        { _id: id, organizationId, ...current, ...atVersion(version) },
+        { $set: { archivedAt, updatedAt: now, version: version + 1 } },
         { returnDocument: "after" },
       );
     },
@@ -204,6 +227,11 @@ export async function createMongoPipelinesRepository(db: Db): Promise<PipelinesR
       return res.deletedCount === 1;
     },
   };
+}
+
+/** The filter of a pipeline at `version` (0: also one stored before versions existed, which has none). */
+function atVersion(version: number) {
+  return version === 0 ? { $or: [{ version: 0 }, { version: { $exists: false } }] } : { version };
 }
 
 /** Which unique index a duplicate key error came from, when the server says so. */

@@ -14,6 +14,7 @@ import {
   createKeyedLock,
   type EventPublisher,
   encodeEvent,
+  type Fences,
   failedPrecondition,
   invalidFields,
   isUuid,
@@ -21,6 +22,7 @@ import {
   notFound,
   type Outbox,
   pageWindow,
+  pipelineFence,
   SUBJECTS,
 } from "@conveyor/runtime";
 import { deletionKey } from "./deletion-outbox.js";
@@ -35,6 +37,10 @@ import {
 } from "./pipelines-repository.js";
 import { defaultProviderSettings, providerIdFor } from "./provider.js";
 
+/** A change that kept meeting another process's changes of the same pipeline. */
+const changedMeanwhile = () =>
+  new ConnectError("The pipeline kept changing while this change was made: try again.", Code.Aborted);
+
 const TEAM_ACCESS_LEVELS = ["read_only", "build_and_read", "manage_build_and_read"];
 
 export interface PipelinesServiceDeps {
@@ -44,8 +50,16 @@ export interface PipelinesServiceDeps {
   outbox: Outbox;
   /** Clusters belong to the agents service; a pipeline's cluster must exist in its organization. */
   clusters: Pick<Client<typeof AgentsService>, "getCluster">;
+  /**
+   * Where each change a build depends on is announced before it is written (fences.ts), so that the builds service
+   * can trust a cached copy of a pipeline. Absent in tests without NATS.
+   */
+  fences?: Pick<Fences, "raise">;
   now?: () => Date;
 }
+
+/** How often a change is tried again when another process changed the pipeline between its read and its write. */
+const MAX_CHANGE_ATTEMPTS = 5;
 
 const token = () => randomBytes(24).toString("hex");
 
@@ -116,6 +130,32 @@ export function createPipelinesService(deps: PipelinesServiceDeps): ServiceImpl<
     if (err instanceof DuplicatePipelineError) return alreadyExists(err.field, "has already been taken", err);
     return err;
   };
+
+  /**
+   * Makes a change a build's admission or plan depends on, under the pipeline's lock: reads the pipeline, checks the
+   * change against it (`plan` throws when it cannot be made, and returns its write), raises the pipeline's fence to
+   * the version the change will carry, then writes on the version read. The write answers null when the pipeline was
+   * not in the state the change needs, or at another version: another process changed it in between, and the change
+   * is planned again on what it wrote. `refused` says why a change cannot be made to `latest`.
+   */
+  const change = (
+    organizationId: string,
+    ref: string,
+    plan: (current: PipelineDoc) => Promise<(version: number) => Promise<PipelineDoc | null>>,
+    refused: (latest: PipelineDoc) => Error,
+  ): Promise<PipelineDoc> =>
+    withLock(ref, async () => {
+      for (let attempt = 1; ; attempt++) {
+        const current = await requirePipeline(organizationId, ref);
+        const write = await plan(current);
+        const version = current.version ?? 0;
+        await deps.fences?.raise(pipelineFence(current._id), version + 1);
+        const written = await write(version);
+        if (written) return written;
+        const latest = await requirePipeline(organizationId, ref);
+        if ((latest.version ?? 0) === version || attempt >= MAX_CHANGE_ATTEMPTS) throw refused(latest);
+      }
+    });
 
   return {
     async listPipelines(req) {
@@ -222,63 +262,76 @@ export function createPipelinesService(deps: PipelinesServiceDeps): ServiceImpl<
 
     async updatePipeline(req) {
       const found = await requirePipeline(req.organizationId, req.pipeline);
-      return withLock(found._id, async () => {
-        const current = await requirePipeline(req.organizationId, found._id);
-        if (current.archivedAt) throw failedPrecondition("Pipeline is archived: unarchive it before changing it.");
-        const attrs = req.attributes ?? { $typeName: "ci.pipelines.v1.PipelineAttributes" };
-        const { changes, errors } = resolveAttributes(attrs, current);
-        const clusterId = await checkCluster(req.organizationId, attrs.clusterId, false, errors);
-        if (clusterId !== undefined) changes.clusterId = clusterId;
-        const renamed: PipelineChanges = {};
-        if (changes.nameKey !== undefined && changes.nameKey !== current.nameKey) renamed.nameKey = changes.nameKey;
-        if (changes.slug !== undefined && changes.slug !== current.slug) renamed.slug = changes.slug;
-        await checkUnique(req.organizationId, renamed, errors, current._id);
-        if (errors.length > 0) throw invalidFields(errors);
-
-        let updated: PipelineDoc | null;
-        try {
-          updated = await repo.updateActive(req.organizationId, current._id, { ...changes, updatedAt: now() });
-        } catch (err) {
-          throw duplicate(err);
-        }
-        if (!updated) {
-          // It was archived or deleted between our read and our write.
-          const latest = await requirePipeline(req.organizationId, current._id);
-          if (latest.archivedAt) throw failedPrecondition("Pipeline is archived: unarchive it before changing it.");
-          throw notFound("pipeline");
-        }
-        await publishChanged(SUBJECTS.pipelines.updated, updated);
-        return { pipeline: pipelineMessage(updated) };
-      });
+      const archived = () => failedPrecondition("Pipeline is archived: unarchive it before changing it.");
+      const updated = await change(
+        req.organizationId,
+        found._id,
+        async (current) => {
+          if (current.archivedAt) throw archived();
+          const attrs = req.attributes ?? { $typeName: "ci.pipelines.v1.PipelineAttributes" };
+          const { changes, errors } = resolveAttributes(attrs, current);
+          const clusterId = await checkCluster(req.organizationId, attrs.clusterId, false, errors);
+          if (clusterId !== undefined) changes.clusterId = clusterId;
+          const renamed: PipelineChanges = {};
+          if (changes.nameKey !== undefined && changes.nameKey !== current.nameKey) renamed.nameKey = changes.nameKey;
+          if (changes.slug !== undefined && changes.slug !== current.slug) renamed.slug = changes.slug;
+          await checkUnique(req.organizationId, renamed, errors, current._id);
+          if (errors.length > 0) throw invalidFields(errors);
+          return (version) =>
+            repo
+              .updateActive(req.organizationId, current._id, { ...changes, updatedAt: now() }, version)
+              .catch((err: unknown) => {
+                throw duplicate(err);
+              });
+        },
+        // Archived between our read and our write (a pipeline deleted meanwhile is not found).
+        (latest) => (latest.archivedAt ? archived() : changedMeanwhile()),
+      );
+      await publishChanged(SUBJECTS.pipelines.updated, updated);
+      return { pipeline: pipelineMessage(updated) };
     },
 
     async archivePipeline(req) {
       const found = await requirePipeline(req.organizationId, req.pipeline);
-      return withLock(found._id, async () => {
-        const current = await requirePipeline(req.organizationId, found._id);
-        const at = now();
-        const updated = await repo.setArchived(req.organizationId, current._id, at, at);
-        if (!updated) throw failedPrecondition("Pipeline could not be archived.");
-        await publishChanged(SUBJECTS.pipelines.archived, updated);
-        return { pipeline: pipelineMessage(updated) };
-      });
+      const refused = () => failedPrecondition("Pipeline could not be archived.");
+      const updated = await change(
+        req.organizationId,
+        found._id,
+        async (current) => {
+          if (current.archivedAt) throw refused();
+          return (version) => {
+            const at = now();
+            return repo.setArchived(req.organizationId, current._id, at, at, version);
+          };
+        },
+        refused,
+      );
+      await publishChanged(SUBJECTS.pipelines.archived, updated);
+      return { pipeline: pipelineMessage(updated) };
     },
 
     async unarchivePipeline(req) {
       const found = await requirePipeline(req.organizationId, req.pipeline);
-      return withLock(found._id, async () => {
-        const current = await requirePipeline(req.organizationId, found._id);
-        const updated = await repo.setArchived(req.organizationId, current._id, null, now());
-        if (!updated) throw failedPrecondition("Pipeline could not be unarchived.");
-        await publishChanged(SUBJECTS.pipelines.unarchived, updated);
-        return { pipeline: pipelineMessage(updated) };
-      });
+      const refused = () => failedPrecondition("Pipeline could not be unarchived.");
+      const updated = await change(
+        req.organizationId,
+        found._id,
+        async (current) => {
+          if (!current.archivedAt) throw refused();
+          return (version) => repo.setArchived(req.organizationId, current._id, null, now(), version);
+        },
+        refused,
+      );
+      await publishChanged(SUBJECTS.pipelines.unarchived, updated);
+      return { pipeline: pipelineMessage(updated) };
     },
 
     async deletePipeline(req) {
       const found = await requirePipeline(req.organizationId, req.pipeline);
       return withLock(found._id, async () => {
         const current = await requirePipeline(req.organizationId, found._id);
+        // No build may be admitted on a copy read before the deletion: the fence goes up first (see `change`).
+        await deps.fences?.raise(pipelineFence(current._id), (current.version ?? 0) + 1);
         // The event is durable before the pipeline goes (identity drops its team associations and rules on it);
         // the relay publishes it if this process cannot, and drops it if the deletion never happened.
         const key = deletionKey(current._id);
