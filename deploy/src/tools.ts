@@ -43,12 +43,14 @@ export const NATS_SERVER: ToolSpec = {
  * (upstream lets concurrent read-modify-writes of one document both win); update-statements.patch closes each
  * statement's query of an update command before the next (upstream held them all, so a command of over 100
  * statements waited forever for a SQLite connection); resource-tracking.patch keeps upstream's leak tracking (a stack
- * trace and a finalizer for every query's iterators) to debug builds. The "-conveyor.N" suffix names the patch
+ * trace and a finalizer for every query's iterators) to debug builds; count-pushdown.patch answers a count whose filter
+ * SQLite evaluates exactly (string equalities and $in on fields that only held strings) with SELECT count(*), from an
+ * index, where upstream decodes every document it counts. The "-conveyor.N" suffix names the patch
  * level: raise it whenever a patch changes, so that machines rebuild their cached binary.
  */
 export const FERRETDB: ToolSpec = {
   name: "ferretdb",
-  version: "v1.24.2-conveyor.6",
+  version: "v1.24.2-conveyor.7",
   binary: "ferretdb",
   envVar: "FERRETDB_BIN",
   buildTime: "~1 min",
@@ -61,6 +63,7 @@ export const FERRETDB: ToolSpec = {
       "atomic-updates.patch",
       "update-statements.patch",
       "resource-tracking.patch",
+      "count-pushdown.patch",
     ],
   },
 };

@@ -430,29 +430,21 @@ export async function createMongoBuildRepository(db: Db): Promise<BuildRepositor
       return ids.map(String);
     },
     async pipelineCounts(pipelineId) {
-      // One pass over the pipeline's unfinished builds and one over its unfinished jobs, counted by state: the
-      // bundled FerretDB decodes every document a count matches, so each pass costs its documents once.
-      const byState = async (collection: Collection<BuildDoc> | Collection<JobDoc>, states: readonly string[]) => {
-        const groups = await (collection as unknown as Collection)
-          .aggregate<{ _id: string; n: number }>([
-            { $match: { pipelineId, state: { $in: [...states] } } },
-            { $group: { _id: "$state", n: { $sum: 1 } } },
-          ])
-          .toArray();
-        const n = new Map(groups.map((g) => [g._id, g.n]));
-        return (of: readonly string[]) => of.reduce((sum, state) => sum + (n.get(state) ?? 0), 0);
-      };
-      const [buildsIn, jobsIn] = await Promise.all([
-        byState(builds, ["scheduled", ...RUNNING_BUILD_STATES]),
-        byState(jobs, [...SCHEDULED_JOB_STATES, ...RUNNING_JOB_STATES, ...WAITING_JOB_STATES]),
+      // One count command per counter, each answered from the (pipelineId, state) index: by MongoDB, and by the
+      // bundled FerretDB in SQL (count-pushdown.patch). An aggregation over the states would read every unfinished
+      // build and job of the pipeline, thousands when agents fall behind, on every recount.
+      const count = (collection: Collection<BuildDoc> | Collection<JobDoc>, states: readonly string[]) =>
+        // The count command, not countDocuments (an aggregation): exact with a filter on a standalone server or a
+        // replica set, which is what the service runs on.
+        (collection as unknown as Collection).count({ pipelineId, state: { $in: [...states] } });
+      const [scheduledBuilds, runningBuilds, scheduledJobs, runningJobs, waitingJobs] = await Promise.all([
+        count(builds, ["scheduled"]),
+        count(builds, RUNNING_BUILD_STATES),
+        count(jobs, SCHEDULED_JOB_STATES),
+        count(jobs, RUNNING_JOB_STATES),
+        count(jobs, WAITING_JOB_STATES),
       ]);
-      return {
-        scheduledBuilds: buildsIn(["scheduled"]),
-        runningBuilds: buildsIn(RUNNING_BUILD_STATES),
-        scheduledJobs: jobsIn(SCHEDULED_JOB_STATES),
-        runningJobs: jobsIn(RUNNING_JOB_STATES),
-        waitingJobs: jobsIn(WAITING_JOB_STATES),
-      };
+      return { scheduledBuilds, runningBuilds, scheduledJobs, runningJobs, waitingJobs };
     },
   };
 }
