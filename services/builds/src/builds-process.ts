@@ -5,8 +5,8 @@ import {
   type Logger,
   type NatsHandle,
   newId,
-  openFences,
   type OutboxDoc,
+  openFences,
   type RawPublish,
   repeat,
 } from "@conveyor/runtime";
