@@ -559,6 +559,20 @@ describe("builds service deciding on the pipeline as it is now", () => {
     expect(lookups.count).toBe(2);
   });
 
+  it("reads the pipeline again when its fence cannot be read (NATS down)", async () => {
+    const copy = pipeline([script("cached")], { version: 3 });
+    const current = create(PipelineSchema, { ...copy, steps: [script("current")] });
+    const lookups = { count: 0 };
+    const down: Fences = {
+      read: async () => Promise.reject(new Error("NATS is down")),
+      raise: async () => Promise.reject(new Error("NATS is down")),
+    };
+    const c = await clientSeeing(current, down, lookups);
+    const { build } = await c.createBuild({ pipeline: copy, commit: "a", branch: "main" });
+    expect(build?.jobs.map((j) => j.name)).toEqual(["current"]);
+    expect(lookups.count).toBe(1);
+  });
+
   it("plans a build from the pipeline's current steps", async () => {
     const stale = pipeline([script("old")]);
     const current = create(PipelineSchema, { ...stale, steps: [script("new")] });

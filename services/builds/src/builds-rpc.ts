@@ -41,13 +41,23 @@ export function createBuildRpcs(
 ): BuildRpcs {
   const { repo, withLock } = ctx;
   const { creation, cancel } = parts;
+  /** Whether the pipeline's fence shows the copy is current; false when the fence cannot be read (NATS down). */
+  const currentByFence = async (pipeline: Pipeline) => {
+    if (!parts.fences) return false;
+    try {
+      return pipeline.version >= (await parts.fences.read(pipelineFence(pipeline.id)));
+    } catch (err) {
+      ctx.logger.debug({ err, pipelineId: pipeline.id }, "pipeline fence unreadable: reading the pipeline again");
+      return false;
+    }
+  };
   /**
    * The request's pipeline as it is now (read again unless its fence shows the copy is current): whether builds may
    * be created, and from which steps, is decided on what holds now.
    */
   const current = async (pipeline: Pipeline | undefined): Promise<Pipeline | undefined> => {
     if (!pipeline || !parts.currentPipeline) return pipeline;
-    if (parts.fences && pipeline.version >= (await parts.fences.read(pipelineFence(pipeline.id)))) return pipeline;
+    if (await currentByFence(pipeline)) return pipeline;
     const now = await parts.currentPipeline(pipeline);
     if (!now) throw notFound("pipeline");
     return now;
