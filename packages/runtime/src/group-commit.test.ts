@@ -103,4 +103,31 @@ describe("createGroupCommit", () => {
     await fake.release();
     await expect(Promise.all(results)).resolves.toEqual(["ok", "even 2", "ok"]);
   });
+
+  it("keeps up to `concurrency` sends under way: items go alone until then, then together when one ends", async () => {
+    const fake = fakeSend();
+    const group = createGroupCommit({ send: fake.send, concurrency: 2 });
+    const all = [1, 2, 3, 4, 5].map((n) => group.add(n));
+    expect(fake.batches).toEqual([[1], [2]]);
+    await fake.release();
+    expect(fake.batches).toEqual([[1], [2], [3, 4, 5]]);
+    await fake.release();
+    await fake.release();
+    await Promise.all(all);
+    const more = group.add(6);
+    expect(fake.batches).toHaveLength(4);
+    await fake.release();
+    await more;
+  });
+
+  it("takes concurrency below 1 as 1", async () => {
+    const fake = fakeSend();
+    const group = createGroupCommit({ send: fake.send, concurrency: 0 });
+    const all = [1, 2].map((n) => group.add(n));
+    expect(fake.batches).toEqual([[1]]);
+    await fake.release();
+    await fake.release();
+    await Promise.all(all);
+    expect(fake.batches).toEqual([[1], [2]]);
+  });
 });

@@ -21,6 +21,11 @@ export interface GroupCommitOptions<I> {
   maxSize?: number;
   /** An item's size (default 1). */
   sizeOf?(item: I): number;
+  /**
+   * Sends under way at once at most (default 1). Below it an item goes at once, alone or with what waits; at it,
+   * items wait for the first send to end. More than one keeps a slow send from holding every other item back.
+   */
+  concurrency?: number;
 }
 
 /** Every caller gets the send's outcome. */
@@ -35,8 +40,9 @@ export function createGroupCommit<I>(opts: GroupCommitOptions<I>) {
   const maxSize = Math.max(1, opts.maxSize ?? 500);
   const sizeOf = opts.sizeOf ?? (() => 1);
   const settle = opts.settle ?? settleAll;
+  const concurrency = Math.max(1, opts.concurrency ?? 1);
   let waiting: Waiting<I>[] = [];
-  let busy = false;
+  let underWay = 0;
 
   const takeBatch = (): Waiting<I>[] => {
     let size = 0;
@@ -53,9 +59,9 @@ export function createGroupCommit<I>(opts: GroupCommitOptions<I>) {
   };
 
   const pump = () => {
-    if (busy || waiting.length === 0) return;
+    if (underWay >= concurrency || waiting.length === 0) return;
     const batch = takeBatch();
-    busy = true;
+    underWay++;
     let sent: Promise<unknown>;
     try {
       sent = opts.send(batch.map((w) => w.item));
@@ -68,7 +74,7 @@ export function createGroupCommit<I>(opts: GroupCommitOptions<I>) {
         (err: unknown) => settle(batch, err ?? new Error("the send failed")),
       )
       .finally(() => {
-        busy = false;
+        underWay--;
         pump();
       });
   };

@@ -1,3 +1,4 @@
+export * from "./call-errors.js";
 export * from "./clients.js";
 export * from "./coalesce.js";
 export * from "./config.js";

@@ -1,6 +1,7 @@
 import type { ServiceImpl } from "@connectrpc/connect";
 import type { BuildsService } from "@conveyor/proto/builds";
 import type { Fences } from "@conveyor/runtime";
+import { createBatchedReads } from "./batched-reads.js";
 import { createBuildCancel } from "./build-cancel.js";
 import { createBuildCreation } from "./build-creation.js";
 import { createBuildMetaData } from "./build-meta-data.js";
@@ -78,15 +79,17 @@ export function createBuildDomain(
   const repair = createCreationRepair(ctx, cancel, reconcile);
   const sweeps = createJobSweeps(ctx, transitions, [triggers, gate, repair], deps.sweeps ?? DEFAULT_SWEEP_SETTINGS);
 
+  const buildRpcs = createBuildRpcs(ctx, {
+    creation,
+    cancel,
+    currentPipeline: deps.triggers
+      ? (p) => (deps.triggers as TriggerLookups).pipeline(p.organizationId, p.id)
+      : undefined,
+    ...(deps.fences ? { fences: deps.fences } : {}),
+  });
   const service: ServiceImpl<typeof BuildsService> = {
-    ...createBuildRpcs(ctx, {
-      creation,
-      cancel,
-      currentPipeline: deps.triggers
-        ? (p) => (deps.triggers as TriggerLookups).pipeline(p.organizationId, p.id)
-        : undefined,
-      ...(deps.fences ? { fences: deps.fences } : {}),
-    }),
+    ...buildRpcs,
+    ...createBatchedReads(buildRpcs),
     ...createJobRpcs(ctx, { transitions, logs, metaData }),
     ...createJobActionRpcs(ctx, { retries, unblock, upload, reconcile }),
   };

@@ -5,6 +5,7 @@ import { BuildsService } from "@conveyor/proto/builds";
 import { IdentityService, RegistriesService, RulesService, TeamsService } from "@conveyor/proto/identity";
 import { PipelinesService } from "@conveyor/proto/pipelines";
 import { type Client, createServiceClient } from "@conveyor/runtime";
+import { batchBuildReads } from "./batched-build-reads.js";
 import type { GatewayConfig } from "./config.js";
 
 /** One client per backend service; route modules receive these, so tests can hand in other transports. */
@@ -25,13 +26,15 @@ export interface GatewayClients {
 /** Connect-protocol clients over HTTP/2 to every backend service. */
 export function createGatewayClients(config: GatewayConfig): GatewayClients {
   const opts = { timeoutMs: config.rpcTimeoutMs };
+  const builds = createServiceClient(BuildsService, config.serviceUrls.builds, opts);
   return {
     identity: createServiceClient(IdentityService, config.serviceUrls.identity, opts),
     teams: createServiceClient(TeamsService, config.serviceUrls.identity, opts),
     rules: createServiceClient(RulesService, config.serviceUrls.identity, opts),
     registries: createServiceClient(RegistriesService, config.serviceUrls.identity, opts),
     pipelines: createServiceClient(PipelinesService, config.serviceUrls.pipelines, opts),
-    builds: createServiceClient(BuildsService, config.serviceUrls.builds, opts),
+    // Builds and pages are what pollers read most: concurrent reads go to the builds service in batches.
+    builds: config.batchBuildReads ? batchBuildReads(builds) : builds,
     annotations: createServiceClient(AnnotationsService, config.serviceUrls.builds, opts),
     artifacts: createServiceClient(ArtifactsService, config.serviceUrls.artifacts, opts),
     agents: createServiceClient(AgentsService, config.serviceUrls.agents, opts),

@@ -38,6 +38,8 @@ export interface GatewayConfig {
   readonly rateLimitPerMinute: number;
   /** Bytes of rendered build answers kept (rendered-answers.ts); 0 keeps none. */
   readonly renderCacheBytes: number;
+  /** Whether concurrent build and page reads go to the builds service together (batched-build-reads.ts). */
+  readonly batchBuildReads: boolean;
   /** Header, URL and time bounds on every client connection (client-limits.ts). */
   readonly clientLimits: Readonly<ClientLimits>;
 }
@@ -97,6 +99,7 @@ export function readGatewayConfig(env: Env): GatewayConfig {
     // Buildkite's default limit (compat §A3).
     rateLimitPerMinute: r.int("RATE_LIMIT_PER_MINUTE", 200, { min: 0 }),
     renderCacheBytes: r.int("RENDER_CACHE_MB", 64, { min: 0, max: 64 * 1024 }) * 1024 * 1024,
+    batchBuildReads: r.bool("BATCH_BUILD_READS", true),
     clientLimits: Object.freeze({
       headersTimeoutMs: r.int("HEADERS_TIMEOUT_MS", DEFAULT_CLIENT_LIMITS.headersTimeoutMs, { min: 100 }),
       bodyTimeoutMs: r.int("BODY_TIMEOUT_MS", DEFAULT_CLIENT_LIMITS.bodyTimeoutMs, { min: 100 }),
