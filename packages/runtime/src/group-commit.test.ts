@@ -130,4 +130,60 @@ describe("createGroupCommit", () => {
     await Promise.all(all);
     expect(fake.batches).toEqual([[1], [2]]);
   });
+
+  it("lets a send under way longer than `slotMs` give up its slot; it still settles its own callers", async () => {
+    jest.useFakeTimers({ doNotFake: ["setImmediate", "nextTick", "queueMicrotask"] });
+    try {
+      const fake = fakeSend();
+      const group = createGroupCommit({ send: fake.send, slotMs: 40 });
+      let slowDone = false;
+      const slow = group.add(1).then(() => {
+        slowDone = true;
+      });
+      const queued = [2, 3].map((n) => group.add(n));
+      jest.advanceTimersByTime(39);
+      expect(fake.batches).toEqual([[1]]);
+      jest.advanceTimersByTime(1);
+      expect(fake.batches).toEqual([[1], [2, 3]]);
+      expect(slowDone).toBe(false);
+      // The slow send ends first: it settles its callers and gives back nothing (its slot is gone already), so the
+      // next item waits for the send that holds the only slot.
+      await fake.release();
+      await slow;
+      const next = group.add(4);
+      expect(fake.batches).toEqual([[1], [2, 3]]);
+      await fake.release();
+      await Promise.all(queued);
+      expect(fake.batches).toEqual([[1], [2, 3], [4]]);
+      await fake.release();
+      await next;
+    } finally {
+      jest.useRealTimers();
+    }
+  });
+
+  it("keeps the slot of a send that ends within `slotMs`, and leaves no timer behind", async () => {
+    jest.useFakeTimers({ doNotFake: ["setImmediate", "nextTick", "queueMicrotask"] });
+    try {
+      const fake = fakeSend();
+      const group = createGroupCommit({ send: fake.send, slotMs: 40 });
+      const first = group.add(1);
+      const second = group.add(2);
+      jest.advanceTimersByTime(10);
+      await fake.release();
+      await first;
+      expect(fake.batches).toEqual([[1], [2]]);
+      jest.advanceTimersByTime(39);
+      const third = group.add(3);
+      expect(fake.batches).toEqual([[1], [2]]);
+      await fake.release();
+      await second;
+      expect(fake.batches).toEqual([[1], [2], [3]]);
+      await fake.release();
+      await third;
+      expect(jest.getTimerCount()).toBe(0);
+    } finally {
+      jest.useRealTimers();
+    }
+  });
 });

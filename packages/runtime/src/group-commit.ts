@@ -26,6 +26,12 @@ export interface GroupCommitOptions<I> {
    * items wait for the first send to end. More than one keeps a slow send from holding every other item back.
    */
   concurrency?: number;
+  /**
+   * A send under way longer than this (ms) gives up its slot: the items waiting go without waiting for it, and it
+   * settles its own callers when it ends. Bounds what a slow send (a slow tenant's read) costs the items behind it.
+   * Default: a send keeps its slot until it ends.
+   */
+  slotMs?: number;
 }
 
 /** Every caller gets the send's outcome. */
@@ -62,6 +68,15 @@ export function createGroupCommit<I>(opts: GroupCommitOptions<I>) {
     if (underWay >= concurrency || waiting.length === 0) return;
     const batch = takeBatch();
     underWay++;
+    let holding = true;
+    const giveUpSlot = () => {
+      if (!holding) return;
+      holding = false;
+      underWay--;
+      pump();
+    };
+    const slotTimer = opts.slotMs === undefined ? undefined : setTimeout(giveUpSlot, opts.slotMs);
+    slotTimer?.unref();
     let sent: Promise<unknown>;
     try {
       sent = opts.send(batch.map((w) => w.item));
@@ -74,8 +89,8 @@ export function createGroupCommit<I>(opts: GroupCommitOptions<I>) {
         (err: unknown) => settle(batch, err ?? new Error("the send failed")),
       )
       .finally(() => {
-        underWay--;
-        pump();
+        clearTimeout(slotTimer);
+        giveUpSlot();
       });
   };
 

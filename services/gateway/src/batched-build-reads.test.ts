@@ -63,6 +63,10 @@ function fakeBuilds(opts: { readBuilds?: boolean } = {}) {
     hold: () => {
       holding = true;
     },
+    /** Later calls go through; held ones stay held. */
+    letThrough: () => {
+      holding = false;
+    },
     releaseAll: () => {
       holding = false;
       for (const gate of gates.splice(0)) gate();
@@ -94,6 +98,21 @@ describe("batchBuildReads", () => {
     expect(answers.map((a) => a.version)).toEqual(["v1", "v2", "v3", "v4", "v5", "v6", "v7"]);
     expect((await page).version).toBe("page-p");
     expect(fake.calls.map((c) => c.length)).toEqual([1, 1, 1, 1, 4]);
+  });
+
+  it("does not hold a read back behind slow calls for longer than a few tens of ms (another tenant's slow reads)", async () => {
+    const fake = fakeBuilds();
+    fake.hold();
+    const slow = [1, 2, 3, 4].map((n) => fake.client.getBuild({ pipelineId: "slow", number: n }));
+    await settle();
+    fake.letThrough();
+    const asked = Date.now();
+    const answer = await fake.client.getBuild({ pipelineId: "p", number: 5 });
+    expect(answer.version).toBe("v5");
+    expect(Date.now() - asked).toBeLessThan(1_000);
+    expect(fake.calls.map((c) => c.length)).toEqual([1, 1, 1, 1, 1]);
+    fake.releaseAll();
+    expect((await Promise.all(slow)).map((a) => a.version)).toEqual(["v1", "v2", "v3", "v4"]);
   });
 
   it("fails only the read whose own call would have failed, with the same code, message and details", async () => {

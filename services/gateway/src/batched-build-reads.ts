@@ -25,6 +25,11 @@ import { type Client, callErrorFrom, createGroupCommit, currentRequestId, REQUES
 const MAX_BATCH = 50;
 /** ReadBuilds calls under way at once: a slow read (a page read from the database) holds back only its own batch. */
 const CALLS_UNDER_WAY = 4;
+/**
+ * A call under way longer than this (ms) gives up its slot, so reads of every organization share the calls under way
+ * without one slow read (an org-wide page scanning many builds) holding back the others for longer than this.
+ */
+const SLOT_MS = 40;
 
 interface Pending {
   read: MessageInitShape<typeof BuildReadSchema>;
@@ -43,6 +48,7 @@ export function batchBuildReads(client: Client<typeof BuildsService>): Client<ty
   const batches = createGroupCommit<Pending>({
     maxSize: MAX_BATCH,
     concurrency: CALLS_UNDER_WAY,
+    slotMs: SLOT_MS,
     send: async (items) => {
       let results: BuildReadResult[];
       try {
