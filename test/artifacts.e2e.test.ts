@@ -52,6 +52,8 @@ interface Target {
   /** Seconds a signed download URL lives on this target. */
   downloadTtlS: number;
   gatewayPid?: number;
+  /** The side gateway's state and log tail, for a failure's message. */
+  describe?: () => string;
 }
 
 const targets: Partial<Record<"versitygw" | "minio" | "proxy", Target>> = {};
@@ -168,7 +170,10 @@ async function runPipeline(target: Target, bigMb = BIG_MB) {
       return b.body.finished_at ? b.body : undefined;
     },
     240_000,
-  );
+  ).catch((err: unknown) => {
+    const tail = agent.log().split("\n").slice(-40).join("\n");
+    throw new Error(`${String(err)}\nagent log (last lines):\n${tail}\n${target.describe?.() ?? ""}`);
+  });
   if (build.state !== "passed") {
     throw new Error(`build ${build.state}: ${JSON.stringify(build.jobs.map((j: Json) => j.state))}\n${agent.log()}`);
   }

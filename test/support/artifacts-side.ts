@@ -176,7 +176,13 @@ export async function startGateway(opts: { artifactsUrl: string; s3Endpoint: str
     proc,
     timeoutMs: 60_000,
   });
-  return { apiUrl, agentUrl: `${apiUrl}/v3`, pid: proc.pid };
+  return { apiUrl, agentUrl: `${apiUrl}/v3`, pid: proc.pid, describe: () => describeProcess(proc) };
+}
+
+/** Whether a side process still runs (else how it ended) and the last lines of its log: for a failing test's message. */
+function describeProcess(proc: ManagedProcess): string {
+  const state = proc.running() ? "running" : "exited";
+  return `${proc.name} (${state}), last lines of ${proc.logFile}:\n${proc.logTail(40)}`;
 }
 
 /** Starts the real agent against an agent API (any gateway's /v3). */
