@@ -100,16 +100,25 @@ export function localRepository(files: Record<string, string> = { "README.md": "
 
 /** Polls `probe` until it returns something other than undefined, or fails after `timeoutMs` saying `what`. */
 export async function eventually<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 30_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
+  const started = Date.now();
+  const deadline = started + timeoutMs;
+  let last: { err: unknown; at: number } | undefined;
+  let failures = 0;
   for (;;) {
     try {
       const value = await probe();
       if (value !== undefined) return value;
     } catch (err) {
-      last = err;
+      last = { err, at: Date.now() };
+      failures++;
     }
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ""}`);
+    if (Date.now() > deadline) {
+      // The last error may be old: say when it came and how many probes failed, so one blip reads as one.
+      const cause = last
+        ? `: ${failures} probe(s) failed, the last at ${((last.at - started) / 1000).toFixed(1)} s of ${timeoutMs / 1000} s: ${String(last.err)}${last.err instanceof Error && last.err.cause ? ` (${String(last.err.cause)})` : ""}`
+        : "";
+      throw new Error(`timed out waiting for ${what}${cause}`);
+    }
     await sleep(250);
   }
 }
