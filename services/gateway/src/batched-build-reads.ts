@@ -31,6 +31,11 @@ const CALLS_UNDER_WAY = 4;
  */
 const SLOT_MS = 40;
 
+export interface BatchOptions {
+  /** A call under way longer than this (ms) gives up its slot (default 40; config BATCH_SLOT_MS). */
+  slotMs?: number;
+}
+
 interface Pending {
   read: MessageInitShape<typeof BuildReadSchema>;
   result?: BuildReadResult["result"];
@@ -44,11 +49,14 @@ function requestIdOf(options: CallOptions | undefined): string {
 }
 
 /** `client` with getBuild and listBuilds going through ReadBuilds batches; every other method as it is. */
-export function batchBuildReads(client: Client<typeof BuildsService>): Client<typeof BuildsService> {
+export function batchBuildReads(
+  client: Client<typeof BuildsService>,
+  opts: BatchOptions = {},
+): Client<typeof BuildsService> {
   const batches = createGroupCommit<Pending>({
     maxSize: MAX_BATCH,
     concurrency: CALLS_UNDER_WAY,
-    slotMs: SLOT_MS,
+    slotMs: opts.slotMs ?? SLOT_MS,
     send: async (items) => {
       let results: BuildReadResult[];
       try {

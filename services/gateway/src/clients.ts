@@ -34,7 +34,7 @@ export function createGatewayClients(config: GatewayConfig): GatewayClients {
     registries: createServiceClient(RegistriesService, config.serviceUrls.identity, opts),
     pipelines: createServiceClient(PipelinesService, config.serviceUrls.pipelines, opts),
     // Builds and pages are what pollers read most: concurrent reads go to the builds service in batches.
-    builds: config.batchBuildReads ? batchBuildReads(builds) : builds,
+    builds: config.batchBuildReads ? batchBuildReads(builds, { slotMs: config.batchSlotMs }) : builds,
     annotations: createServiceClient(AnnotationsService, config.serviceUrls.builds, opts),
     artifacts: createServiceClient(ArtifactsService, config.serviceUrls.artifacts, opts),
     agents: createServiceClient(AgentsService, config.serviceUrls.agents, opts),

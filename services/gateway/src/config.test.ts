@@ -38,3 +38,15 @@ describe("the gateway's rate limit setting", () => {
     expect(() => readGatewayConfig({ RATE_LIMIT_PER_MINUTE: "lots" })).toThrow("RATE_LIMIT_PER_MINUTE");
   });
 });
+
+describe("the gateway's batched build reads settings", () => {
+  it("batches by default with a 40 ms slot, takes BATCH_BUILD_READS and BATCH_SLOT_MS, and refuses a slot out of range", () => {
+    expect(readGatewayConfig({})).toMatchObject({ batchBuildReads: true, batchSlotMs: 40 });
+    expect(readGatewayConfig({ BATCH_BUILD_READS: "false", BATCH_SLOT_MS: "250" })).toMatchObject({
+      batchBuildReads: false,
+      batchSlotMs: 250,
+    });
+    expect(() => readGatewayConfig({ BATCH_SLOT_MS: "0" })).toThrow("BATCH_SLOT_MS");
+    expect(() => readGatewayConfig({ BATCH_SLOT_MS: "60001" })).toThrow("BATCH_SLOT_MS");
+  });
+});

@@ -40,6 +40,8 @@ export interface GatewayConfig {
   readonly renderCacheBytes: number;
   /** Whether concurrent build and page reads go to the builds service together (batched-build-reads.ts). */
   readonly batchBuildReads: boolean;
+  /** A batched read call under way longer than this (ms) gives up its slot to the reads behind it. */
+  readonly batchSlotMs: number;
   /** Header, URL and time bounds on every client connection (client-limits.ts). */
   readonly clientLimits: Readonly<ClientLimits>;
 }
@@ -100,6 +102,7 @@ export function readGatewayConfig(env: Env): GatewayConfig {
     rateLimitPerMinute: r.int("RATE_LIMIT_PER_MINUTE", 200, { min: 0 }),
     renderCacheBytes: r.int("RENDER_CACHE_MB", 64, { min: 0, max: 64 * 1024 }) * 1024 * 1024,
     batchBuildReads: r.bool("BATCH_BUILD_READS", true),
+    batchSlotMs: r.int("BATCH_SLOT_MS", 40, { min: 1, max: 60_000 }),
     clientLimits: Object.freeze({
       headersTimeoutMs: r.int("HEADERS_TIMEOUT_MS", DEFAULT_CLIENT_LIMITS.headersTimeoutMs, { min: 100 }),
       bodyTimeoutMs: r.int("BODY_TIMEOUT_MS", DEFAULT_CLIENT_LIMITS.bodyTimeoutMs, { min: 100 }),
