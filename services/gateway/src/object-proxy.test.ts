@@ -1,7 +1,8 @@
 import { createHash } from "node:crypto";
 import { createServer, type IncomingMessage, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import type { FastifyInstance } from "fastify";
+import Fastify, { type FastifyInstance } from "fastify";
+import { registerObjectProxy } from "./object-proxy.js";
 import { buildTestApp, makeOrg } from "./test-support.js";
 
 // The gateway's /objects proxy (ARTIFACTS_PROXY) against a fake store that records what reaches it.
@@ -108,5 +109,52 @@ describe("the object store proxy", () => {
       expect([method, url, res.statusCode]).toEqual([method, url, 404]);
     }
     expect(seen).toEqual([]);
+  });
+});
+
+describe("the object store proxy towards a store that stalls", () => {
+  let stalling: Server;
+  let proxy: FastifyInstance;
+  beforeAll(async () => {
+    // Takes an upload and never answers; starts a download's answer and never ends it.
+    stalling = createServer((req, res) => {
+      req.resume();
+      if (req.method === "GET") {
+        res.writeHead(200, { "content-length": "100" });
+        res.write("only part of it");
+      }
+    });
+    await new Promise<void>((resolve) => stalling.listen(0, "127.0.0.1", resolve));
+    proxy = Fastify();
+    await registerObjectProxy(proxy, {
+      storeUrl: `http://127.0.0.1:${(stalling.address() as AddressInfo).port}`,
+      bucket: "artifacts",
+      publicUrl: "http://api.test",
+      storeIdleTimeoutMs: 200,
+    });
+    await proxy.listen({ port: 0, host: "127.0.0.1" });
+  });
+  afterAll(async () => {
+    await proxy.close();
+    stalling.closeAllConnections();
+    await new Promise((resolve) => stalling.close(resolve));
+  });
+  const base = () => `http://127.0.0.1:${(proxy.server.address() as AddressInfo).port}`;
+
+  it("fails an upload the store never answers with 504 once the store has been silent that long", async () => {
+    const started = Date.now();
+    const res = await fetch(`${base()}/objects/artifacts`, {
+      method: "POST",
+      headers: { "content-type": "multipart/form-data; boundary=x" },
+      body: Buffer.alloc(64 * 1024, 1),
+    });
+    expect(res.status).toBe(504);
+    expect(Date.now() - started).toBeLessThan(5_000);
+  });
+
+  it("cuts a download short when the store stops sending its bytes", async () => {
+    const res = await fetch(`${base()}/objects/artifacts/key`);
+    expect(res.status).toBe(200);
+    await expect(res.arrayBuffer()).rejects.toThrow();
   });
 });

@@ -14,10 +14,14 @@ export const OBJECTS_PREFIX = "/objects";
  * the store would take for a second signature). Nothing else of the store is reachable: other buckets, listings and
  * other methods answer 404.
  */
+/** How long the store may go silent (ms) before a forwarded request fails: 5 minutes. */
+export const STORE_IDLE_TIMEOUT_MS = 300_000;
+
 export async function registerObjectProxy(
   app: FastifyInstance,
-  opts: { storeUrl: string; bucket: string; publicUrl: string },
+  opts: { storeUrl: string; bucket: string; publicUrl: string; storeIdleTimeoutMs?: number },
 ): Promise<void> {
+  const idleMs = opts.storeIdleTimeoutMs ?? STORE_IDLE_TIMEOUT_MS;
   const publicHost = new URL(opts.publicUrl).host;
   const bucketPath = `${OBJECTS_PREFIX}/${opts.bucket}`;
   await app.register(async (scope) => {
@@ -42,8 +46,12 @@ export async function registerObjectProxy(
           return { ...rest, host: publicHost };
         },
       },
-      // Uploads of up to 5 GiB take their time: no deadline while bytes flow.
-      undici: { headersTimeout: 0, bodyTimeout: 0 },
+      // Uploads of up to 5 GiB take their time, so nothing bounds a transfer's length, only the store's silences: the
+      // headers deadline does not run while the request body is still being sent (undici), so it bounds the wait for
+      // the store's answer after the last byte went; the body deadline is the longest gap between bytes of the answer.
+      // A store that stalls fails that request (504, or a download cut short) instead of holding it, and the agent's
+      // transfer with it, for ever.
+      undici: { headersTimeout: idleMs, bodyTimeout: idleMs },
     });
   });
 }
