@@ -3,6 +3,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { createServer, Socket } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { ferretDbSqliteUrl } from "@conveyor/deploy";
 import {
   Binary,
   BSON,
@@ -61,7 +62,7 @@ export async function startFerretDb(bin: string, disablePushdown: boolean): Prom
   const port = await freePort();
   const args = [
     "--handler=sqlite",
-    `--sqlite-url=file:${dir}/`,
+    `--sqlite-url=${ferretDbSqliteUrl(dir)}`,
     `--listen-addr=127.0.0.1:${port}`,
     "--telemetry=disable",
     "--debug-addr=-",

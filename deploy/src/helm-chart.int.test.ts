@@ -5,6 +5,7 @@ import { basename, join } from "node:path";
 import { ensureTool } from "./go-build.js";
 import { CHART_PROCESSES, chartRuleViolations, type K8sObject, parseManifests } from "./helm-rules.js";
 import { cacheDir } from "./paths.js";
+import { ferretDbSqliteUrl } from "./servers.js";
 import { createMachineProbe, HELM, KUBECTL_VALIDATE, planTool, type ToolSpec } from "./tools.js";
 
 // Offline validation of the Helm chart (issue 14, item 3): helm and kubectl-validate are built into the same tool
@@ -196,6 +197,12 @@ describe("the Helm chart deploy/helm/conveyor", () => {
     expect(stores("evaluation-values.yaml").sort()).toEqual(["ferretdb", "nats", "s3"]);
     const config = find("evaluation-values.yaml", "ConfigMap")[0]?.data;
     expect(config).toMatchObject({ NATS_URL: "nats://conveyor-nats:4222", S3_ENDPOINT: "http://conveyor-s3:7070" });
+    // The chart's FerretDB runs with the launcher's SQLite settings.
+    const ferretdb = find("evaluation-values.yaml", "Deployment").find((d) => component(d) === "ferretdb");
+    expect(ferretdb?.spec.template.spec.containers[0].env).toContainEqual({
+      name: "FERRETDB_SQLITE_URL",
+      value: ferretDbSqliteUrl("/state"),
+    });
   });
 
   it("rejects bad values with messages that name the value", async () => {
