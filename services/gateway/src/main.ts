@@ -1,6 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { createLogger, onShutdown } from "@conveyor/runtime";
-import { connect } from "@nats-io/transport-node";
+import { connectNatsClient, createLogger, onShutdown } from "@conveyor/runtime";
 import { subscribeCredentialEvents } from "./agent-api/agent-credentials.js";
 import { buildApp } from "./app.js";
 import { createGatewayClients } from "./clients.js";
@@ -22,7 +21,7 @@ try {
       ? createRateLimiter({ limit: config.rateLimitPerMinute, gatewayId: randomUUID() })
       : undefined;
   const { app, principals, agentCredentials } = await buildApp({ config, clients, logger, rateLimiter });
-  const nc = await connect({ servers: config.natsUrl, name: "gateway", maxReconnectAttempts: -1 });
+  const nc = await connectNatsClient(config.natsUrl, "gateway");
   const stopSharing = rateLimiter ? shareRateLimitCounts(nc, rateLimiter, logger) : () => {};
   subscribeIdentityEvents(nc, principals, logger);
   subscribeCredentialEvents(nc, agentCredentials, logger);
