@@ -116,8 +116,13 @@ describe("the object store proxy towards a store that stalls", () => {
   let stalling: Server;
   let proxy: FastifyInstance;
   beforeAll(async () => {
-    // Takes an upload and never answers; starts a download's answer and never ends it.
+    // Takes an upload and never answers (or, with a "stop-reading" key, stops reading it after its first bytes);
+    // starts a download's answer and never ends it.
     stalling = createServer((req, res) => {
+      if (req.url?.includes("stop-reading")) {
+        req.once("data", () => req.pause());
+        return;
+      }
       req.resume();
       if (req.method === "GET") {
         res.writeHead(200, { "content-length": "100" });
@@ -149,6 +154,20 @@ describe("the object store proxy towards a store that stalls", () => {
       body: Buffer.alloc(64 * 1024, 1),
     });
     expect(res.status).toBe(504);
+    expect(Date.now() - started).toBeLessThan(5_000);
+  });
+
+  it("fails an upload with 504 when the store stops reading its body midway", async () => {
+    // Far more than the sockets and streams between client and store hold, so the client is still sending.
+    const size = 64 * 1024 * 1024;
+    const started = Date.now();
+    const res = await fetch(`${base()}/objects/artifacts?stop-reading`, {
+      method: "POST",
+      headers: { "content-type": "multipart/form-data; boundary=x" },
+      body: Buffer.alloc(size, 1),
+    });
+    expect(res.status).toBe(504);
+    expect(((await res.json()) as { message: string }).message).toMatch(/took none of the upload's bytes/);
     expect(Date.now() - started).toBeLessThan(5_000);
   });
 
