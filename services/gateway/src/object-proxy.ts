@@ -6,15 +6,6 @@ import { HttpError } from "./http-error.js";
 /** The path prefix under which the gateway forwards signed requests to the object store (ARTIFACTS_PROXY). */
 export const OBJECTS_PREFIX = "/objects";
 
-/**
- * With ARTIFACTS_PROXY, the gateway is the object store's public address: `/objects/<bucket>` (signed POST uploads)
- * and `/objects/<bucket>/<key>` (signed GET and HEAD downloads) are forwarded to the store with @fastify/http-proxy,
- * bodies streamed both ways (never buffered). The store still checks every signature: URLs are signed for the
- * gateway's public host and the bucket path, so the forwarded request carries that Host, loses the prefix and any
- * Authorization header (a client following the API's 302 to the same host may send its bearer token along, which
- * the store would take for a second signature). Nothing else of the store is reachable: other buckets, listings and
- * other methods answer 404.
- */
 /** How long the store may go silent (ms) before a forwarded request fails: 5 minutes. */
 export const STORE_IDLE_TIMEOUT_MS = 300_000;
 
@@ -31,10 +22,9 @@ class UploadStalledError extends Error {
  * answer reaches it.
  */
 function watchUpload(body: Readable, idleMs: number): Transform {
-  let timer: NodeJS.Timeout | undefined;
   const watched = new Transform({
     transform(chunk, _encoding, done) {
-      arm();
+      timer.refresh();
       done(null, chunk);
     },
     flush(done) {
@@ -42,19 +32,15 @@ function watchUpload(body: Readable, idleMs: number): Transform {
       done();
     },
   });
-  const arm = () => {
-    clearTimeout(timer);
-    timer = setTimeout(() => {
-      watched.destroy(new UploadStalledError(`the object store took none of the upload's bytes for ${idleMs} ms`));
-    }, idleMs);
-  };
+  const timer = setTimeout(() => {
+    watched.destroy(new UploadStalledError(`the object store took none of the upload's bytes for ${idleMs} ms`));
+  }, idleMs);
   watched.once("close", () => {
     clearTimeout(timer);
     body.unpipe(watched);
     if (!body.readableEnded) body.resume();
   });
   body.once("error", (err) => watched.destroy(err));
-  arm();
   body.pipe(watched);
   return watched;
 }
@@ -66,6 +52,15 @@ function proxyError(error: Error): Error {
   return stalled ? new HttpError(504, `Gateway Timeout: ${stalled.message}`) : error;
 }
 
+/**
+ * With ARTIFACTS_PROXY, the gateway is the object store's public address: `/objects/<bucket>` (signed POST uploads)
+ * and `/objects/<bucket>/<key>` (signed GET and HEAD downloads) are forwarded to the store with @fastify/http-proxy,
+ * bodies streamed both ways (never buffered). The store still checks every signature: URLs are signed for the
+ * gateway's public host and the bucket path, so the forwarded request carries that Host, loses the prefix and any
+ * Authorization header (a client following the API's 302 to the same host may send its bearer token along, which
+ * the store would take for a second signature). Nothing else of the store is reachable: other buckets, listings and
+ * other methods answer 404.
+ */
 export async function registerObjectProxy(
   app: FastifyInstance,
   opts: { storeUrl: string; bucket: string; publicUrl: string; storeIdleTimeoutMs?: number },
