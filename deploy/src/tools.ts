@@ -45,12 +45,14 @@ export const NATS_SERVER: ToolSpec = {
  * statements waited forever for a SQLite connection); resource-tracking.patch keeps upstream's leak tracking (a stack
  * trace and a finalizer for every query's iterators) to debug builds; count-pushdown.patch answers a count whose filter
  * SQLite evaluates exactly (string equalities and $in on fields that only held strings) with SELECT count(*), from an
- * index, where upstream decodes every document it counts. The "-conveyor.N" suffix names the patch
+ * index, where upstream decodes every document it counts; update-batches.patch writes the documents one update
+ * statement changes together, up to 100 in one SQLite transaction (upstream used a transaction, so a commit and a WAL
+ * fsync, per document), with upstream's outcome when one is refused. The "-conveyor.N" suffix names the patch
  * level: raise it whenever a patch changes, so that machines rebuild their cached binary.
  */
 export const FERRETDB: ToolSpec = {
   name: "ferretdb",
-  version: "v1.24.2-conveyor.7",
+  version: "v1.24.2-conveyor.8",
   binary: "ferretdb",
   envVar: "FERRETDB_BIN",
   buildTime: "~1 min",
@@ -64,6 +66,7 @@ export const FERRETDB: ToolSpec = {
       "update-statements.patch",
       "resource-tracking.patch",
       "count-pushdown.patch",
+      "update-batches.patch",
     ],
   },
 };

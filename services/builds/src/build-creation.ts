@@ -174,12 +174,12 @@ export function createBuildCreation(
     }
     for (const job of jobs) job.buildNumber = number;
     await repo.insertJobs(jobs);
-    const build = await repo.updateBuild(buildId, draft.version, {
-      state: draft.state,
-      blocked: draft.blocked,
-      finishedAt: draft.finishedAt,
-    });
-    if (!build) throw new Error(`build ${buildId} changed while it was being created`);
+    const first = { state: draft.state, blocked: draft.blocked, finishedAt: draft.finishedAt };
+    if (!(await repo.leaveCreating(draft, first))) {
+      throw new Error(`build ${buildId} changed while it was being created`);
+    }
+    // What is stored now, without reading it back.
+    const build: Build = { ...draft, number, version: draft.version + 1, plannedJobs: jobs.length };
     // The events go out together (each waits for the stream's acknowledgement).
     await Promise.all([
       ctx.publishBuild(SUBJECTS.builds.buildCreated, build, ""),

@@ -1,4 +1,4 @@
-import { createInsertBatcher, isDuplicateKeyError } from "@conveyor/runtime";
+import { createInsertBatcher, createUpdateBatcher, isDuplicateKeyError } from "@conveyor/runtime";
 import type { Collection, Db, Filter } from "mongodb";
 import {
   type BuildDoc,
@@ -46,6 +46,9 @@ export type JobUpdate = Partial<
     | "unblockFields"
   >
 >;
+
+/** What a new build's first state sets as it leaves `creating`. */
+export type FirstState = Required<Pick<BuildUpdate, "state" | "blocked" | "finishedAt">>;
 
 /** The unique (pipeline, number) index refused a build: another process took the number. */
 export class DuplicateBuildNumberError extends Error {
@@ -102,6 +105,11 @@ export interface BuildRepository {
   creatingBefore(before: Date, limit: number): Promise<Build[]>;
   /** Unfinished builds of a branch, for the skip/cancel intermediate rules. */
   unfinishedOnBranch(pipelineId: string, branch: string, beforeNumber: number): Promise<Build[]>;
+  /**
+   * Moves a new build out of `creating` (version 1) into its first state (version 2); false when it had moved on
+   * (creation repair took it). Creates at the same time going to the same state share one command.
+   */
+  leaveCreating(build: Pick<Build, "id" | "pipelineId" | "organizationId">, first: FirstState): Promise<boolean>;
   /** Updates a build only if its version is still `version`; returns the updated build or null. */
   updateBuild(id: string, version: number, update: BuildUpdate): Promise<Build | null>;
   /**
@@ -199,6 +207,26 @@ export async function createMongoBuildRepository(db: Db): Promise<BuildRepositor
   // the bundled FerretDB spends about as long on one document as on ten.
   const newBuilds = createInsertBatcher<BuildDoc>((docs) => builds.insertMany(docs, { ordered: false }));
   const newJobs = createInsertBatcher<JobDoc>((docs) => jobs.insertMany(docs, { ordered: false }));
+  // Their first states too, one updateMany per distinct state (update-batcher.ts): a findAndModify each cost the
+  // bundled FerretDB about twice as much per build.
+  const firstStates = createUpdateBatcher<FirstState>({
+    keyOf: (first) => JSON.stringify(first),
+    async updateMany(ids, first) {
+      const filter = { _id: { $in: ids }, state: "creating" as const, version: 1 };
+      return (await builds.updateMany(filter, { $set: { ...first, version: 2 } })).matchedCount;
+    },
+    async holding(ids, first) {
+      const docs = await builds
+        .find({ _id: { $in: ids } }, { projection: { state: 1, blocked: 1, finishedAt: 1, version: 1 } })
+        .toArray();
+      const held = (d: (typeof docs)[number]) =>
+        d.version === 2 &&
+        d.state === first.state &&
+        d.blocked === first.blocked &&
+        (d.finishedAt?.getTime() ?? null) === (first.finishedAt?.getTime() ?? null);
+      return new Set(docs.filter(held).map((d) => d._id));
+    },
+  });
 
   return {
     async nextNumber(pipelineId, count = 1) {
@@ -328,6 +356,7 @@ export async function createMongoBuildRepository(db: Db): Promise<BuildRepositor
         .toArray();
       return docs.map(fromBuildDoc);
     },
+    leaveCreating: (b, first) => firstStates.update(b.id, first),
     updateBuild: async (id, version, update) =>
       build(
         await builds.findOneAndUpdate(

@@ -81,6 +81,31 @@ describe("builds service on MongoDB", () => {
     expect(numbers).toEqual(Array.from({ length: 15 }, (_, i) => i + 1));
   });
 
+  it("answers a create with the build as stored, whatever first state it takes", async () => {
+    // Concurrent creates leave `creating` together (one updateMany per first state) and answer without reading the
+    // build back: scheduled, blocked at its first step, and finished at once (every step skipped by its condition).
+    const plans = [
+      pipeline([script("a"), script("b")]),
+      pipeline([{ type: "manual", label: "Deploy?" }, script("c")]),
+      pipeline([script("never", { if: 'build.branch == "nope"' })]),
+    ];
+    const created = await Promise.all(
+      Array.from({ length: 9 }, (_, i) =>
+        client.createBuild({ pipeline: plans[i % 3] as Pipeline, commit: "abc", branch: "main" }),
+      ),
+    );
+    const firsts = created.slice(0, 3).map((c) => ({ state: c.build?.state, blocked: c.build?.blocked }));
+    expect(firsts).toEqual([
+      { state: "scheduled", blocked: false },
+      { state: "passed", blocked: true },
+      { state: "not_run", blocked: false },
+    ]);
+    for (const [i, c] of created.entries()) {
+      const stored = await client.getBuild({ pipelineId: plans[i % 3]?.id ?? "", number: c.build?.number ?? 0 });
+      expect(c.build).toEqual(stored.build);
+    }
+  });
+
   it("lets exactly one of many concurrent transitions of a job win", async () => {
     const p = pipeline([script("a")]);
     const { build } = await client.createBuild({ pipeline: p, commit: "abc", branch: "main" });

@@ -98,6 +98,12 @@ export function withTouches(inner: BuildRepository, publish: Publish): BuildRepo
         t,
       );
     },
+    leaveCreating: (b, first) =>
+      touching(
+        () => inner.leaveCreating(b, first),
+        (left) => (left ? ofBuilds([b]) : NOTHING),
+        ofBuilds([b]),
+      ),
     updateBuild: (id, version, update) =>
       touching(
         () => inner.updateBuild(id, version, update),
