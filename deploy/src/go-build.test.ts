@@ -15,6 +15,18 @@ describe("FerretDB patches", () => {
     }
   });
 
+  it("of dependencies are in deploy/ferretdb too, each for a module at a pinned version in its own folder", () => {
+    const deps = FERRETDB.build.kind === "ferretdb" ? (FERRETDB.build.dependencies ?? []) : [];
+    expect(deps.map((d) => d.module)).toEqual(["modernc.org/libc@v1.55.3"]);
+    for (const dep of deps) {
+      expect(dep.module).toMatch(/^[\w.\-/]+@v\d+\.\d+\.\d+$/);
+      expect(dep.dir).toMatch(/^conveyor-[a-z]+$/);
+      for (const patch of dep.patches) {
+        expect(readFileSync(join(FERRETDB_PATCHES_DIR, patch), "utf8")).toMatch(/^diff --git a\//m);
+      }
+    }
+  });
+
   it("mark the cached binary with a patch level, so a changed patch is rebuilt", () => {
     expect(FERRETDB.version).toMatch(/^v1\.24\.2-conveyor\.\d+$/);
   });

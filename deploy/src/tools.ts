@@ -22,8 +22,19 @@ export interface ToolSpec {
    */
   readonly build:
     | { kind: "go-install"; pkg: string }
-    | { kind: "ferretdb"; module: string; patches: string[] }
+    | { kind: "ferretdb"; module: string; patches: string[]; dependencies?: PatchedDependency[] }
     | { kind: "go-module"; dir: string; pkg: string };
+}
+
+/**
+ * A module FerretDB depends on, built from a patched copy: the module at the version FerretDB's go.sum pins is
+ * copied into the source folder as `dir`, the patches (files in deploy/ferretdb/, paths relative to the module's root)
+ * are applied, and a replace directive points FerretDB's go.mod at the copy.
+ */
+export interface PatchedDependency {
+  module: string;
+  dir: string;
+  patches: string[];
 }
 
 export const NATS_SERVER: ToolSpec = {
@@ -47,8 +58,11 @@ export const NATS_SERVER: ToolSpec = {
  * SQLite evaluates exactly (string equalities and $in on fields that only held strings) with SELECT count(*), from an
  * index, where upstream decodes every document it counts; update-batches.patch writes the documents one update
  * statement changes together, up to 100 in one SQLite transaction (upstream used a transaction, so a commit and a WAL
- * fsync, per document), with upstream's outcome when one is refused. The "-conveyor.N" suffix names the patch
- * level: raise it whenever a patch changes, so that machines rebuild their cached binary.
+ * fsync, per document), with upstream's outcome when one is refused. One dependency is patched too:
+ * libc-memcmp.patch gives modernc.org/libc (the C library the SQLite driver is transpiled against) a vectorized memcmp
+ * instead of a byte-at-a-time loop (SQLite's JSON functions compare a whole document with it, once per indexed field).
+ * The "-conveyor.N" suffix names the patch level: raise it whenever a patch changes, so that machines rebuild their
+ * cached binary.
  */
 export const FERRETDB: ToolSpec = {
   name: "ferretdb",
@@ -68,6 +82,7 @@ export const FERRETDB: ToolSpec = {
       "count-pushdown.patch",
       "update-batches.patch",
     ],
+    dependencies: [{ module: "modernc.org/libc@v1.55.3", dir: "conveyor-libc", patches: ["libc-memcmp.patch"] }],
   },
 };
 
