@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { Role } from "@conveyor/proto/identity";
-import { api, arrangeCluster, arrangeOrgUser, builds, send, unique } from "./support/stack-env.js";
+import { api, arrangeCluster, arrangeOrgUser, builds, send, stack, unique } from "./support/stack-env.js";
 
 // Builds and pages the gateway sends again from what it rendered (rendered-answers.ts), confirmed by the builds
 // service's content versions: the same answer keeps its ETag, If-None-Match gets 304, and every change — of the
@@ -28,7 +28,9 @@ beforeAll(async () => {
   builds0 = `/v2/organizations/${org.organization.slug}/pipelines/${slug}/builds`;
 });
 
-const get = (path: string, etag?: string) => api(path, org.secret, etag ? { headers: { "if-none-match": etag } } : {});
+// Plain JSON unless a test asks for gzip (Node's fetch would ask for it and decode it unseen).
+const get = (path: string, etag?: string, encoding = "identity") =>
+  api(path, org.secret, { headers: { "accept-encoding": encoding, ...(etag ? { "if-none-match": etag } : {}) } });
 
 // A new build's pipeline counts (scheduled, running) reach the embedded pipeline a moment after the create answers,
 // and that changes the answer too: read until two answers in a row agree, then the answer holds.
@@ -130,5 +132,34 @@ describe("conditional build reads", () => {
     const lean = await get(`${builds0}?exclude_pipeline=true&exclude_jobs=true`);
     expect(lean.body[0]).not.toHaveProperty("pipeline");
     expect(lean.body[0]).not.toHaveProperty("jobs");
+  });
+
+  it("sends gzip to a client that accepts it, the same JSON under the same tag made weak", async () => {
+    await create();
+    const plain = await settled(`${builds0}?per_page=5`);
+    const etag = plain.headers.get("etag") ?? "";
+    expect(plain.headers.get("content-encoding")).toBeNull();
+    expect(plain.headers.get("vary")).toBe("accept-encoding");
+    // Twice: rendered (or kept) and gzipped once, then sent from what is kept.
+    for (let i = 0; i < 2; i++) {
+      const res = await fetch(`${stack.apiUrl}${builds0}?per_page=5`, {
+        headers: { authorization: `Bearer ${org.secret}`, "accept-encoding": "gzip" },
+      });
+      expect(res.status).toBe(200);
+      expect(res.headers.get("content-encoding")).toBe("gzip");
+      expect(res.headers.get("etag")).toBe(`W/${etag}`);
+      // fetch decodes the body; Content-Length is what was sent.
+      expect(Number(res.headers.get("content-length"))).toBeLessThan(Buffer.byteLength(plain.text) / 4);
+      expect(await res.text()).toBe(plain.text);
+    }
+    // Either form of the tag names the answer, whichever encoding the client asks for.
+    for (const tag of [etag, `W/${etag}`]) {
+      expect((await get(`${builds0}?per_page=5`, tag, "gzip")).status).toBe(304);
+      expect((await get(`${builds0}?per_page=5`, tag)).status).toBe(304);
+    }
+    // Refused gzip: plain JSON.
+    const refused = await get(`${builds0}?per_page=5`, undefined, "gzip;q=0, identity");
+    expect(refused.headers.get("content-encoding")).toBeNull();
+    expect(refused.text).toBe(plain.text);
   });
 });

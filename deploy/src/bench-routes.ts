@@ -14,6 +14,8 @@ export interface BenchRoute {
   path(ctx: BenchContext): string | undefined;
   /** Sent with If-None-Match naming the current answer, as a poller that keeps ETags does (304 expected). */
   conditional?: boolean;
+  /** Sent with `Accept-Encoding: gzip`, as Go's HTTP client (go-buildkite, the `bk` CLI) sends it by default. */
+  gzip?: boolean;
 }
 
 /** Builds the bench pipeline holds, each with three jobs, so that a page of 30 builds is a full page. */
@@ -40,6 +42,18 @@ export const BENCH_ROUTES: readonly BenchRoute[] = [
     name: "GET …/pipelines/{p}/builds (30)",
     method: "GET",
     path: (c) => c.pipelineSlug && `/v2/organizations/${c.orgSlug}/pipelines/${c.pipelineSlug}/builds?per_page=30`,
+  },
+  {
+    name: "GET …/builds/{number} gzip (Go clients)",
+    method: "GET",
+    path: (c) => c.pipelineSlug && `/v2/organizations/${c.orgSlug}/pipelines/${c.pipelineSlug}/builds/1`,
+    gzip: true,
+  },
+  {
+    name: "GET …/pipelines/{p}/builds (30) gzip",
+    method: "GET",
+    path: (c) => c.pipelineSlug && `/v2/organizations/${c.orgSlug}/pipelines/${c.pipelineSlug}/builds?per_page=30`,
+    gzip: true,
   },
   {
     name: "GET …/builds/{n} If-None-Match",

@@ -49,6 +49,8 @@ interface Target {
   connections?: number;
   /** Sent with If-None-Match naming the current answer: 304 is what it should get. */
   conditional?: boolean;
+  /** Sent with `Accept-Encoding: gzip`: a gzipped body is what it should get. */
+  gzip?: boolean;
 }
 
 /** The headers of a GET of `target`: with If-None-Match and the ETag it has now, when conditional. */
@@ -77,6 +79,8 @@ async function measureIdle(targets: readonly Target[]): Promise<Map<string, numb
     const expected = t.conditional ? 304 : 200;
     if (res.status !== expected)
       throw new Error(`${t.name}: ${t.url} answered ${res.status}, not ${expected}: ${await res.text()}`);
+    if (t.gzip && res.headers.get("content-encoding") !== "gzip")
+      throw new Error(`${t.name}: ${t.url} answered without Content-Encoding: gzip`);
     await res.arrayBuffer();
     const times: number[] = [];
     for (let i = 0; i < IDLE_REQUESTS; i++) {
@@ -215,7 +219,13 @@ export async function runBench(repoRoot: string, env: Env = process.env): Promis
     const helloTarget: Target = { name: "fastify hello-world", url: hello.url, headers: {} };
     const routeTargets = BENCH_ROUTES.flatMap((r: BenchRoute): Target[] => {
       const path = r.path(ctx);
-      return path ? [{ name: r.name, url: `${apiUrl}${path}`, headers, conditional: r.conditional ?? false }] : [];
+      if (!path) return [];
+      // Node's fetch (the idle timings) asks for gzip unless told otherwise; autocannon never does.
+      const routeHeaders = { ...headers, "accept-encoding": r.gzip ? "gzip" : "identity" };
+      const gzip = r.gzip ?? false;
+      return [
+        { name: r.name, url: `${apiUrl}${path}`, headers: routeHeaders, conditional: r.conditional ?? false, gzip },
+      ];
     });
     if (pipelineSlug) {
       routeTargets.push({

@@ -1,12 +1,24 @@
+import { gunzipSync } from "node:zlib";
 import { Type } from "@sinclair/typebox";
 import Fastify from "fastify";
 import { createRenderedAnswers, type Fetched, inputsOf } from "./rendered-answers.js";
 
 /** A builds service that versions one value and honours if_none_match, and a route that serves it. */
-async function world(opts: { maxBytes?: number; confirm?: () => boolean; renderGate?: () => Promise<void> } = {}) {
-  const service = { value: "one", version: "v1", asked: [] as string[] };
+async function world(
+  opts: {
+    maxBytes?: number;
+    confirm?: () => boolean;
+    renderGate?: () => Promise<void>;
+    value?: string;
+    gzipMinBytes?: number;
+  } = {},
+) {
+  const service = { value: opts.value ?? "one", version: "v1", asked: [] as string[] };
   const gateway = { inputs: "acme|p1", renders: 0 };
-  const answers = createRenderedAnswers({ maxBytes: opts.maxBytes ?? 1024 * 1024 });
+  const answers = createRenderedAnswers({
+    maxBytes: opts.maxBytes ?? 1024 * 1024,
+    ...(opts.gzipMinBytes !== undefined ? { gzipMinBytes: opts.gzipMinBytes } : {}),
+  });
   const app = Fastify();
   app.get(
     "/thing",
@@ -143,5 +155,89 @@ describe("rendered answers", () => {
     await w.get();
     expect(w.answers.size().entries).toBe(0);
     expect(inputsOf(["a", 1, true])).toBe("a|1|true");
+  });
+
+  describe("gzip", () => {
+    const long = "build ".repeat(2000);
+    const gzipped = { "accept-encoding": "gzip, deflate, br" };
+
+    it("sends a client that accepts gzip the kept JSON gzipped, compressed once, with a weak ETag", async () => {
+      const w = await world({ value: long });
+      const plain = await w.get();
+      expect(plain.headers["content-encoding"]).toBeUndefined();
+      expect(plain.headers.vary).toBe("accept-encoding");
+      const before = w.answers.size().bytes;
+      const first = await w.get(gzipped);
+      expect(first.statusCode).toBe(200);
+      expect(first.headers["content-encoding"]).toBe("gzip");
+      expect(first.headers["content-type"]).toBe("application/json; charset=utf-8");
+      expect(first.headers.vary).toBe("accept-encoding");
+      expect(first.headers.etag).toBe(`W/${plain.headers.etag}`);
+      expect(first.headers.link).toBe("<next>");
+      const body = first.rawPayload;
+      expect(Number(first.headers["content-length"])).toBe(body.length);
+      expect(body.length).toBeLessThan(plain.rawPayload.length / 10);
+      expect(gunzipSync(body).equals(plain.rawPayload)).toBe(true);
+      // Kept beside the JSON and counted in the cache's size.
+      expect(w.answers.size().bytes).toBe(before + body.length);
+      const again = await w.get(gzipped);
+      expect(again.rawPayload.equals(body)).toBe(true);
+      expect(w.answers.size().bytes).toBe(before + body.length);
+      expect(w.gateway.renders).toBe(1);
+    });
+
+    it("gzips a new rendering too, and a new version's answer afresh", async () => {
+      const w = await world({ value: long });
+      const first = await w.get(gzipped);
+      expect(first.headers["content-encoding"]).toBe("gzip");
+      expect(JSON.parse(gunzipSync(first.rawPayload).toString()).value).toBe(long);
+      w.service.value = `${long}changed`;
+      w.service.version = "v2";
+      const changed = await w.get(gzipped);
+      expect(JSON.parse(gunzipSync(changed.rawPayload).toString()).value).toBe(`${long}changed`);
+      expect(changed.headers.etag).not.toBe(first.headers.etag);
+    });
+
+    it("sends plain JSON when gzip is refused, absent or not offered", async () => {
+      const w = await world({ value: long });
+      for (const header of ["gzip;q=0, identity", "identity", "br", ""]) {
+        const res = await w.get({ "accept-encoding": header });
+        expect(res.headers["content-encoding"]).toBeUndefined();
+        expect(res.json().value).toBe(long);
+        expect(res.headers.etag).toMatch(/^"/);
+      }
+      expect((await w.get({ "accept-encoding": "*" })).headers["content-encoding"]).toBe("gzip");
+    });
+
+    it("answers 304 to either form of the ETag, whichever encoding is asked for", async () => {
+      const w = await world({ value: long });
+      const weak = String((await w.get(gzipped)).headers.etag);
+      const strong = weak.slice(2);
+      for (const [tag, headers] of [
+        [weak, gzipped],
+        [strong, gzipped],
+        [weak, {}],
+        [strong, {}],
+      ] as const) {
+        const res = await w.get({ ...headers, "if-none-match": tag });
+        expect(res.statusCode).toBe(304);
+        expect(res.body).toBe("");
+      }
+    });
+
+    it("leaves small answers alone, and gzips unkept answers per request", async () => {
+      const small = await world();
+      const res = await small.get(gzipped);
+      expect(res.headers["content-encoding"]).toBeUndefined();
+      expect(res.headers.vary).toBeUndefined();
+      expect(res.json().value).toBe("one");
+      const unkept = await world({ value: long, maxBytes: 0 });
+      for (let i = 0; i < 2; i++) {
+        const answer = await unkept.get(gzipped);
+        expect(answer.headers["content-encoding"]).toBe("gzip");
+        expect(JSON.parse(gunzipSync(answer.rawPayload).toString()).value).toBe(long);
+      }
+      expect(unkept.gateway.renders).toBe(2);
+    });
   });
 });

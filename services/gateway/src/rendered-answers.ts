@@ -11,10 +11,18 @@
  * service in the request that sends it.
  *
  * The same pair names the answer for HTTP: its ETag, so that a client that sends If-None-Match gets 304.
+ *
+ * A client that accepts gzip (Go's HTTP client, and so go-buildkite and the `bk` CLI, asks for it by default) gets
+ * the kept JSON gzipped: compressed once per kept answer, off the event loop, and kept beside it, so a poller of a
+ * page of 30 builds is sent ~15 KB instead of ~230 KB at no CPU cost per request. Like nginx, the gzipped variant
+ * carries the ETag as a weak one (`W/"…"`); If-None-Match compares either form.
  */
+import { promisify } from "node:util";
+import { gzip } from "node:zlib";
 import { toBinary } from "@bufbuild/protobuf";
 import { type Pipeline, PipelineSchema } from "@conveyor/proto/pipelines";
 import { contentVersion } from "@conveyor/runtime";
+import { Negotiator } from "@fastify/accept-negotiator";
 import type { FastifyReply, FastifyRequest } from "fastify";
 import { LRUCache } from "lru-cache";
 
@@ -32,6 +40,10 @@ export interface RenderedAnswer {
   link?: string;
   /** Inputs that depended on the service's answer (an organization page's pipelines), for `confirm`. */
   depends?: unknown;
+  /** The body gzipped, once a client that accepts gzip asked for it (see `gzipped`). */
+  gzip?: Promise<Buffer>;
+  /** Its size, once made (counted in the cache's size). */
+  gzipBytes?: number;
 }
 
 /** What the builds service answered: a version, and the value unless it said the caller's is current. */
@@ -98,26 +110,61 @@ export interface RenderedAnswers {
 
 const JSON_TYPE = "application/json; charset=utf-8";
 
+/** Bodies smaller than this are sent as they are: gzip would save less than its own framing and a round of work. */
+export const GZIP_MIN_BYTES = 1024;
+
+const gzipAsync = promisify(gzip);
+
+/** Accept-Encoding values seen, with what they chose: few distinct ones, bounded all the same. */
+const encodings = new Negotiator({
+  supportedValues: ["gzip", "identity"],
+  cache: new LRUCache<string, string>({ max: 256 }),
+});
+
+/** Whether the request accepts a gzipped body (Accept-Encoding names gzip or `*`, with a weight above 0). */
+export function acceptsGzip(request: FastifyRequest): boolean {
+  const header = request.headers["accept-encoding"];
+  return typeof header === "string" && header !== "" && encodings.negotiate(header) === "gzip";
+}
+
 /** What a route's serializer produced, as bytes to keep. */
 const bytesOf = (serialized: string | Buffer | ArrayBuffer) =>
   typeof serialized === "string" ? Buffer.from(serialized) : Buffer.from(serialized as Uint8Array);
 
 /** Answers kept up to `maxBytes` of JSON (0 keeps nothing: every request renders; ETags still work). */
-export function createRenderedAnswers(opts: { maxBytes: number }): RenderedAnswers {
+export function createRenderedAnswers(opts: { maxBytes: number; gzipMinBytes?: number }): RenderedAnswers {
+  const gzipMinBytes = opts.gzipMinBytes ?? GZIP_MIN_BYTES;
   const cache =
     opts.maxBytes > 0
       ? new LRUCache<string, RenderedAnswer>({
           maxSize: opts.maxBytes,
-          sizeCalculation: (answer, key) => answer.body.length + key.length + 200,
+          sizeCalculation: (answer, key) => answer.body.length + (answer.gzipBytes ?? 0) + key.length + 200,
         })
       : undefined;
 
-  const send = (request: FastifyRequest, reply: FastifyReply, answer: RenderedAnswer) => {
+  /** The answer's body gzipped: made once (in libuv's thread pool), then kept with it and counted in its size. */
+  const gzipped = (key: string, answer: RenderedAnswer): Promise<Buffer> => {
+    answer.gzip ??= gzipAsync(answer.body).then((bytes) => {
+      answer.gzipBytes = bytes.length;
+      // Counted again at its new size, if it is still the kept answer (the cache sizes a new value only).
+      if (cache?.peek(key) === answer) cache.set(key, { ...answer });
+      return bytes;
+    });
+    return answer.gzip;
+  };
+
+  const send = async (request: FastifyRequest, reply: FastifyReply, key: string, answer: RenderedAnswer) => {
     if (answer.link) reply.header("link", answer.link);
-    if (answer.version === "") return reply.header("content-type", JSON_TYPE).send(answer.body);
-    reply.header("etag", `"${answer.etag}"`);
-    if (matches(request, answer.etag)) return reply.code(304).send();
-    return reply.header("content-type", JSON_TYPE).send(answer.body);
+    const compressible = answer.body.length >= gzipMinBytes;
+    if (compressible) reply.header("vary", "accept-encoding");
+    const gzip = compressible && acceptsGzip(request);
+    if (answer.version !== "") {
+      reply.header("etag", gzip ? `W/"${answer.etag}"` : `"${answer.etag}"`);
+      if (matches(request, answer.etag)) return reply.code(304).send();
+    }
+    reply.header("content-type", JSON_TYPE);
+    if (!gzip) return reply.send(answer.body);
+    return reply.header("content-encoding", "gzip").send(await gzipped(key, answer));
   };
 
   /** Renders the service's answer and keeps it (when it names a version). */
@@ -155,7 +202,7 @@ export function createRenderedAnswers(opts: { maxBytes: number }): RenderedAnswe
       let fetched = await spec.fetch(kept?.version ?? "");
       if (fetched.notModified) {
         if (kept && kept.version === fetched.version && (!spec.confirm || (await spec.confirm(kept.depends)))) {
-          return send(request, reply, kept);
+          return send(request, reply, spec.key, kept);
         }
         // The kept answer went meanwhile, or what it depended on changed: ask again for the builds themselves.
         fetched = await spec.fetch("");
@@ -166,7 +213,7 @@ export function createRenderedAnswers(opts: { maxBytes: number }): RenderedAnswe
         rendering.set(flight, new Promise<void>((resolve) => (finished = resolve)));
       }
       try {
-        return send(request, reply, await renderAndKeep(reply, spec, fetched));
+        return await send(request, reply, spec.key, await renderAndKeep(reply, spec, fetched));
       } finally {
         if (finished) {
           rendering.delete(flight);
