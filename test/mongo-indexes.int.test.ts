@@ -217,6 +217,35 @@ describe("answers the earlier pushdown got wrong", () => {
     expect(below.found.map((d) => d._id)).toEqual([4, 5]);
   });
 
+  it("finds a value of a kind an update brought, after updates that kept every field's kind", async () => {
+    // The field-kinds triggers skip an update that leaves a document's top-level schema as it was
+    // (kinds-triggers.patch): an update that changes a field's type must still be recorded, or the pushdown would
+    // compare an array's or an extreme double's text as a plain value and miss it.
+    const base = Array.from({ length: 60 }, (_, i) => ({ _id: i, h: i % 5, v: new Double(i + 0.5), s: `s${i}` }));
+    await setUp("updated", [{ h: 1 }, { v: 1 }, { s: 1 }], base);
+    for (const client of [mongo, oracleClient]) {
+      if (!client) continue;
+      const c = client.db(dbName).collection<{ _id: number; h: number | number[]; v: Double; s: string | Date }>("updated");
+      await c.updateMany({ _id: { $lt: 10 } }, { $set: { s: "changed" } });
+      await c.updateOne({ _id: 11 }, { $set: { h: [7, 1] } });
+      await c.findOneAndUpdate({ _id: 12 }, { $set: { v: new Double(6.72e-84) } });
+      await c.updateOne({ _id: 13 }, { $set: { h: 4, v: new Double(2.02e118) } });
+      await c.updateMany({ _id: { $in: [14, 15] } }, { $set: { s: new Date(Date.UTC(2026, 0, 1)) } });
+    }
+    const expectIds = async (filter: Document, want: number[]) => {
+      const { found, expected } = await answers("updated", filter, { _id: 1 });
+      expect(found.map((d) => d._id)).toEqual(want);
+      expect(found).toEqual(expected);
+    };
+    await expectIds({ s: "changed" }, [0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
+    await expectIds({ h: 7 }, [11]);
+    await expectIds({ h: { $gt: 6 } }, [11]);
+    await expectIds({ h: 4 }, [4, 9, 13, 14, 19, 24, 29, 34, 39, 44, 49, 54, 59]);
+    await expectIds({ v: 6.72e-84 }, [12]);
+    await expectIds({ v: { $gte: 2.02e118, $lte: 2.02e118 } }, [13]);
+    await expectIds({ s: { $gte: new Date(Date.UTC(2025, 0, 1)) } }, [14, 15]);
+  });
+
   it("sorts mixed types by type first", async () => {
     // MongoDB's order of types: null and missing, numbers, strings, ObjectIds, booleans, dates
     const values: Array<[string, unknown]> = [
