@@ -2,7 +2,7 @@ import { matchesBranchFilter, type PipelineStep } from "@conveyor/ci-rules";
 import type { Pipeline } from "@conveyor/proto/pipelines";
 import { failedPrecondition, invalidFields, newId, SUBJECTS } from "@conveyor/runtime";
 import type { BuildCancel } from "./build-cancel.js";
-import { DuplicateBuildNumberError } from "./build-repository.js";
+import { CREATING_VERSION, DuplicateBuildNumberError, FIRST_STATE_VERSION } from "./build-repository.js";
 import { type BuildsContext, MAX_ATTEMPTS } from "./builds-context.js";
 import {
   type Build,
@@ -149,7 +149,7 @@ export function createBuildCreation(
       scheduledAt: at,
       startedAt: null,
       finishedAt: derived.finished ? at : null,
-      version: 1,
+      version: CREATING_VERSION,
     };
     // The new build changes the pipeline's counters: the outbox notes it first (free while the note stands).
     await ctx.markCounts(pipeline.id);
@@ -179,7 +179,7 @@ export function createBuildCreation(
       throw new Error(`build ${buildId} changed while it was being created`);
     }
     // What is stored now, without reading it back.
-    const build: Build = { ...draft, number, version: draft.version + 1, plannedJobs: jobs.length };
+    const build: Build = { ...draft, number, version: FIRST_STATE_VERSION, plannedJobs: jobs.length };
     // The events go out together (each waits for the stream's acknowledgement).
     await Promise.all([
       ctx.publishBuild(SUBJECTS.builds.buildCreated, build, ""),

@@ -106,8 +106,8 @@ export interface BuildRepository {
   /** Unfinished builds of a branch, for the skip/cancel intermediate rules. */
   unfinishedOnBranch(pipelineId: string, branch: string, beforeNumber: number): Promise<Build[]>;
   /**
-   * Moves a new build out of `creating` (version 1) into its first state (version 2); false when it had moved on
-   * (creation repair took it). Creates at the same time going to the same state share one command.
+   * Moves a new build out of `creating` (CREATING_VERSION) into its first state (FIRST_STATE_VERSION); false when it
+   * had moved on (creation repair took it). Creates at the same time going to the same state share one command.
    */
   leaveCreating(build: Pick<Build, "id" | "pipelineId" | "organizationId">, first: FirstState): Promise<boolean>;
   /** Updates a build only if its version is still `version`; returns the updated build or null. */
@@ -149,6 +149,10 @@ export interface BuildRepository {
     waitingJobs: number;
   }>;
 }
+
+/** The version a new build is stored with, in state `creating`, and the one its first state gets (leaveCreating). */
+export const CREATING_VERSION = 1;
+export const FIRST_STATE_VERSION = CREATING_VERSION + 1;
 
 const RUNNING_BUILD_STATES: BuildState[] = ["running", "failing", "canceling"];
 const SCHEDULED_JOB_STATES: JobState[] = ["scheduled", "assigned"];
@@ -212,15 +216,15 @@ export async function createMongoBuildRepository(db: Db): Promise<BuildRepositor
   const firstStates = createUpdateBatcher<FirstState>({
     keyOf: (first) => JSON.stringify(first),
     async updateMany(ids, first) {
-      const filter = { _id: { $in: ids }, state: "creating" as const, version: 1 };
-      return (await builds.updateMany(filter, { $set: { ...first, version: 2 } })).matchedCount;
+      const filter = { _id: { $in: ids }, state: "creating" as const, version: CREATING_VERSION };
+      return (await builds.updateMany(filter, { $set: { ...first, version: FIRST_STATE_VERSION } })).matchedCount;
     },
     async holding(ids, first) {
       const docs = await builds
         .find({ _id: { $in: ids } }, { projection: { state: 1, blocked: 1, finishedAt: 1, version: 1 } })
         .toArray();
       const held = (d: (typeof docs)[number]) =>
-        d.version === 2 &&
+        d.version === FIRST_STATE_VERSION &&
         d.state === first.state &&
         d.blocked === first.blocked &&
         (d.finishedAt?.getTime() ?? null) === (first.finishedAt?.getTime() ?? null);
