@@ -34,11 +34,11 @@ const get = (path: string, etag?: string, encoding = "identity") =>
 
 // A new build's pipeline counts (scheduled, running) reach the embedded pipeline a moment after the create answers,
 // and that changes the answer too: read until two answers in a row agree, then the answer holds.
-async function settled(path: string) {
-  let last = await get(path);
+async function settled(path: string, encoding = "identity") {
+  let last = await get(path, undefined, encoding);
   for (let i = 0; i < 50; i++) {
     await new Promise((r) => setTimeout(r, 100));
-    const next = await get(path);
+    const next = await get(path, undefined, encoding);
     if (next.headers.get("etag") === last.headers.get("etag")) return next;
     last = next;
   }
@@ -52,73 +52,80 @@ async function create() {
 }
 
 describe("conditional build reads", () => {
-  it("sends a build again under its ETag, 304 to If-None-Match, and every change at once", async () => {
-    const build = await create();
-    const path = `${builds0}/${build.number}`;
-    const first = await settled(path);
-    expect(first.status).toBe(200);
-    const etag = first.headers.get("etag") ?? "";
-    expect(etag).toMatch(/^"[\w-]{22}"$/);
-    const again = await get(path);
-    expect(again.text).toBe(first.text);
-    expect(again.headers.get("etag")).toBe(etag);
-    const held = await get(path, etag);
-    expect(held.status).toBe(304);
-    expect(held.text).toBe("");
-
-    // A job assigned (as the agents service does): the next answer shows it, under another tag.
-    const jobId = build.jobs[0]?.id ?? "";
-    await builds.assignJob({ jobId, agent: { id: "agent", name: "agent", hostname: "h", metaData: [] } });
-    const assigned = await get(path, etag);
-    expect(assigned.status).toBe(200);
-    expect(assigned.body.jobs[0].state).toBe("assigned");
-    const etag2 = assigned.headers.get("etag") ?? "";
-    expect(etag2).not.toBe(etag);
-
-    // Canceled through the API: seen in the next read.
-    const cancel = await send("PUT", `${path}/cancel`, org.secret);
-    expect(cancel.status).toBe(200);
-    const canceled = await get(path, etag2);
-    expect(canceled.status).toBe(200);
-    expect(canceled.body.state).toBe(cancel.body.state);
-    expect(canceled.headers.get("etag")).not.toBe(etag2);
-  });
-
-  it("sends a page again while it holds, and a new build or a pipeline change in the next answer", async () => {
-    await create();
-    const pages = [builds0, `/v2/organizations/${org.organization.slug}/builds`];
-    for (const path of pages) {
-      const first = await settled(`${path}?per_page=2`);
+  it.each(["identity", "gzip"])(
+    "sends a build again under its ETag, 304 to If-None-Match, and every change at once (%s)",
+    async (encoding) => {
+      const build = await create();
+      const path = `${builds0}/${build.number}`;
+      const first = await settled(path, encoding);
       expect(first.status).toBe(200);
       const etag = first.headers.get("etag") ?? "";
-      expect((await get(`${path}?per_page=2`, etag)).status).toBe(304);
-      // Another query, another answer.
-      expect((await get(`${path}?per_page=1`, etag)).status).toBe(200);
-    }
+      expect(etag).toMatch(encoding === "gzip" ? /^W\/"[\w-]{22}"$/ : /^"[\w-]{22}"$/);
+      expect(first.headers.get("content-encoding")).toBe(encoding === "gzip" ? "gzip" : null);
+      const again = await get(path, undefined, encoding);
+      expect(again.text).toBe(first.text);
+      expect(again.headers.get("etag")).toBe(etag);
+      const held = await get(path, etag, encoding);
+      expect(held.status).toBe(304);
+      expect(held.text).toBe("");
 
-    const before = await Promise.all(pages.map((p) => settled(p)));
-    const added = await create();
-    for (const [i, path] of pages.entries()) {
-      const res = await get(path, before[i]?.headers.get("etag") ?? "");
-      expect(res.status).toBe(200);
-      expect(res.body[0].number).toBe(added.number);
-    }
+      // A job assigned (as the agents service does): the next answer shows it, under another tag.
+      const jobId = build.jobs[0]?.id ?? "";
+      await builds.assignJob({ jobId, agent: { id: "agent", name: "agent", hostname: "h", metaData: [] } });
+      const assigned = await get(path, etag, encoding);
+      expect(assigned.status).toBe(200);
+      expect(assigned.body.jobs[0].state).toBe("assigned");
+      const etag2 = assigned.headers.get("etag") ?? "";
+      expect(etag2).not.toBe(etag);
 
-    // The pipeline embedded in every build changes: the builds did not, the answers do.
-    const held = await Promise.all(pages.map((p) => settled(p)));
-    const description = unique("described");
-    const patched = await send("PATCH", `/v2/organizations/${org.organization.slug}/pipelines/${slug}`, org.secret, {
-      description,
-    });
-    expect(patched.status).toBe(200);
-    for (const [i, path] of pages.entries()) {
-      const res = await get(path, held[i]?.headers.get("etag") ?? "");
-      expect(res.status).toBe(200);
-      expect(res.body[0].pipeline.description).toBe(description);
-    }
-    const one = await get(`${builds0}/${added.number}`);
-    expect(one.body.pipeline.description).toBe(description);
-  });
+      // Canceled through the API: seen in the next read.
+      const cancel = await send("PUT", `${path}/cancel`, org.secret);
+      expect(cancel.status).toBe(200);
+      const canceled = await get(path, etag2, encoding);
+      expect(canceled.status).toBe(200);
+      expect(canceled.body.state).toBe(cancel.body.state);
+      expect(canceled.headers.get("etag")).not.toBe(etag2);
+    },
+  );
+
+  it.each(["identity", "gzip"])(
+    "sends a page again while it holds, and a new build or a pipeline change in the next answer (%s)",
+    async (encoding) => {
+      await create();
+      const pages = [builds0, `/v2/organizations/${org.organization.slug}/builds`];
+      for (const path of pages) {
+        const first = await settled(`${path}?per_page=2`, encoding);
+        expect(first.status).toBe(200);
+        const etag = first.headers.get("etag") ?? "";
+        expect((await get(`${path}?per_page=2`, etag, encoding)).status).toBe(304);
+        // Another query, another answer.
+        expect((await get(`${path}?per_page=1`, etag, encoding)).status).toBe(200);
+      }
+
+      const before = await Promise.all(pages.map((p) => settled(p, encoding)));
+      const added = await create();
+      for (const [i, path] of pages.entries()) {
+        const res = await get(path, before[i]?.headers.get("etag") ?? "", encoding);
+        expect(res.status).toBe(200);
+        expect(res.body[0].number).toBe(added.number);
+      }
+
+      // The pipeline embedded in every build changes: the builds did not, the answers do.
+      const held = await Promise.all(pages.map((p) => settled(p, encoding)));
+      const description = unique("described");
+      const patched = await send("PATCH", `/v2/organizations/${org.organization.slug}/pipelines/${slug}`, org.secret, {
+        description,
+      });
+      expect(patched.status).toBe(200);
+      for (const [i, path] of pages.entries()) {
+        const res = await get(path, held[i]?.headers.get("etag") ?? "", encoding);
+        expect(res.status).toBe(200);
+        expect(res.body[0].pipeline.description).toBe(description);
+      }
+      const one = await get(`${builds0}/${added.number}`, undefined, encoding);
+      expect(one.body.pipeline.description).toBe(description);
+    },
+  );
 
   it("answers exclude_pipeline and exclude_jobs pages apart from the full page", async () => {
     await create();
