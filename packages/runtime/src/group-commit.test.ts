@@ -1,19 +1,17 @@
 import { createGroupCommit } from "./group-commit.js";
+import { createGates } from "./test-gates.js";
 
 /** A fake send: records each batch; each waits until released, then ends as `answer` says. */
 function fakeSend(answer: (items: number[]) => Promise<unknown> = async () => undefined) {
   const batches: number[][] = [];
-  const gates: Array<() => void> = [];
+  const gates = createGates();
   const send = async (items: number[]) => {
     batches.push([...items]);
-    await new Promise<void>((resolve) => gates.push(resolve));
+    await gates.wait();
     return answer(items);
   };
-  const release = async () => {
-    gates.shift()?.();
-    await new Promise((r) => setImmediate(r));
-  };
-  return { batches, send, release };
+  // `release` lets the oldest batch under way finish.
+  return { batches, send, release: gates.openOldest };
 }
 
 describe("createGroupCommit", () => {

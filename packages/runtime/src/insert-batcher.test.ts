@@ -1,21 +1,18 @@
 import { isDuplicateKeyError } from "./errors.js";
 import { createInsertBatcher } from "./insert-batcher.js";
+import { createGates } from "./test-gates.js";
 
 /** A fake insertMany: records each command's documents; `answer` decides how each command ends. */
 function fakeInsert(answer: (docs: string[]) => Promise<unknown> = async () => undefined) {
   const calls: string[][] = [];
-  const gates: Array<() => void> = [];
+  const gates = createGates();
   const insertMany = async (docs: string[]) => {
     calls.push([...docs]);
-    await new Promise<void>((resolve) => gates.push(resolve));
+    await gates.wait();
     return answer(docs);
   };
-  /** Lets the oldest command under way finish. */
-  const release = async () => {
-    gates.shift()?.();
-    await new Promise((r) => setImmediate(r));
-  };
-  return { calls, insertMany, release };
+  // `release` lets the oldest command under way finish.
+  return { calls, insertMany, release: gates.openOldest };
 }
 
 function bulkError(writeErrors: Array<{ index: number; code: number; errmsg: string }>) {

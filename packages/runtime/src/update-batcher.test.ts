@@ -1,3 +1,4 @@
+import { createGates } from "./test-gates.js";
 import { createUpdateBatcher } from "./update-batcher.js";
 
 /** A change: documents in state `from` move to state `to`. */
@@ -13,12 +14,12 @@ interface Move {
 function fakeCollection(states: Record<string, string>, fail?: string) {
   const commands: Array<{ ids: string[]; to: string }> = [];
   const reads: string[][] = [];
-  const gates: Array<() => void> = [];
+  const gates = createGates();
   const batcher = createUpdateBatcher<Move>({
     keyOf: (m) => `${m.from}>${m.to}`,
     async updateMany(ids, m) {
       commands.push({ ids: [...ids], to: m.to });
-      await new Promise<void>((resolve) => gates.push(resolve));
+      await gates.wait();
       if (m.to === fail) throw new Error(`cannot move to ${m.to}`);
       let matched = 0;
       for (const id of ids) {
@@ -33,12 +34,8 @@ function fakeCollection(states: Record<string, string>, fail?: string) {
       return new Set(ids.filter((id) => states[id] === m.to));
     },
   });
-  /** Lets every command under way finish. */
-  const release = async () => {
-    for (const gate of gates.splice(0)) gate();
-    await new Promise((r) => setImmediate(r));
-  };
-  return { batcher, commands, reads, release, states };
+  // `release` lets every command under way finish.
+  return { batcher, commands, reads, release: gates.openAll, states };
 }
 
 describe("createUpdateBatcher", () => {
