@@ -225,7 +225,9 @@ describe("answers the earlier pushdown got wrong", () => {
     await setUp("updated", [{ h: 1 }, { v: 1 }, { s: 1 }], base);
     for (const client of [mongo, oracleClient]) {
       if (!client) continue;
-      const c = client.db(dbName).collection<{ _id: number; h: number | number[]; v: Double; s: string | Date }>("updated");
+      const c = client
+        .db(dbName)
+        .collection<{ _id: number; h: number | number[]; v: Double; s: string | Date }>("updated");
       await c.updateMany({ _id: { $lt: 10 } }, { $set: { s: "changed" } });
       await c.updateOne({ _id: 11 }, { $set: { h: [7, 1] } });
       await c.findOneAndUpdate({ _id: 12 }, { $set: { v: new Double(6.72e-84) } });
