@@ -244,6 +244,50 @@ describe("builds service on MongoDB", () => {
     expect(seen).toContainEqual({ subject: "ci.builds.pipeline_counts_changed", pipelineId: p.id });
   });
 
+  it("reads the database for active pipelines on the first re-announcement only, then re-announces its own", async () => {
+    const seen: string[] = [];
+    let scans = 0;
+    const repo = await createMongoBuildRepository(mongo.db(dbName));
+    const domain = createBuildDomain({
+      repo: {
+        ...repo,
+        async activePipelines(since) {
+          scans++;
+          return repo.activePipelines(since);
+        },
+      },
+      logs: await createMongoJobLogRepository(mongo.db(dbName)),
+      uploads: await createMongoPipelineUploadRepository(mongo.db(dbName)),
+      slots: await createMongoConcurrencySlotRepository(mongo.db(dbName)),
+      events: {
+        async publish(subject, _schema, value) {
+          if (subject === "ci.builds.pipeline_counts_changed")
+            seen.push(String((value as { pipelineId?: string }).pipelineId ?? ""));
+        },
+      },
+      logger: createLogger("test", "silent"),
+    });
+    // A build made by another replica (the shared client's domain), then one by this domain.
+    const elsewhere = pipeline([script("a")]);
+    await client.createBuild({ pipeline: elsewhere, commit: "abc", branch: "main" });
+    await domain.republishCounts();
+    expect(scans).toBe(1);
+    expect(seen).toContain(elsewhere.id);
+    const own = pipeline([script("a")]);
+    const own$ = createClient(
+      BuildsService,
+      createRouterTransport(({ service: s }) => s(BuildsService, domain.service)),
+    );
+    await own$.createBuild({ pipeline: own, commit: "abc", branch: "main" });
+    await domain.countsIdle();
+    seen.length = 0;
+    await domain.republishCounts();
+    expect(scans).toBe(1);
+    expect(seen).toContain(own.id);
+    // The other replica re-announces its own pipeline.
+    expect(seen).not.toContain(elsewhere.id);
+  });
+
   it("filters lists by branch, state, meta-data and creation time", async () => {
     const p = pipeline([script("a")]);
     const org = [p.organizationId];

@@ -24,6 +24,9 @@ import { createReconcile } from "./reconcile.js";
 
 export type { BuildServiceDeps } from "./builds-context.js";
 
+/** How recent a pipeline's activity must be for republishCounts to announce its counters again. */
+const COUNTS_ACTIVE_MS = 10 * 60_000;
+
 /** The limits the service applies unless told otherwise. */
 export const DEFAULT_LOG_LIMITS: LogLimits = { maxChunkBytes: 1024 * 1024, maxLogBytes: 256 * 1024 * 1024 };
 /** Without the pipelines and identity services, a trigger finds no pipeline and fails saying so. */
@@ -43,7 +46,8 @@ export function createBuildService(
 
 /**
  * The builds service and its background duties: `republishCounts` re-announces the counters of every pipeline
- * with recent activity, so a counters event lost on the way (NATS down for a moment) is corrected soon after;
+ * with recent activity (COUNTS_ACTIVE_MS), so a counters event lost on the way (NATS down for a moment) is corrected
+ * soon after;
  * `requeueStale` gives jobs back to the queue whose agent never accepted them.
  */
 export function createBuildDomain(
@@ -94,13 +98,20 @@ export function createBuildDomain(
     ...createJobActionRpcs(ctx, { retries, unblock, upload, reconcile }),
   };
 
+  let scannedOnce = false;
   return {
     service,
     /** The repository every write of the process must go through (with a read cache, it announces each write). */
     repo: ctx.repo,
     async republishCounts() {
-      const since = new Date(ctx.now().getTime() - 10 * 60_000);
-      for (const pipelineId of await ctx.repo.activePipelines(since)) ctx.publishCounts(pipelineId);
+      const since = new Date(ctx.now().getTime() - COUNTS_ACTIVE_MS);
+      // The first pass reads the database (pipelines with unfinished or recently finished builds), which corrects
+      // counters whatever happened before this process started; it decodes every unfinished build, thousands when
+      // agents fall behind. Later passes re-announce the pipelines this process changed since, at no cost to the
+      // database: each replica covers its own changes, and the outbox those of a process that died.
+      const pipelines = scannedOnce ? ctx.countedSince(since) : await ctx.repo.activePipelines(since);
+      scannedOnce = true;
+      ctx.reannounceCounts(pipelines);
       await ctx.countsIdle();
     },
     /** One pass of the outbox relay: republishes counters whose announcement failed or never happened. */

@@ -15,6 +15,7 @@ import {
   SUBJECTS,
   toTimestamp,
 } from "@conveyor/runtime";
+import { LRUCache } from "lru-cache";
 import { buildMessage, jobMessage } from "./build-message.js";
 import { type BuildReads, createBuildReads } from "./build-reads.js";
 import type { BuildRepository } from "./build-repository.js";
@@ -52,6 +53,8 @@ export const countsKey = (pipelineId: string) => `counts:${pipelineId}`;
 
 /** How often a compare-and-set loop retries before giving up (only under heavy contention on one build). */
 export const MAX_ATTEMPTS = 20;
+/** Pipelines whose last request for counters republishCounts remembers, at most (a few dozen bytes each). */
+const MAX_COUNTED_PIPELINES = 50_000;
 
 /** What every part of the builds service shares: storage, the clock, per-build locks and event publishing. */
 export interface BuildsContext {
@@ -73,6 +76,10 @@ export interface BuildsContext {
   markCounts(pipelineId: string): Promise<void>;
   /** Asks for a pipeline's counters to be recounted and announced soon (coalesced, off the caller's path). */
   publishCounts(pipelineId: string): void;
+  /** The pipelines whose counters a change in this process asked to announce since `since` (see republishCounts). */
+  countedSince(since: Date): string[];
+  /** Announces the pipelines' counters again, as publishCounts does, without counting it as a change. */
+  reannounceCounts(pipelineIds: Iterable<string>): void;
   /** Resolves once no recount is pending. */
   countsIdle(): Promise<void>;
   /** The outbox of the counters events; its relay runs in the builds process. */
@@ -136,6 +143,8 @@ export function createBuildsContext(deps: BuildServiceDeps): BuildsContext {
   // last took (at least 100 ms): on a pipeline with thousands of queued jobs recounts take at most a quarter of the
   // database instead of all of it, and counters lag by that much.
   const counts = createCoalescer(publishCountsNow, { gapMs: (ms) => Math.max(100, 3 * ms) });
+  // When each pipeline's counters were last asked for, for republishCounts: the most recently asked are kept.
+  const askedAt = new LRUCache<string, number>({ max: MAX_COUNTED_PIPELINES });
 
   return {
     repo,
@@ -157,7 +166,23 @@ export function createBuildsContext(deps: BuildServiceDeps): BuildsContext {
       });
     },
     markCounts,
-    publishCounts: (pipelineId) => counts.request(pipelineId),
+    publishCounts(pipelineId) {
+      askedAt.set(pipelineId, now().getTime());
+      counts.request(pipelineId);
+    },
+    countedSince(since) {
+      const from = since.getTime();
+      const ids: string[] = [];
+      // Most recently asked first: the walk stops at the first one asked before `since`.
+      for (const [pipelineId, at] of askedAt.entries()) {
+        if (at < from) break;
+        ids.push(pipelineId);
+      }
+      return ids;
+    },
+    reannounceCounts(pipelineIds) {
+      for (const pipelineId of pipelineIds) counts.request(pipelineId);
+    },
     countsIdle: () => counts.idle(),
     outbox,
   };

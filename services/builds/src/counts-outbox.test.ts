@@ -81,4 +81,26 @@ describe("pipeline counters through the outbox", () => {
     expect(records()).toBe(0);
     expect(store.docs.size).toBe(0);
   });
+
+  it("remembers which pipelines' counters were asked for since when, most recent first", async () => {
+    const { ctx, advance } = setup();
+    const since = (minutesAgo: number) =>
+      new Date(Date.parse("2026-01-01T00:00:00Z") + 11 * 60_000 - minutesAgo * 60_000);
+    ctx.publishCounts("a");
+    advance(5 * 60_000);
+    ctx.publishCounts("b");
+    ctx.publishCounts("c");
+    advance(6 * 60_000);
+    await ctx.countsIdle();
+    // Now 11 minutes after "a", 6 after "b" and "c".
+    expect(ctx.countedSince(since(10))).toEqual(["c", "b"]);
+    expect(ctx.countedSince(since(12))).toEqual(["c", "b", "a"]);
+    expect(ctx.countedSince(since(1))).toEqual([]);
+    // Announced again (republishCounts) is not a change: "a" stays as old as its last change.
+    ctx.reannounceCounts(["a", "b"]);
+    await ctx.countsIdle();
+    expect(ctx.countedSince(since(10))).toEqual(["c", "b"]);
+    ctx.publishCounts("a");
+    expect(ctx.countedSince(since(10))).toEqual(["a", "c", "b"]);
+  });
 });
