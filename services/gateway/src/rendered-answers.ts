@@ -144,12 +144,19 @@ export function createRenderedAnswers(opts: { maxBytes: number; gzipMinBytes?: n
 
   /** The answer's body gzipped: made once (in libuv's thread pool), then kept with it and counted in its size. */
   const gzipped = (key: string, answer: RenderedAnswer): Promise<Buffer> => {
-    answer.gzip ??= gzipAsync(answer.body).then((bytes) => {
-      answer.gzipBytes = bytes.length;
-      // Counted again at its new size, if it is still the kept answer (the cache sizes a new value only).
-      if (cache?.peek(key) === answer) cache.set(key, { ...answer });
-      return bytes;
-    });
+    answer.gzip ??= gzipAsync(answer.body).then(
+      (bytes) => {
+        answer.gzipBytes = bytes.length;
+        // Counted again at its new size, if it is still the kept answer (the cache sizes a new value only).
+        if (cache?.peek(key) === answer) cache.set(key, { ...answer });
+        return bytes;
+      },
+      (err: unknown) => {
+        // Not kept: the next request tries again.
+        answer.gzip = undefined;
+        throw err;
+      },
+    );
     return answer.gzip;
   };
 
