@@ -180,7 +180,7 @@ export async function createMongoBuildRepository(db: Db): Promise<BuildRepositor
     builds.createIndex({ organizationId: 1, commit: 1, createdAt: -1 }, { name: "org_commit" }),
     builds.createIndex({ organizationId: 1, "creator.id": 1, createdAt: -1 }, { name: "org_creator" }),
     builds.createIndex({ organizationId: 1, metaPairs: 1, createdAt: -1 }, { name: "org_meta" }),
-    // activePipelines: unfinished (finishedAt null) and recently finished builds, every 30 s
+    // activePipelines: unfinished (finishedAt null) and recently finished builds, once per process start
     builds.createIndex({ finishedAt: -1 }, { name: "finished" }),
     // The creation repair: builds left `creating` (normally none).
     builds.createIndex({ state: 1, createdAt: 1 }, { name: "state_age" }),

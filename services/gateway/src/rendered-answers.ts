@@ -14,7 +14,7 @@
  *
  * A client that accepts gzip (Go's HTTP client, and so go-buildkite and the `bk` CLI, asks for it by default) gets
  * the kept JSON gzipped: compressed once per kept answer, off the event loop, and kept beside it, so a poller of a
- * page of 30 builds is sent ~15 KB instead of ~230 KB at no CPU cost per request. Like nginx, the gzipped variant
+ * page of 30 builds is sent ~16 KB instead of ~230 KB at no CPU cost per request. Like nginx, the gzipped variant
  * carries the ETag as a weak one (`W/"…"`); If-None-Match compares either form.
  */
 import { promisify } from "node:util";
