@@ -25,48 +25,22 @@ export const BENCH_BUILDS = 40;
 const BENCH_CONFIGURATION =
   "steps:\n  - command: make test\n    agents: {queue: bench-idle}\n  - wait\n  - command: make deploy\n    agents: {queue: bench-idle}\n";
 
+/** The bench pipeline's path under the organization, and its first build and first page of 30. */
+const pipelinePath = (c: BenchContext) =>
+  c.pipelineSlug && `/v2/organizations/${c.orgSlug}/pipelines/${c.pipelineSlug}`;
+const buildPath = (c: BenchContext) => c.pipelineSlug && `${pipelinePath(c)}/builds/1`;
+const pagePath = (c: BenchContext) => c.pipelineSlug && `${pipelinePath(c)}/builds?per_page=30`;
+
 /** The routes measured by `npm run bench`, in report order. Later features add their hot routes here. */
 export const BENCH_ROUTES: readonly BenchRoute[] = [
   { name: "GET /v2/organizations/{org}", method: "GET", path: (c) => `/v2/organizations/${c.orgSlug}` },
-  {
-    name: "GET …/pipelines/{pipeline}",
-    method: "GET",
-    path: (c) => c.pipelineSlug && `/v2/organizations/${c.orgSlug}/pipelines/${c.pipelineSlug}`,
-  },
-  {
-    name: "GET …/builds/{number} (3 jobs)",
-    method: "GET",
-    path: (c) => c.pipelineSlug && `/v2/organizations/${c.orgSlug}/pipelines/${c.pipelineSlug}/builds/1`,
-  },
-  {
-    name: "GET …/pipelines/{p}/builds (30)",
-    method: "GET",
-    path: (c) => c.pipelineSlug && `/v2/organizations/${c.orgSlug}/pipelines/${c.pipelineSlug}/builds?per_page=30`,
-  },
-  {
-    name: "GET …/builds/{number} gzip (Go clients)",
-    method: "GET",
-    path: (c) => c.pipelineSlug && `/v2/organizations/${c.orgSlug}/pipelines/${c.pipelineSlug}/builds/1`,
-    gzip: true,
-  },
-  {
-    name: "GET …/pipelines/{p}/builds (30) gzip",
-    method: "GET",
-    path: (c) => c.pipelineSlug && `/v2/organizations/${c.orgSlug}/pipelines/${c.pipelineSlug}/builds?per_page=30`,
-    gzip: true,
-  },
-  {
-    name: "GET …/builds/{n} If-None-Match",
-    method: "GET",
-    path: (c) => c.pipelineSlug && `/v2/organizations/${c.orgSlug}/pipelines/${c.pipelineSlug}/builds/1`,
-    conditional: true,
-  },
-  {
-    name: "GET …/builds (30) If-None-Match",
-    method: "GET",
-    path: (c) => c.pipelineSlug && `/v2/organizations/${c.orgSlug}/pipelines/${c.pipelineSlug}/builds?per_page=30`,
-    conditional: true,
-  },
+  { name: "GET …/pipelines/{pipeline}", method: "GET", path: pipelinePath },
+  { name: "GET …/builds/{number} (3 jobs)", method: "GET", path: buildPath },
+  { name: "GET …/pipelines/{p}/builds (30)", method: "GET", path: pagePath },
+  { name: "GET …/builds/{number} gzip (Go clients)", method: "GET", path: buildPath, gzip: true },
+  { name: "GET …/pipelines/{p}/builds (30) gzip", method: "GET", path: pagePath, gzip: true },
+  { name: "GET …/builds/{n} If-None-Match", method: "GET", path: buildPath, conditional: true },
+  { name: "GET …/builds (30) If-None-Match", method: "GET", path: pagePath, conditional: true },
 ];
 
 /**
