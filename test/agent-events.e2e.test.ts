@@ -90,7 +90,15 @@ describe("agent events and lost agents", () => {
     await survivor.stop();
     await eventually("the disconnection to be announced", async () =>
       seen.some((e) => e.subject === "ci.agents.agent_disconnected" && e.agent === survivorId) ? true : undefined,
-    );
+    ).catch(async (err) => {
+      // Say what was seen instead: the agent's own account of its stop, its record, and its announcements.
+      const record = (await send("GET", `${base}/agents/${survivorId}`, org.secret)).body as Json;
+      const events = seen.filter((e) => e.agent === survivorId).map((e) => `${e.subject} ${e.state ?? ""}`);
+      throw new Error(
+        `${String(err)}\nstate: ${record.connection_state}; events: ${events.join(", ")}\n` +
+          `agent log (last 30 lines):\n${survivor.log().split("\n").slice(-30).join("\n")}`,
+      );
+    });
     sub.unsubscribe();
     const forDoomed = seen.filter((e) => e.agent === agentId).map((e) => e.subject);
     expect(forDoomed).toEqual(["ci.agents.agent_connected", "ci.agents.job_dispatched", "ci.agents.agent_lost"]);

@@ -2,6 +2,7 @@ import { readFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { BACKEND_SERVICES, type BackendService, DEFAULT_PORTS, HEALTH_PORT_OFFSET } from "@conveyor/runtime";
 import { type Env, envValue } from "./paths.js";
+import { reservePort } from "./port-reservations.js";
 
 /** Every port of a stack: the six processes, the backends' HTTP/1.1 health endpoints and the three servers. */
 export interface StackPorts {
@@ -81,35 +82,29 @@ function ephemeralPort(): Promise<number> {
  * the kernel's ephemeral range: a port the kernel handed out (listen(0)) and was released is handed out again to the
  * next process that asks, and a test stack's servers start seconds after their ports are chosen, while other suites
  * start servers of their own (this was a CI failure: EADDRINUSE on a replica balancer's port). Falls back to the
- * ephemeral range when the system leaves no room below it.
+ * ephemeral range when the system leaves no room below it. A port is also noted for this process (reservePort), so
+ * no other process chooses it before its server binds it, nor while that server restarts.
  */
 export async function getFreePort(): Promise<number> {
   const to = ephemeralFrom();
   if (to - FREE_PORTS_FROM >= 1_000) {
     for (let attempt = 0; attempt < 100; attempt++) {
       const port = FREE_PORTS_FROM + Math.floor(Math.random() * (to - FREE_PORTS_FROM));
-      if (await isPortFree(port)) return port;
+      if ((await isPortFree(port)) && reservePort(port)) return port;
     }
   }
-  return ephemeralPort();
+  for (;;) {
+    const port = await ephemeralPort();
+    if (reservePort(port)) return port;
+  }
 }
 
-/** Allocates distinct free ports for a whole stack (for tests and benchmarks). */
+/** Allocates distinct free ports for a whole stack (for tests and benchmarks); getFreePort never repeats one. */
 export async function allocateFreePorts(): Promise<StackPorts> {
-  const taken = new Set<number>();
-  const next = async () => {
-    for (;;) {
-      const port = await getFreePort();
-      if (!taken.has(port)) {
-        taken.add(port);
-        return port;
-      }
-    }
-  };
   const ports = {} as Record<PortKey, number>;
-  for (const key of PORT_KEYS) ports[key] = await next();
+  for (const key of PORT_KEYS) ports[key] = await getFreePort();
   const health = {} as Record<BackendService, number>;
-  for (const service of BACKEND_SERVICES) health[service] = await next();
+  for (const service of BACKEND_SERVICES) health[service] = await getFreePort();
   return { ...ports, health };
 }
 
