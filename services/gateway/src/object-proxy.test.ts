@@ -168,7 +168,9 @@ describe("the object store proxy towards a store that stalls", () => {
     });
     expect(res.status).toBe(504);
     expect(((await res.json()) as { message: string }).message).toMatch(/took none of the upload's bytes/);
-    expect(Date.now() - started).toBeLessThan(5_000);
+    // Sending 64 MB through the proxy takes seconds while CI runs other suites (7.3 s was seen): the bound only
+    // shows the stall was cut, where without the idle timeout the request would hang past the test's timeout.
+    expect(Date.now() - started).toBeLessThan(20_000);
   });
 
   it("cuts a download short when the store stops sending its bytes", async () => {
