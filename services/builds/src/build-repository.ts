@@ -9,10 +9,12 @@ import {
   toBuildDoc,
   toJobDoc,
 } from "./build-docs.js";
+import { ensureBuildIndexes } from "./build-indexes.js";
 import { type BuildListFilter, buildListQuery, mergeBuildPages, splitBuildList } from "./build-list.js";
 import type { Build } from "./domain/build.js";
 import type { Job } from "./domain/job.js";
-import type { BuildState, JobState } from "./domain/types.js";
+import type { JobState } from "./domain/types.js";
+import { countPipeline, type PipelineCounts } from "./pipeline-counts.js";
 
 /** The fields of a build that a compare-and-set update may change. */
 export type BuildUpdate = Partial<
@@ -141,69 +143,22 @@ export interface BuildRepository {
   /** Pipelines with unfinished builds, or builds finished since `since`: those whose counters may be stale. */
   activePipelines(since: Date): Promise<string[]>;
   /** Live counters of a pipeline. */
-  pipelineCounts(pipelineId: string): Promise<{
-    scheduledBuilds: number;
-    runningBuilds: number;
-    scheduledJobs: number;
-    runningJobs: number;
-    waitingJobs: number;
-  }>;
+  pipelineCounts(pipelineId: string): Promise<PipelineCounts>;
 }
 
 /** The version a new build is stored with, in state `creating`, and the one its first state gets (leaveCreating). */
 export const CREATING_VERSION = 1;
 export const FIRST_STATE_VERSION = CREATING_VERSION + 1;
 
-const RUNNING_BUILD_STATES: BuildState[] = ["running", "failing", "canceling"];
-const SCHEDULED_JOB_STATES: JobState[] = ["scheduled", "assigned"];
-const RUNNING_JOB_STATES: JobState[] = ["accepted", "running", "canceling", "timing_out"];
-const WAITING_JOB_STATES: JobState[] = ["pending", "waiting", "blocked", "limited", "limiting"];
-
 /** The most unfinished jobs of one concurrency group the gate reads at once. */
 const MAX_GROUP_JOBS = 5000;
-
-const RETIRED_BUILD_INDEXES = ["org_finished"];
 
 /** The MongoDB implementation; creates its indexes before returning. */
 export async function createMongoBuildRepository(db: Db): Promise<BuildRepository> {
   const builds: Collection<BuildDoc> = db.collection("builds");
   const jobs: Collection<JobDoc> = db.collection("jobs");
   const counters: Collection<{ _id: string; seq: number }> = db.collection("build_numbers");
-  await Promise.all([
-    builds.createIndex({ pipelineId: 1, number: -1 }, { unique: true, name: "pipeline_number_unique" }),
-    builds.createIndex({ organizationId: 1, createdAt: -1, _id: -1 }, { name: "org_newest_first" }),
-    builds.createIndex({ pipelineId: 1, createdAt: -1, _id: -1 }, { name: "pipeline_newest_first" }),
-    builds.createIndex({ pipelineId: 1, branch: 1, number: -1 }, { name: "pipeline_branch" }),
-    builds.createIndex({ organizationId: 1, branch: 1, createdAt: -1 }, { name: "org_branch" }),
-    builds.createIndex({ organizationId: 1, state: 1, createdAt: -1 }, { name: "org_state" }),
-    builds.createIndex({ pipelineId: 1, state: 1, number: -1 }, { name: "pipeline_state" }),
-    builds.createIndex({ organizationId: 1, commit: 1, createdAt: -1 }, { name: "org_commit" }),
-    builds.createIndex({ organizationId: 1, "creator.id": 1, createdAt: -1 }, { name: "org_creator" }),
-    builds.createIndex({ organizationId: 1, metaPairs: 1, createdAt: -1 }, { name: "org_meta" }),
-    // activePipelines: unfinished (finishedAt null) and recently finished builds, once per process start
-    builds.createIndex({ finishedAt: -1 }, { name: "finished" }),
-    // The creation repair: builds left `creating` (normally none).
-    builds.createIndex({ state: 1, createdAt: 1 }, { name: "state_age" }),
-    jobs.createIndex({ buildId: 1, stepIndex: 1, parallelGroupIndex: 1 }, { name: "build_jobs" }),
-    // A build's answer reads its jobs by pipeline and number, beside the build, in the same round trip.
-    jobs.createIndex({ pipelineId: 1, buildNumber: 1, stepIndex: 1 }, { name: "pipeline_build_jobs" }),
-    jobs.createIndex({ pipelineId: 1, state: 1 }, { name: "pipeline_job_state" }),
-    // Dispatch: scheduled jobs by priority, then how long they have been runnable; stale assignments by age.
-    jobs.createIndex({ state: 1, priority: -1, runnableAt: 1 }, { name: "dispatch" }),
-    jobs.createIndex({ state: 1, assignedAt: 1 }, { name: "assigned_age" }),
-    // Sweepers: running jobs past their deadline, scheduled jobs waiting too long.
-    jobs.createIndex({ state: 1, deadlineAt: 1 }, { name: "deadlines" }),
-    jobs.createIndex({ state: 1, runnableAt: 1 }, { name: "scheduled_age" }),
-    jobs.createIndex({ type: 1, state: 1 }, { name: "type_state" }),
-    // Concurrency groups: a group's unfinished jobs across the organization.
-    jobs.createIndex({ organizationId: 1, concurrencyGroup: 1, state: 1 }, { name: "concurrency_group" }),
-    // Metrics: an organization's unfinished jobs.
-    jobs.createIndex({ organizationId: 1, state: 1 }, { name: "org_job_state" }),
-  ]);
-  // Indexes an earlier version made and lists no longer use. "org_finished" (organization, finishedAt) served
-  // finished_from by sorting every match; org_newest_first serves it in order, reading only up to the page's end.
-  const existing = new Set((await builds.listIndexes().toArray()).map((index) => String(index.name)));
-  for (const name of RETIRED_BUILD_INDEXES) if (existing.has(name)) await builds.dropIndex(name);
+  await ensureBuildIndexes(builds, jobs);
 
   const build = (doc: BuildDoc | null) => (doc ? fromBuildDoc(doc) : null);
   const job = (doc: JobDoc | null) => (doc ? fromJobDoc(doc) : null);
@@ -462,23 +417,7 @@ export async function createMongoBuildRepository(db: Db): Promise<BuildRepositor
       const ids = await builds.distinct("pipelineId", { $or: [{ finishedAt: null }, { finishedAt: { $gte: since } }] });
       return ids.map(String);
     },
-    async pipelineCounts(pipelineId) {
-      // One count command per counter, each answered from the (pipelineId, state) index: by MongoDB, and by the
-      // bundled FerretDB in SQL (count-pushdown.patch). An aggregation over the states would read every unfinished
-      // build and job of the pipeline, thousands when agents fall behind, on every recount.
-      const count = (collection: Collection<BuildDoc> | Collection<JobDoc>, states: readonly string[]) =>
-        // The count command, not countDocuments (an aggregation): exact with a filter on a standalone server or a
-        // replica set, which is what the service runs on.
-        (collection as unknown as Collection).count({ pipelineId, state: { $in: [...states] } });
-      const [scheduledBuilds, runningBuilds, scheduledJobs, runningJobs, waitingJobs] = await Promise.all([
-        count(builds, ["scheduled"]),
-        count(builds, RUNNING_BUILD_STATES),
-        count(jobs, SCHEDULED_JOB_STATES),
-        count(jobs, RUNNING_JOB_STATES),
-        count(jobs, WAITING_JOB_STATES),
-      ]);
-      return { scheduledBuilds, runningBuilds, scheduledJobs, runningJobs, waitingJobs };
-    },
+    pipelineCounts: (pipelineId) => countPipeline(builds, jobs, pipelineId),
   };
 }
 

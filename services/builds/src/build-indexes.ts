@@ -1,0 +1,50 @@
+import type { Collection } from "mongodb";
+import type { BuildDoc, JobDoc } from "./build-docs.js";
+
+/**
+ * The indexes of the builds and jobs collections: what each list, dispatch query, sweeper and repair reads by.
+ * Each index costs every write of a document (13 entries per build on the bundled FerretDB), so one is added only
+ * for a query that would otherwise scan.
+ */
+
+/** Indexes an earlier version made that nothing reads by any more; dropped at start. */
+const RETIRED_BUILD_INDEXES = ["org_finished"];
+
+/** Creates the indexes (a no-op for those that exist) and drops the retired ones. */
+export async function ensureBuildIndexes(builds: Collection<BuildDoc>, jobs: Collection<JobDoc>): Promise<void> {
+  await Promise.all([
+    builds.createIndex({ pipelineId: 1, number: -1 }, { unique: true, name: "pipeline_number_unique" }),
+    builds.createIndex({ organizationId: 1, createdAt: -1, _id: -1 }, { name: "org_newest_first" }),
+    builds.createIndex({ pipelineId: 1, createdAt: -1, _id: -1 }, { name: "pipeline_newest_first" }),
+    builds.createIndex({ pipelineId: 1, branch: 1, number: -1 }, { name: "pipeline_branch" }),
+    builds.createIndex({ organizationId: 1, branch: 1, createdAt: -1 }, { name: "org_branch" }),
+    builds.createIndex({ organizationId: 1, state: 1, createdAt: -1 }, { name: "org_state" }),
+    builds.createIndex({ pipelineId: 1, state: 1, number: -1 }, { name: "pipeline_state" }),
+    builds.createIndex({ organizationId: 1, commit: 1, createdAt: -1 }, { name: "org_commit" }),
+    builds.createIndex({ organizationId: 1, "creator.id": 1, createdAt: -1 }, { name: "org_creator" }),
+    builds.createIndex({ organizationId: 1, metaPairs: 1, createdAt: -1 }, { name: "org_meta" }),
+    // activePipelines: unfinished (finishedAt null) and recently finished builds, once per process start
+    builds.createIndex({ finishedAt: -1 }, { name: "finished" }),
+    // The creation repair: builds left `creating` (normally none).
+    builds.createIndex({ state: 1, createdAt: 1 }, { name: "state_age" }),
+    jobs.createIndex({ buildId: 1, stepIndex: 1, parallelGroupIndex: 1 }, { name: "build_jobs" }),
+    // A build's answer reads its jobs by pipeline and number, beside the build, in the same round trip.
+    jobs.createIndex({ pipelineId: 1, buildNumber: 1, stepIndex: 1 }, { name: "pipeline_build_jobs" }),
+    jobs.createIndex({ pipelineId: 1, state: 1 }, { name: "pipeline_job_state" }),
+    // Dispatch: scheduled jobs by priority, then how long they have been runnable; stale assignments by age.
+    jobs.createIndex({ state: 1, priority: -1, runnableAt: 1 }, { name: "dispatch" }),
+    jobs.createIndex({ state: 1, assignedAt: 1 }, { name: "assigned_age" }),
+    // Sweepers: running jobs past their deadline, scheduled jobs waiting too long.
+    jobs.createIndex({ state: 1, deadlineAt: 1 }, { name: "deadlines" }),
+    jobs.createIndex({ state: 1, runnableAt: 1 }, { name: "scheduled_age" }),
+    jobs.createIndex({ type: 1, state: 1 }, { name: "type_state" }),
+    // Concurrency groups: a group's unfinished jobs across the organization.
+    jobs.createIndex({ organizationId: 1, concurrencyGroup: 1, state: 1 }, { name: "concurrency_group" }),
+    // Metrics: an organization's unfinished jobs.
+    jobs.createIndex({ organizationId: 1, state: 1 }, { name: "org_job_state" }),
+  ]);
+  // Indexes an earlier version made and lists no longer use. "org_finished" (organization, finishedAt) served
+  // finished_from by sorting every match; org_newest_first serves it in order, reading only up to the page's end.
+  const existing = new Set((await builds.listIndexes().toArray()).map((index) => String(index.name)));
+  for (const name of RETIRED_BUILD_INDEXES) if (existing.has(name)) await builds.dropIndex(name);
+}
