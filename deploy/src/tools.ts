@@ -60,9 +60,7 @@ export const NATS_SERVER: ToolSpec = {
  * statement changes together, up to 100 in one SQLite transaction (upstream used a transaction, so a commit and a WAL
  * fsync, per document), with upstream's outcome when one is refused; kinds-triggers.patch lets the field-kinds triggers
  * of index-pushdown.patch skip what cannot add to their record (an update that leaves the top-level schema as it was,
- * a document without a double for the extreme-double ones); update-prepare.patch compiles the UPDATE of a statement's
- * documents once per transaction instead of once per document (SQLite compiles every index and trigger into it). One
- * dependency is patched too:
+ * a document without a double for the extreme-double ones). One dependency is patched too:
  * libc-memcmp.patch gives modernc.org/libc (the C library the SQLite driver is transpiled against) a vectorized memcmp
  * instead of a byte-at-a-time loop (SQLite's JSON functions compare a whole document with it, once per indexed field).
  * The "-conveyor.N" suffix names the patch level: raise it whenever a patch changes, so that machines rebuild their
@@ -70,7 +68,7 @@ export const NATS_SERVER: ToolSpec = {
  */
 export const FERRETDB: ToolSpec = {
   name: "ferretdb",
-  version: "v1.24.2-conveyor.10",
+  version: "v1.24.2-conveyor.9",
   binary: "ferretdb",
   envVar: "FERRETDB_BIN",
   buildTime: "~1 min",
@@ -86,7 +84,6 @@ export const FERRETDB: ToolSpec = {
       "count-pushdown.patch",
       "update-batches.patch",
       "kinds-triggers.patch",
-      "update-prepare.patch",
     ],
     dependencies: [{ module: "modernc.org/libc@v1.55.3", dir: "conveyor-libc", patches: ["libc-memcmp.patch"] }],
   },
