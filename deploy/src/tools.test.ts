@@ -27,7 +27,7 @@ function probe(opts: { onPath?: string[]; files?: string[] } = {}): MachineProbe
 
 describe("cachedToolPath", () => {
   it("puts each tool in a folder named with its version", () => {
-    expect(cachedToolPath(cache, FERRETDB)).toBe(join(cache, "bin", "ferretdb-v1.24.2-conveyor.9", "ferretdb"));
+    expect(cachedToolPath(cache, FERRETDB)).toBe(join(cache, "bin", "ferretdb-v1.24.2-conveyor.10", "ferretdb"));
     expect(cachedToolPath(cache, NATS_SERVER)).toBe(join(cache, "bin", "nats-server-v2.14.5", "nats-server"));
     expect(cachedToolPath(cache, VERSITYGW)).toBe(join(cache, "bin", "versitygw-v1.7.0", "versitygw"));
     expect(cachedToolPath(cache, BUILDKITE_AGENT)).toBe(

@@ -60,15 +60,18 @@ export const NATS_SERVER: ToolSpec = {
  * statement changes together, up to 100 in one SQLite transaction (upstream used a transaction, so a commit and a WAL
  * fsync, per document), with upstream's outcome when one is refused; kinds-triggers.patch lets the field-kinds triggers
  * of index-pushdown.patch skip what cannot add to their record (an update that leaves the top-level schema as it was,
- * a document without a double for the extreme-double ones). One dependency is patched too:
+ * a document without a double for the extreme-double ones). Two dependencies are patched too:
  * libc-memcmp.patch gives modernc.org/libc (the C library the SQLite driver is transpiled against) a vectorized memcmp
- * instead of a byte-at-a-time loop (SQLite's JSON functions compare a whole document with it, once per indexed field).
+ * instead of a byte-at-a-time loop (SQLite's JSON functions compare a whole document with it, once per indexed field);
+ * sqlite-stmt-cache.patch lets each connection of modernc.org/sqlite (the driver) keep the last 16 statements it
+ * executed, compiled, instead of compiling every INSERT and UPDATE again (with each of a collection's indexes and
+ * triggers) on every exec.
  * The "-conveyor.N" suffix names the patch level: raise it whenever a patch changes, so that machines rebuild their
  * cached binary.
  */
 export const FERRETDB: ToolSpec = {
   name: "ferretdb",
-  version: "v1.24.2-conveyor.9",
+  version: "v1.24.2-conveyor.10",
   binary: "ferretdb",
   envVar: "FERRETDB_BIN",
   buildTime: "~1 min",
@@ -85,7 +88,10 @@ export const FERRETDB: ToolSpec = {
       "update-batches.patch",
       "kinds-triggers.patch",
     ],
-    dependencies: [{ module: "modernc.org/libc@v1.55.3", dir: "conveyor-libc", patches: ["libc-memcmp.patch"] }],
+    dependencies: [
+      { module: "modernc.org/libc@v1.55.3", dir: "conveyor-libc", patches: ["libc-memcmp.patch"] },
+      { module: "modernc.org/sqlite@v1.32.0", dir: "conveyor-sqlite", patches: ["sqlite-stmt-cache.patch"] },
+    ],
   },
 };
 
