@@ -109,7 +109,9 @@ describe("batchBuildReads", () => {
     const asked = Date.now();
     const answer = await fake.client.getBuild({ pipelineId: "p", number: 5 });
     expect(answer.version).toBe("v5");
-    expect(Date.now() - asked).toBeLessThan(1_000);
+    // Without the slot's time limit it would never be answered (the slow calls end only below); the bound leaves room
+    // for a CI machine busy with other suites (1 s was once passed there).
+    expect(Date.now() - asked).toBeLessThan(10_000);
     expect(fake.calls.map((c) => c.length)).toEqual([1, 1, 1, 1, 1]);
     fake.releaseAll();
     expect((await Promise.all(slow)).map((a) => a.version)).toEqual(["v1", "v2", "v3", "v4"]);
