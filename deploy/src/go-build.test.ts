@@ -17,7 +17,8 @@ describe("FerretDB patches", () => {
 
   it("of dependencies are in deploy/ferretdb too, each for a module at a pinned version in its own folder", () => {
     const deps = FERRETDB.build.kind === "ferretdb" ? (FERRETDB.build.dependencies ?? []) : [];
-    expect(deps.map((d) => d.module)).toEqual(["modernc.org/libc@v1.55.3"]);
+    expect(deps.map((d) => d.module)).toEqual(["modernc.org/libc@v1.55.3", "modernc.org/sqlite@v1.32.0"]);
+    expect(new Set(deps.map((d) => d.dir)).size).toBe(deps.length);
     for (const dep of deps) {
       expect(dep.module).toMatch(/^[\w.\-/]+@v\d+\.\d+\.\d+$/);
       expect(dep.dir).toMatch(/^conveyor-[a-z]+$/);
