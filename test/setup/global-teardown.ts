@@ -1,4 +1,4 @@
-import { mkdirSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { TestStackState } from "./global-setup.js";
 
@@ -15,6 +15,7 @@ export default async function globalTeardown(): Promise<void> {
   process.off("SIGTERM", state.onSignal);
   await state.stack.stop();
   await scanLogsForSecrets(state.dataDir);
+  keepErrorLines(state.dataDir);
   if (process.env[KEEP_DATA_VAR] === "1") {
     process.stderr.write(`[test stack] data and logs kept in ${state.dataDir}\n`);
   } else {
@@ -37,4 +38,38 @@ async function scanLogsForSecrets(dataDir: string): Promise<void> {
   const summary = `${result.files} log files, ${result.bytes} bytes: ${result.findings.length} secrets found`;
   process.stderr.write(`[test stack] secrets in logs: ${summary}\n`);
   for (const f of result.findings.slice(0, 20)) process.stderr.write(`  ${f.file}:${f.line} ${f.redacted}\n`);
+}
+
+/** The most error lines kept from a run's logs. */
+const MAX_ERROR_LINES = 300;
+
+/**
+ * The error lines of every process's log (pino's levels 50 and 60, the Go servers' ERROR), the last
+ * MAX_ERROR_LINES of them, kept in .test-results/stack-errors.log after the data folder is gone: what a 500 seen by a
+ * test was, when a CI run cannot be repeated.
+ */
+function keepErrorLines(dataDir: string): void {
+  const lines: string[] = [];
+  const walk = (dir: string) => {
+    for (const entry of readdirSync(dir, { withFileTypes: true })) {
+      const path = join(dir, entry.name);
+      if (entry.isDirectory()) walk(path);
+      else if (entry.name.endsWith(".log")) {
+        for (const line of readFileSync(path, "utf8").split("\n")) {
+          if (/"level":(50|60)\b|\bERROR\b|"level":"ERROR"/.test(line))
+            lines.push(`${entry.name}: ${line.slice(0, 4000)}`);
+        }
+      }
+    }
+  };
+  try {
+    walk(dataDir);
+  } catch {
+    return; // A log that cannot be read leaves nothing to keep.
+  }
+  const resultsDir = join(__dirname, "..", "..", ".test-results");
+  mkdirSync(resultsDir, { recursive: true });
+  writeFileSync(join(resultsDir, "stack-errors.log"), lines.slice(-MAX_ERROR_LINES).join("\n"));
+  if (lines.length > 0)
+    process.stderr.write(`[test stack] ${lines.length} error lines in its logs: .test-results/stack-errors.log\n`);
 }
