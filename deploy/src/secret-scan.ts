@@ -54,7 +54,8 @@ export async function scanForSecrets(
   return result;
 }
 
-function filesUnder(dir: string): string[] {
+/** Every file under `dir`, recursively (the stack's logs, for the scans of a test run). */
+export function filesUnder(dir: string): string[] {
   const files: string[] = [];
   for (const entry of readdirSync(dir, { withFileTypes: true })) {
     const path = join(dir, entry.name);

@@ -1,5 +1,5 @@
-import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { basename, join } from "node:path";
 import type { TestStackState } from "./global-setup.js";
 
 const KEEP_DATA_VAR = "CONVEYOR_KEEP_TEST_DATA";
@@ -15,7 +15,7 @@ export default async function globalTeardown(): Promise<void> {
   process.off("SIGTERM", state.onSignal);
   await state.stack.stop();
   await scanLogsForSecrets(state.dataDir);
-  keepErrorLines(state.dataDir);
+  await keepErrorLines(state.dataDir);
   if (process.env[KEEP_DATA_VAR] === "1") {
     process.stderr.write(`[test stack] data and logs kept in ${state.dataDir}\n`);
   } else {
@@ -48,22 +48,16 @@ const MAX_ERROR_LINES = 300;
  * MAX_ERROR_LINES of them, kept in .test-results/stack-errors.log after the data folder is gone: what a 500 seen by a
  * test was, when a CI run cannot be repeated.
  */
-function keepErrorLines(dataDir: string): void {
+async function keepErrorLines(dataDir: string): Promise<void> {
+  const { filesUnder } = await import("@conveyor/deploy");
   const lines: string[] = [];
-  const walk = (dir: string) => {
-    for (const entry of readdirSync(dir, { withFileTypes: true })) {
-      const path = join(dir, entry.name);
-      if (entry.isDirectory()) walk(path);
-      else if (entry.name.endsWith(".log")) {
-        for (const line of readFileSync(path, "utf8").split("\n")) {
-          if (/"level":(50|60)\b|\bERROR\b|"level":"ERROR"/.test(line))
-            lines.push(`${entry.name}: ${line.slice(0, 4000)}`);
-        }
+  try {
+    for (const file of filesUnder(dataDir).filter((path) => path.endsWith(".log"))) {
+      for (const line of readFileSync(file, "utf8").split("\n")) {
+        if (/"level":(50|60)\b|\bERROR\b|"level":"ERROR"/.test(line))
+          lines.push(`${basename(file)}: ${line.slice(0, 4000)}`);
       }
     }
-  };
-  try {
-    walk(dataDir);
   } catch {
     return; // A log that cannot be read leaves nothing to keep.
   }
