@@ -5,6 +5,7 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import { CredentialKind } from "@conveyor/proto/agents";
 import { DispatchableJobSchema, JobAgentSchema, JobEventType } from "@conveyor/proto/builds";
 import { fieldErrorsOf, hashSecret, newId, SUBJECTS } from "@conveyor/runtime";
+import { TRUNCATED_REFRESH_SKIPS } from "./agents-service.js";
 import { CONFIG, failure, held, iso, type RegisterInit, seeded, setup, start, T0 } from "./test-support.js";
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -598,6 +599,15 @@ describe("dispatch", () => {
     );
     await t.domain.refreshHints();
     expect((await t.client.pingAgent({ agentId: b.id })).jobId).toBe(kept);
+    // After a cut list, the next refreshes are skipped (events keep the hints), then one reads again.
+    for (let i = 0; i < TRUNCATED_REFRESH_SKIPS; i++) await t.domain.refreshHints();
+    expect(t.builds.callsOf("listDispatchableJobs")).toHaveLength(1);
+    t.builds.listOverride = [];
+    await t.domain.refreshHints();
+    expect(t.builds.callsOf("listDispatchableJobs")).toHaveLength(2);
+    // That one was complete (and empty): every later refresh reads.
+    await t.domain.refreshHints();
+    expect(t.builds.callsOf("listDispatchableJobs")).toHaveLength(3);
 
     // The same list one short of the limit is complete: the event-only job is dropped.
     const u = await setup();

@@ -15,6 +15,9 @@ import { type BuildsClient, createJobHandoff } from "./job-handoff.js";
 import { createLiveness } from "./liveness.js";
 import { createMetrics } from "./metrics.js";
 
+/** Refreshes skipped after one that was cut at its limit (so, with a refresh every 3 s, one every 30 s). */
+export const TRUNCATED_REFRESH_SKIPS = 9;
+
 export interface AgentsServiceDeps {
   clusters: ClusterRepository;
   agents: AgentRepository;
@@ -42,6 +45,9 @@ export function createAgentsDomain(deps: AgentsServiceDeps) {
     ttlMs: deps.agentCacheTtlMs ?? 60_000,
   });
   const hints = createDispatchHints();
+  // A refresh cut at its limit only adds jobs that events missed among the first thousand (it cannot tell what
+  // else left the queue), and reading that many costs the database most: it is then done one time in ten.
+  let refreshesToSkip = 0;
   const handoff = createJobHandoff({ repo: deps.agents, directory, hints, builds, events, logger, now });
   // The lifecycle and liveness need each other (a sweep marks agents lost through the lifecycle); markLost is
   // resolved once both exist.
@@ -80,9 +86,15 @@ export function createAgentsDomain(deps: AgentsServiceDeps) {
     flushLiveness: () => liveness.flush(),
     sweepLost: () => liveness.sweep(),
     async refreshHints(): Promise<void> {
+      if (refreshesToSkip > 0) {
+        refreshesToSkip--;
+        return;
+      }
       const since = hints.ticket();
       const { jobs } = await builds.listDispatchableJobs({ limit: REFRESH_LIMIT });
-      hints.replace(jobs, jobs.length >= REFRESH_LIMIT, since);
+      const truncated = jobs.length >= REFRESH_LIMIT;
+      hints.replace(jobs, truncated, since);
+      refreshesToSkip = truncated ? TRUNCATED_REFRESH_SKIPS : 0;
     },
     jobChanged: (job: Job) => hints.jobChanged(job),
     agentChanged: (agentId: string) => directory.evict(agentId),

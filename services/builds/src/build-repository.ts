@@ -50,6 +50,17 @@ export type JobUpdate = Partial<
 >;
 
 /** What a new build's first state sets as it leaves `creating`. */
+/** What dispatch matches an agent by: the fields of a scheduled job the agents service keeps as its hints. */
+export type DispatchableJob = Pick<
+  Job,
+  "id" | "organizationId" | "clusterId" | "agentQueryRules" | "priority" | "runnableAt"
+>;
+type DispatchableJobDoc = Pick<
+  JobDoc,
+  "_id" | "organizationId" | "clusterId" | "agentQueryRules" | "priority" | "runnableAt"
+>;
+const DISPATCHABLE_FIELDS = { organizationId: 1, clusterId: 1, agentQueryRules: 1, priority: 1, runnableAt: 1 };
+
 export type FirstState = Required<Pick<BuildUpdate, "state" | "blocked" | "finishedAt">>;
 
 /** The unique (pipeline, number) index refused a build: another process took the number. */
@@ -126,8 +137,11 @@ export interface BuildRepository {
   ): Promise<Job | null>;
   /** Merges section header times into a job's. */
   setHeaderTimes(id: string, times: Record<string, string>): Promise<Job | null>;
-  /** Scheduled agent jobs, highest priority then longest runnable first. */
-  dispatchableJobs(limit: number): Promise<Job[]>;
+  /**
+   * Scheduled agent jobs, highest priority then longest runnable first: only what dispatch matches agents by (the
+   * agents service reads up to a thousand of them every few seconds).
+   */
+  dispatchableJobs(limit: number): Promise<DispatchableJob[]>;
   /** Jobs in `state` whose `field` time is before `before`, oldest first (the sweepers' work). */
   jobsDue(state: JobState, field: "deadlineAt" | "runnableAt", before: Date, limit: number): Promise<Job[]>;
   /** An organization's jobs of a concurrency group in some states. */
@@ -344,10 +358,11 @@ export async function createMongoBuildRepository(db: Db): Promise<BuildRepositor
     async dispatchableJobs(limit) {
       const docs = await jobs
         .find({ state: "scheduled", type: "script" })
+        .project<DispatchableJobDoc>(DISPATCHABLE_FIELDS)
         .sort({ state: 1, priority: -1, runnableAt: 1 })
         .limit(limit)
         .toArray();
-      return docs.map(fromJobDoc);
+      return docs.map(({ _id, clusterId, ...rest }) => ({ ...rest, id: _id, clusterId: clusterId ?? null }));
     },
     async jobsDue(state, field, before, limit) {
       const docs = await jobs
