@@ -3,6 +3,11 @@
  * changed is known to every replica's read cache, so whatever is acknowledged after it can never be hidden by a
  * kept answer. Reads pass through unchanged. A write that failed may still have been applied: it touches too (the
  * whole cache, when the build it changed cannot be told).
+ *
+ * A build being created (build-creation.ts) is stored `creating`, then its jobs, then it takes its first state. Only
+ * that last write touches: nothing is acknowledged to anyone before it, and its touch drops the build with its jobs
+ * and stamps its lists, so no read that saw the build half made can keep what it saw. A creation cut off is finished
+ * or canceled by the repair, whose writes touch.
  */
 import type { BuildRepository } from "./build-repository.js";
 import type { Build } from "./domain/build.js";
@@ -13,6 +18,9 @@ type Publish = (t: Touch) => Promise<void>;
 
 const NOTHING: Touch = { builds: [], pipelines: [], organizations: [] };
 const EVERYTHING: Touch = { ...NOTHING, everything: true };
+
+/** Builds this process is creating, at most (beyond it, their writes touch as any other: safe, only slower). */
+const MAX_CREATING = 10_000;
 
 /** A change of builds themselves: their lists may change too. */
 const ofBuilds = (builds: readonly Pick<Build, "id" | "pipelineId" | "organizationId">[]): Touch => ({
@@ -40,6 +48,8 @@ export function withTouches(inner: BuildRepository, publish: Publish): BuildRepo
     if (t.everything || t.allLists || t.builds.length > 0 || (t.jobsOf?.length ?? 0) > 0) await publish(t);
     return result;
   };
+  /** Builds this process stored `creating` and that have not taken their first state yet. */
+  const creating = new Set<string>();
   /** The build of a job, for writes that name only the job. */
   const jobTouch = async (id: string): Promise<Touch> => {
     const job = await inner.findJob(id);
@@ -48,24 +58,38 @@ export function withTouches(inner: BuildRepository, publish: Publish): BuildRepo
 
   return {
     ...inner,
-    insertBuild: (b) =>
-      touching(
-        () => inner.insertBuild(b),
-        () => ofBuilds([b]),
-        ofBuilds([b]),
-      ),
+    async insertBuild(b) {
+      if (b.state !== "creating" || creating.size >= MAX_CREATING) {
+        return touching(
+          () => inner.insertBuild(b),
+          () => ofBuilds([b]),
+          ofBuilds([b]),
+        );
+      }
+      await inner.insertBuild(b);
+      creating.add(b.id);
+    },
     removeBuilds: (ids) =>
       touching(
         () => inner.removeBuilds(ids),
         () => ({ ...NOTHING, builds: [...ids], allLists: true }),
         { ...NOTHING, builds: [...ids], allLists: true },
       ),
-    insertJobs: (list) =>
-      touching(
-        () => inner.insertJobs(list),
-        () => ofJobs(list),
-        ofJobs(list),
-      ),
+    async insertJobs(list) {
+      if (list.length === 0 || !list.every((j) => creating.has(j.buildId))) {
+        return touching(
+          () => inner.insertJobs(list),
+          () => ofJobs(list),
+          ofJobs(list),
+        );
+      }
+      try {
+        await inner.insertJobs(list);
+      } catch (err) {
+        for (const j of list) creating.delete(j.buildId);
+        throw err;
+      }
+    },
     insertMissingJobs: (list) =>
       touching(
         () => inner.insertMissingJobs(list),
@@ -98,12 +122,15 @@ export function withTouches(inner: BuildRepository, publish: Publish): BuildRepo
         t,
       );
     },
-    leaveCreating: (b, first) =>
-      touching(
+    leaveCreating(b, first) {
+      // Whatever it answers, the creation is over: later writes of its jobs touch.
+      creating.delete(b.id);
+      return touching(
         () => inner.leaveCreating(b, first),
         (left) => (left ? ofBuilds([b]) : NOTHING),
         ofBuilds([b]),
-      ),
+      );
+    },
     updateBuild: (id, version, update) =>
       touching(
         () => inner.updateBuild(id, version, update),
