@@ -87,4 +87,35 @@ describe("dispatch hints", () => {
     expect(hints.candidates({ ...asking(), organizationId: "other" }, 10)).toEqual([]);
     expect(ids(hints, "c1", 0)).toEqual([]);
   });
+
+  it("offers an agent only jobs of its own queue, and those whose queue is a pattern it matches", () => {
+    const hints = createDispatchHints();
+    const job = (id: string, rules: string[], priority = 0) =>
+      create(JobSchema, { ...changed(id, "scheduled"), agentQueryRules: rules, priority });
+    hints.jobChanged(job("plain", []));
+    hints.jobChanged(job("named-default", ["queue=default"], 1));
+    hints.jobChanged(job("mac", ["queue=mac", "os=macos"]));
+    hints.jobChanged(job("linux-any", ["queue=linux*"], 2));
+    hints.jobChanged(job("arm", ["queue=linux-arm", "arch=arm64"]));
+    const of = (tags: Record<string, string>) =>
+      hints
+        .candidates({ organizationId: ORG, clusterId: "c1", tags: new Map(Object.entries(tags)) }, 10)
+        .map((j) => j.id);
+    expect(of({})).toEqual(["named-default", "plain"]);
+    expect(of({ queue: "" })).toEqual(["named-default", "plain"]);
+    expect(of({ queue: "mac" })).toEqual([]);
+    expect(of({ queue: "mac", os: "macos" })).toEqual(["mac"]);
+    expect(of({ queue: "linux-arm" })).toEqual(["linux-any"]);
+    expect(of({ queue: "linux-arm", arch: "arm64" })).toEqual(["linux-any", "arm"]);
+    expect(hints.size).toBe(5);
+
+    // A job whose rules change moves to its new queue; forgotten jobs leave theirs.
+    hints.jobChanged(job("mac", ["queue=linux-arm", "arch=*"]));
+    expect(of({ queue: "mac", os: "macos" })).toEqual([]);
+    expect(of({ queue: "linux-arm", arch: "arm64" })).toEqual(["linux-any", "arm", "mac"]);
+    for (const id of ["plain", "named-default", "mac", "linux-any", "arm"]) hints.jobChanged(changed(id, "running"));
+    expect(hints.size).toBe(0);
+    expect(of({})).toEqual([]);
+    expect(of({ queue: "linux-arm", arch: "arm64" })).toEqual([]);
+  });
 });

@@ -1,4 +1,4 @@
-import { parseTags, queueOf, rulesMatch, tagsProblem } from "./agent-tags.js";
+import { compileRules, matchesRules, parseTags, queueOf, rulesMatch, tagsProblem } from "./agent-tags.js";
 
 const agent = (...tags: string[]) => parseTags(tags);
 
@@ -53,6 +53,25 @@ describe("rulesMatch", () => {
     const started = Date.now();
     expect(rulesMatch([`os=${"*a".repeat(100)}*b`], agent(`os=${"a".repeat(1000)}`))).toBe(false);
     expect(Date.now() - started).toBeLessThan(200);
+  });
+});
+
+describe("compileRules", () => {
+  it("names the exact queue of the rules (default without one), or none when the queue is a pattern", () => {
+    expect(compileRules([]).queue).toBe("default");
+    expect(compileRules(["queue="]).queue).toBe("default");
+    expect(compileRules(["queue=mac", "os=macos"]).queue).toBe("mac");
+    expect(compileRules(["queue=linux*"]).queue).toBeNull();
+    expect(compileRules(["os=linux", "queue=a", "queue=b"]).queue).toBe("b");
+  });
+
+  it("matches as the rules do, compiled once for many agents", () => {
+    const rules = compileRules(["queue=linux*", "os=*", "arch=arm64"]);
+    expect(matchesRules(rules, agent("queue=linux-arm", "os=debian", "arch=arm64"))).toBe(true);
+    expect(matchesRules(rules, agent("queue=linux-arm", "arch=arm64"))).toBe(false);
+    expect(matchesRules(rules, agent("queue=mac", "os=macos", "arch=arm64"))).toBe(false);
+    expect(matchesRules(compileRules(["os"]), agent("os"))).toBe(true);
+    expect(matchesRules(compileRules(["os"]), agent("os=linux"))).toBe(false);
   });
 });
 

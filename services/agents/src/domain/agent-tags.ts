@@ -7,7 +7,7 @@
  * `linux-arm64`). A job without a `queue` rule runs in the "default" queue, so it never goes to an agent of
  * another queue.
  */
-import { compileWildcard, matchesWildcard } from "@conveyor/ci-rules";
+import { compileWildcard, matchesWildcard, type Wildcard } from "@conveyor/ci-rules";
 
 /** The queue of agents and jobs that name none. */
 export const DEFAULT_QUEUE = "default";
@@ -28,19 +28,44 @@ export function queueOf(tagsOrRules: readonly string[]): string {
   return parseTags(tagsOrRules).get("queue") || DEFAULT_QUEUE;
 }
 
-/** Whether an agent with these tags may run a job with these rules. */
-export function rulesMatch(rules: readonly string[], agentTags: ReadonlyMap<string, string>): boolean {
+/**
+ * A job's rules made ready to be matched against many agents: parsed and compiled once, where a ping of each agent
+ * would otherwise parse them again for every waiting job it looks at.
+ */
+export interface CompiledRules {
+  /** The queue the rules name exactly ("default" when they name none), or null when their queue is a pattern. */
+  queue: string | null;
+  queuePattern: Wildcard;
+  /** Every other rule: the tag it needs and the pattern its value must match. */
+  others: ReadonlyArray<readonly [string, Wildcard]>;
+}
+
+/** Compiles a job's rules (see rulesMatch). */
+export function compileRules(rules: readonly string[]): CompiledRules {
   const wanted = parseTags(rules);
   // The queue is compared with its default on both sides.
   const queue = wanted.get("queue") || DEFAULT_QUEUE;
-  if (!matchesWildcard(compileWildcard(queue), agentTags.get("queue") || DEFAULT_QUEUE)) return false;
-  for (const [key, pattern] of wanted) {
-    if (key === "queue") continue;
+  wanted.delete("queue");
+  return {
+    queue: queue.includes("*") ? null : queue,
+    queuePattern: compileWildcard(queue),
+    others: [...wanted].map(([key, pattern]) => [key, compileWildcard(pattern)] as const),
+  };
+}
+
+/** Whether an agent with these tags may run a job with these compiled rules. */
+export function matchesRules(rules: CompiledRules, agentTags: ReadonlyMap<string, string>): boolean {
+  if (!matchesWildcard(rules.queuePattern, agentTags.get("queue") || DEFAULT_QUEUE)) return false;
+  for (const [key, pattern] of rules.others) {
     const value = agentTags.get(key);
-    if (value === undefined) return false;
-    if (!matchesWildcard(compileWildcard(pattern), value)) return false;
+    if (value === undefined || !matchesWildcard(pattern, value)) return false;
   }
   return true;
+}
+
+/** Whether an agent with these tags may run a job with these rules. */
+export function rulesMatch(rules: readonly string[], agentTags: ReadonlyMap<string, string>): boolean {
+  return matchesRules(compileRules(rules), agentTags);
 }
 
 /** The problem with a list of agent tags, or null: each is "key=value" with a non-empty key, bounded in size. */

@@ -1,5 +1,5 @@
 import { parseTags } from "./agent-tags.js";
-import { type AskingAgent, candidatesFor, type WaitingJob } from "./dispatch-candidates.js";
+import { type AskingAgent, byDispatchOrder, candidatesFor, type WaitingJob } from "./dispatch-candidates.js";
 
 const job = (id: string, extra: Partial<WaitingJob> = {}): WaitingJob => ({
   id,
@@ -49,5 +49,29 @@ describe("candidatesFor", () => {
     ];
     expect(candidatesFor(agent(["os=linux"]), jobs, 10).map((j) => j.id)).toEqual(["default", "linux"]);
     expect(candidatesFor(agent(["queue=deploy"]), jobs, 10).map((j) => j.id)).toEqual(["deploy"]);
+  });
+
+  it("keeps the best few exactly as sorting every match would, whatever the order the jobs come in", () => {
+    let seed = 7;
+    const random = (n: number) => {
+      seed = (seed * 1103515245 + 12345) % 2147483648;
+      return seed % n;
+    };
+    for (let round = 0; round < 200; round++) {
+      const jobs = Array.from({ length: random(40) }, (_, i) =>
+        job(`j${i}`, {
+          priority: random(3) - 1,
+          runnableAt: random(5) * 1000,
+          agentQueryRules: random(4) === 0 ? ["queue=other"] : [],
+          ...(random(10) === 0 ? { clusterId: "c2" } : {}),
+        }),
+      );
+      const limit = random(8);
+      const expected = jobs
+        .filter((j) => j.clusterId === "c1" && j.agentQueryRules.length === 0)
+        .sort(byDispatchOrder)
+        .slice(0, limit);
+      expect(candidatesFor(agent([]), jobs, limit).map((j) => j.id)).toEqual(expected.map((j) => j.id));
+    }
   });
 });
