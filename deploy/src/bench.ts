@@ -8,7 +8,7 @@ import { AgentsService } from "@conveyor/proto/agents";
 import { createServiceClient } from "@conveyor/runtime";
 import autocannon from "autocannon";
 import { type AgentBenchResult, type AgentBenchTarget, cpuAll, runAgentBench } from "./bench-agents.js";
-import { BENCH_ROUTES, type BenchContext, type BenchRoute, ensureBenchPipeline } from "./bench-routes.js";
+import { BENCH_ROUTES, type BenchContext, type BenchRoute, ensureBenchPipeline, pagePath } from "./bench-routes.js";
 import { type BenchSettings, benchSettings, median } from "./bench-stats.js";
 import { bootstrapStack } from "./bootstrap.js";
 import { type Env, envValue } from "./paths.js";
@@ -237,15 +237,34 @@ export async function runBench(repoRoot: string, env: Env = process.env): Promis
       });
     }
 
+    // The second baseline: a static body as large as the plain page of 30 builds. On a small machine the client's
+    // own work on a large answer bounds its latency; this row shows that bound beside the page's.
+    const page = ctx.pipelineSlug ? pagePath(ctx) : undefined;
+    const pageBytes = page
+      ? (
+          await (
+            await fetch(`${apiUrl}${page}`, { headers: { ...headers, "accept-encoding": "identity" } })
+          ).arrayBuffer()
+        ).byteLength
+      : 0;
+    const baselines: Target[] = [helloTarget];
+    if (pageBytes > 0) {
+      baselines.push({
+        name: `fastify static ${Math.round(pageBytes / 1024)} KB (page size)`,
+        url: `${hello.url}body?bytes=${pageBytes}`,
+        headers: {},
+      });
+    }
+    const targets = [...baselines, ...routeTargets];
     say(
       `\n${settings.trials} interleaved trials, ${settings.connections} connections, ${settings.durationSec} s per run ` +
         "(after a 1 s warm-up of each target)\n",
     );
-    for (const t of [helloTarget, ...routeTargets]) await measure(t, 0, settings, 1);
+    for (const t of targets) await measure(t, 0, settings, 1);
     // Single requests on the stack at rest, after the warm-up (a cold JIT is not what a running service answers
     // with) and a pause for the background work the warm-up's creates started.
     await new Promise((resolve) => setTimeout(resolve, IDLE_REST_MS));
-    const idleMs = await measureIdle([helloTarget, ...routeTargets]);
+    const idleMs = await measureIdle(targets);
 
     const results: Measurement[] = [];
     say(
@@ -253,7 +272,7 @@ export async function runBench(repoRoot: string, env: Env = process.env): Promis
     );
     const pids = Object.fromEntries((stack?.processes ?? []).map((p) => [p.name, p.pid]));
     for (let trial = 1; trial <= settings.trials; trial++) {
-      for (const t of [helloTarget, ...routeTargets]) {
+      for (const t of targets) {
         const m = await measure(t, trial, settings, settings.durationSec, pids);
         results.push(m);
         const warn = m.bad > 0 ? `   (${m.bad} non-2xx/errors!)` : "";
@@ -275,7 +294,7 @@ export async function runBench(repoRoot: string, env: Env = process.env): Promis
       };
     };
     const base = summarize(helloTarget.name);
-    const summary = [base, ...routeTargets.map((t) => summarize(t.name))].map((x) => ({
+    const summary = [base, ...targets.slice(1).map((t) => summarize(t.name))].map((x) => ({
       ...x,
       shareOfHello: x.reqPerSec / base.reqPerSec,
     }));
