@@ -21,6 +21,7 @@ import {
   scalarText,
   type Val,
 } from "./step-checks.js";
+import { scalarItems } from "./step-values.js";
 
 const FIELD_KEY = /^[A-Za-z0-9_\-/]+$/;
 const MATRIX_DIMENSION = /^[A-Za-z0-9_]+$/;
@@ -183,17 +184,7 @@ export function readPlugins(
 
 function readMatrixValues(val: Val, field: string, p: Problems): string[] | undefined {
   if (!Array.isArray(val.v)) return p.add(field, `must be a list of values, got ${describeValue(val.v)}`);
-  const values: string[] = [];
-  let bad = false;
-  val.v.forEach((_, i) => {
-    const entry = item(val, i);
-    const text = scalarText(entry);
-    if (text === undefined) {
-      bad = true;
-      p.add(`${field}[${i}]`, `must be a string, integer or boolean, got ${describeValue(entry.v)}`);
-    } else values.push(text);
-  });
-  return bad ? undefined : values;
+  return scalarItems(val, field, p, "a string, integer or boolean");
 }
 
 export function readMatrix(val: Val | undefined, field: string, p: Problems): StepMatrix | undefined {

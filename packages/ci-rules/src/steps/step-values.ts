@@ -138,21 +138,7 @@ export function readStringOrList(
   separator: string,
 ): string | undefined {
   if (isUnset(val)) return undefined;
-  if (Array.isArray(val.v)) {
-    const parts: string[] = [];
-    let bad = false;
-    val.v.forEach((_, i) => {
-      const entry = item(val, i);
-      const text = scalarText(entry);
-      if (text === undefined) {
-        bad = true;
-        p.add(`${field}[${i}]`, `must be a string, got ${describeValue(entry.v)}`);
-      } else {
-        parts.push(text);
-      }
-    });
-    return bad ? undefined : parts.join(separator);
-  }
+  if (Array.isArray(val.v)) return scalarItems(val, field, p, "a string")?.join(separator);
   const text = scalarText(val);
   if (text === undefined) return p.add(field, `must be a string or a list of strings, got ${describeValue(val.v)}`);
   return text;
@@ -166,14 +152,22 @@ export function readStringArray(val: Val | undefined, field: string, p: Problems
     if (text === undefined) return p.add(field, `must be a list of strings, got ${describeValue(val.v)}`);
     return [text];
   }
+  return scalarItems(val, field, p, "a string");
+}
+
+/**
+ * The scalar text of every item of a list, or undefined when one is not a scalar (each such item is reported as
+ * `field[i]`, which must be `what`).
+ */
+export function scalarItems(val: Val, field: string, p: Problems, what: string): string[] | undefined {
   const out: string[] = [];
   let bad = false;
-  val.v.forEach((_, i) => {
+  (val.v as unknown[]).forEach((_, i) => {
     const entry = item(val, i);
     const text = scalarText(entry);
     if (text === undefined) {
       bad = true;
-      p.add(`${field}[${i}]`, `must be a string, got ${describeValue(entry.v)}`);
+      p.add(`${field}[${i}]`, `must be ${what}, got ${describeValue(entry.v)}`);
     } else {
       out.push(text);
     }
