@@ -5,9 +5,14 @@ export interface BenchSettings {
   connections: number;
   durationSec: number;
   trials: number;
+  /**
+   * Substrings of the target names to measure (BENCH_ONLY, comma-separated, case-insensitive); empty: every target.
+   * The hello-world baseline is always measured; "agents" selects the agent rows.
+   */
+  only: string[];
 }
 
-/** BENCH_CONNECTIONS (20), BENCH_DURATION seconds per run (5), BENCH_TRIALS (3). */
+/** BENCH_CONNECTIONS (20), BENCH_DURATION seconds per run (5), BENCH_TRIALS (3), BENCH_ONLY (every target). */
 export function benchSettings(env: Env): BenchSettings {
   const int = (name: string, fallback: number) => {
     const value = Number(envValue(env, name) ?? fallback);
@@ -18,6 +23,10 @@ export function benchSettings(env: Env): BenchSettings {
     connections: int("BENCH_CONNECTIONS", 20),
     durationSec: int("BENCH_DURATION", 5),
     trials: int("BENCH_TRIALS", 3),
+    only: (envValue(env, "BENCH_ONLY") ?? "")
+      .split(",")
+      .map((part) => part.trim().toLowerCase())
+      .filter((part) => part !== ""),
   };
 }
 
@@ -29,4 +38,10 @@ export function median(values: readonly number[]): number {
   return sorted.length % 2 === 1
     ? (sorted[mid] as number)
     : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2;
+}
+
+/** Whether the target named `name` is measured under `only` (BENCH_ONLY): every target when it is empty. */
+export function selected(only: readonly string[], name: string): boolean {
+  const lower = name.toLowerCase();
+  return only.length === 0 || only.some((part) => lower.includes(part));
 }

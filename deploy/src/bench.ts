@@ -9,7 +9,7 @@ import { createServiceClient } from "@conveyor/runtime";
 import autocannon from "autocannon";
 import { type AgentBenchResult, type AgentBenchTarget, cpuAll, runAgentBench } from "./bench-agents.js";
 import { BENCH_ROUTES, type BenchContext, type BenchRoute, ensureBenchPipeline, pagePath } from "./bench-routes.js";
-import { type BenchSettings, benchSettings, median } from "./bench-stats.js";
+import { type BenchSettings, benchSettings, median, selected } from "./bench-stats.js";
 import { bootstrapStack } from "./bootstrap.js";
 import { type Env, envValue } from "./paths.js";
 import { type Stack, startStack } from "./stack.js";
@@ -255,7 +255,9 @@ export async function runBench(repoRoot: string, env: Env = process.env): Promis
         headers: {},
       });
     }
-    const targets = [...baselines, ...routeTargets];
+    const targets = [...baselines, ...routeTargets.filter((t) => selected(settings.only, t.name))];
+    if (settings.only.length > 0)
+      say(`BENCH_ONLY: ${targets.length - baselines.length} of ${routeTargets.length} routes`);
     say(
       `\n${settings.trials} interleaved trials, ${settings.connections} connections, ${settings.durationSec} s per run ` +
         "(after a 1 s warm-up of each target)\n",
@@ -308,13 +310,15 @@ export async function runBench(repoRoot: string, env: Env = process.env): Promis
       );
     }
     printCpuPerCreate(results, say);
-    const agentTarget = agentBenchTarget(stack, env, { apiUrl, token, orgSlug });
+    const agentTarget = selected(settings.only, "agents")
+      ? agentBenchTarget(stack, env, { apiUrl, token, orgSlug })
+      : undefined;
     let agents: AgentBenchResult | undefined;
     if (agentTarget) {
       say("");
       agents = await runAgentBench(agentTarget, env, (l) => say(`  ${l}`));
       printAgentRows(agents, say);
-    } else {
+    } else if (selected(settings.only, "agents")) {
       say(
         "\nagent rows skipped: set AGENTS_URL, NATS_URL and CONVEYOR_AGENT_BIN to measure an external stack's agents",
       );
