@@ -28,4 +28,3 @@ export * from "./subjects.js";
 export * from "./text-limits.js";
 export * from "./time.js";
 export * from "./unavailable.js";
-export * from "./update-batcher.js";

@@ -1,5 +1,5 @@
 /**
- * Gates for tests of group commits (group-commit, insert-batcher, update-batcher): a fake command waits at a gate
+ * Gates for tests of group commits (group-commit, insert-batcher): a fake command waits at a gate
  * until the test opens it, so that callers can arrive while one command is under way.
  */
 export interface Gates {

@@ -1,9 +1,16 @@
+import { Code, ConnectError } from "@connectrpc/connect";
 import { matchesBranchFilter, type PipelineStep } from "@conveyor/ci-rules";
 import type { Pipeline } from "@conveyor/proto/pipelines";
 import { failedPrecondition, invalidFields, newId, SUBJECTS } from "@conveyor/runtime";
 import type { BuildCancel } from "./build-cancel.js";
-import { CREATING_VERSION, DuplicateBuildNumberError, FIRST_STATE_VERSION } from "./build-repository.js";
+import {
+  type CreationClaim,
+  DuplicateBuildNumberError,
+  DuplicateClaimError,
+  FIRST_STATE_VERSION,
+} from "./build-repository.js";
 import { type BuildsContext, MAX_ATTEMPTS } from "./builds-context.js";
+import { CREATING_GRACE_MS, clearClaim } from "./creation-claims.js";
 import {
   type Build,
   conditionContext,
@@ -74,6 +81,31 @@ export function createBuildCreation(
         if (target && !target.finishedAt) await cancel.cancel(target, `superseded by build #${build.number}`);
       });
     }
+  };
+
+  /**
+   * Claims the creation of a build. A claim standing for the same build id (a trigger's child build, whose id is
+   * derived from its trigger job) is cleared when it is past the grace; within it, that creation is under way.
+   */
+  const claim = async (c: CreationClaim) => {
+    try {
+      await repo.insertClaim(c);
+      return;
+    } catch (err) {
+      if (!(err instanceof DuplicateClaimError)) throw err;
+    }
+    const standing = await repo.findClaim(c.buildId);
+    if (standing && now().getTime() - standing.createdAt.getTime() <= CREATING_GRACE_MS) {
+      throw new ConnectError(`build ${c.buildId} is being created: try again`, Code.Unavailable);
+    }
+    if (standing) await withLock(c.buildId, () => clearClaim(ctx, standing));
+    await repo.insertClaim(c);
+  };
+
+  /** Gives up a creation whose build is known not to be stored: its jobs and its claim go. */
+  const abandon = async (buildId: string, jobIds: readonly string[]) => {
+    await repo.deleteJobs(buildId, jobIds);
+    await repo.removeClaim(buildId);
   };
 
   /** Creates a build of a pipeline with jobs planned from its steps. */
@@ -149,37 +181,44 @@ export function createBuildCreation(
       scheduledAt: at,
       startedAt: null,
       finishedAt: derived.finished ? at : null,
-      version: CREATING_VERSION,
+      version: FIRST_STATE_VERSION,
     };
     // The new build changes the pipeline's counters: the outbox notes it first (free while the note stands).
     await ctx.markCounts(pipeline.id);
-    // The build claims its number first, in state "creating" (the unique index is the cross-process guard), then
-    // its jobs are stored, then it takes its first real state.
+    // The creation is claimed, then its jobs are stored, then the build in its first state: nothing shows the build
+    // before it stands with all its jobs, and a creation cut off before storing it is found by its claim.
+    const claimedAt = now();
+    const jobIds = jobs.map((job) => job.id);
+    await claim({ buildId, pipelineId: pipeline.id, jobIds, createdAt: claimedAt });
     for (let attempt = 0; ; attempt++) {
+      for (const job of jobs) job.buildNumber = number;
+      await repo.insertJobs(jobs);
+      // A creation this slow may have been taken for cut off, and its jobs removed: it gives up instead.
+      if (now().getTime() - claimedAt.getTime() > CREATING_GRACE_MS / 2) {
+        await abandon(buildId, jobIds);
+        throw new ConnectError("the build took too long to store: try again", Code.Unavailable);
+      }
       try {
-        await repo.insertBuild({
-          ...draft,
-          number,
-          state: "creating",
-          blocked: false,
-          finishedAt: null,
-          plannedJobs: jobs.length,
-        });
+        await repo.insertBuild({ ...draft, number });
         break;
       } catch (err) {
-        if (!(err instanceof DuplicateBuildNumberError) || attempt >= MAX_ATTEMPTS) throw err;
+        if (!(err instanceof DuplicateBuildNumberError)) throw err;
+        // The number was stored already (its counter was behind): the jobs go again under the next number.
+        await repo.deleteJobs(buildId, jobIds);
+        if (attempt >= MAX_ATTEMPTS) {
+          await abandon(buildId, jobIds);
+          throw err;
+        }
         await repo.raiseNumber(pipeline.id, number);
         number = await numbers.next(pipeline.id);
       }
     }
-    for (const job of jobs) job.buildNumber = number;
-    await repo.insertJobs(jobs);
-    const first = { state: draft.state, blocked: draft.blocked, finishedAt: draft.finishedAt };
-    if (!(await repo.leaveCreating(draft, first))) {
-      throw new Error(`build ${buildId} changed while it was being created`);
-    }
+    // The claim's work is done; its removal is not waited for (the repair removes a claim whose build stands).
+    repo.removeClaim(buildId).catch((err: unknown) => {
+      ctx.logger.warn({ err, buildId }, "creation claim not removed: the creation repair will remove it");
+    });
     // What is stored now, without reading it back.
-    const build: Build = { ...draft, number, version: FIRST_STATE_VERSION, plannedJobs: jobs.length };
+    const build: Build = { ...draft, number };
     // The events go out together (each waits for the stream's acknowledgement).
     await Promise.all([
       ctx.publishBuild(SUBJECTS.builds.buildCreated, build, ""),

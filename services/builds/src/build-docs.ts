@@ -1,5 +1,5 @@
 /** How builds and jobs are stored in MongoDB, and the conversions both ways. */
-import type { BuildUpdate } from "./build-repository.js";
+import type { BuildUpdate, CreationClaim } from "./build-repository.js";
 import type { Build } from "./domain/build.js";
 import { type Job, queueOf } from "./domain/job.js";
 /**
@@ -29,6 +29,9 @@ export type JobDoc = Omit<Job, "id" | "env" | "softFail" | "step" | "trigger" | 
 };
 
 const metaPairs = (metaData: Record<string, string>) => Object.entries(metaData).map(([k, v]) => `${k}=${v}`);
+
+/** A creation's claim as stored: its build id is its _id, so one claim stands per build. */
+export type ClaimDoc = Omit<CreationClaim, "buildId"> & { _id: string };
 
 export function toBuildDoc(b: Build): BuildDoc {
   const { id, env, metaData, pipeline, ...rest } = b;

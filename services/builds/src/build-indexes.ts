@@ -1,5 +1,5 @@
 import type { Collection } from "mongodb";
-import type { BuildDoc, JobDoc } from "./build-docs.js";
+import type { BuildDoc, ClaimDoc, JobDoc } from "./build-docs.js";
 
 /**
  * The indexes of the builds and jobs collections: what each list, dispatch query, sweeper and repair reads by.
@@ -11,7 +11,11 @@ import type { BuildDoc, JobDoc } from "./build-docs.js";
 const RETIRED_BUILD_INDEXES = ["org_finished"];
 
 /** Creates the indexes (a no-op for those that exist) and drops the retired ones. */
-export async function ensureBuildIndexes(builds: Collection<BuildDoc>, jobs: Collection<JobDoc>): Promise<void> {
+export async function ensureBuildIndexes(
+  builds: Collection<BuildDoc>,
+  jobs: Collection<JobDoc>,
+  claims: Collection<ClaimDoc>,
+): Promise<void> {
   await Promise.all([
     builds.createIndex({ pipelineId: 1, number: -1 }, { unique: true, name: "pipeline_number_unique" }),
     builds.createIndex({ organizationId: 1, createdAt: -1, _id: -1 }, { name: "org_newest_first" }),
@@ -25,8 +29,9 @@ export async function ensureBuildIndexes(builds: Collection<BuildDoc>, jobs: Col
     builds.createIndex({ organizationId: 1, metaPairs: 1, createdAt: -1 }, { name: "org_meta" }),
     // activePipelines: unfinished (finishedAt null) and recently finished builds, once per process start
     builds.createIndex({ finishedAt: -1 }, { name: "finished" }),
-    // The creation repair: builds left `creating` (normally none).
+    // The creation repair: builds an earlier version left `creating` (normally none), and claims by age.
     builds.createIndex({ state: 1, createdAt: 1 }, { name: "state_age" }),
+    claims.createIndex({ createdAt: 1 }, { name: "claim_age" }),
     jobs.createIndex({ buildId: 1, stepIndex: 1, parallelGroupIndex: 1 }, { name: "build_jobs" }),
     // A build's answer reads its jobs by pipeline and number, beside the build, in the same round trip.
     jobs.createIndex({ pipelineId: 1, buildNumber: 1, stepIndex: 1 }, { name: "pipeline_build_jobs" }),

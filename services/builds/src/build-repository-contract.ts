@@ -47,8 +47,29 @@ export type DispatchableJob = Pick<
   "id" | "organizationId" | "clusterId" | "agentQueryRules" | "priority" | "runnableAt"
 >;
 
-/** What a new build's first state sets as it leaves `creating`. */
-export type FirstState = Required<Pick<BuildUpdate, "state" | "blocked" | "finishedAt">>;
+/**
+ * A build creation under way (build-creation.ts): stored before the build's jobs, removed once the build stands. A
+ * claim left past the grace marks a creation cut off before its build was stored: its jobs are removed
+ * (creation-repair.ts). At most one claim stands per build id.
+ */
+export interface CreationClaim {
+  buildId: string;
+  pipelineId: string;
+  /** The ids of the jobs the creation stores: only these are removed with the claim. */
+  jobIds: string[];
+  createdAt: Date;
+}
+
+/** A claim stands for the build id already: another creation of the same build is under way, or was cut off. */
+export class DuplicateClaimError extends Error {
+  override name = "DuplicateClaimError";
+  constructor(
+    readonly buildId: string,
+    options?: ErrorOptions,
+  ) {
+    super(`a creation of build ${buildId} is under way`, options);
+  }
+}
 
 /** The unique (pipeline, number) index refused a build: another process took the number. */
 export class DuplicateBuildNumberError extends Error {
@@ -79,6 +100,16 @@ export interface BuildRepository {
   raiseNumber(pipelineId: string, number: number): Promise<void>;
   /** Inserts a build; a taken (pipeline, number) raises DuplicateBuildNumberError. */
   insertBuild(build: Build): Promise<void>;
+  /** Stores a creation's claim; DuplicateClaimError when one stands for its build id. */
+  insertClaim(claim: CreationClaim): Promise<void>;
+  /** The claim standing for a build id, if any. */
+  findClaim(buildId: string): Promise<CreationClaim | null>;
+  /** Removes the claim of a build id (claims removed at the same time share one command). */
+  removeClaim(buildId: string): Promise<void>;
+  /** Claims stored before `before`, oldest first: creations cut off, or whose claim was not removed. */
+  claimsBefore(before: Date, limit: number): Promise<CreationClaim[]>;
+  /** Deletes jobs of a build by id, whatever their state (the jobs of a creation that never stored its build). */
+  deleteJobs(buildId: string, ids: readonly string[]): Promise<void>;
   /** Up to `limit` ids of a pipeline's builds (any order): a deleted pipeline's builds are removed in batches. */
   buildIdsOfPipeline(pipelineId: string, limit: number): Promise<string[]>;
   /** Removes builds and their jobs, jobs first (a removal cut short is found again by its builds). */
@@ -101,15 +132,13 @@ export interface BuildRepository {
   listBuilds(filter: BuildListFilter, skip: number, limit: number): Promise<Build[]>;
   jobsOf(buildIds: readonly string[]): Promise<Job[]>;
   findJob(id: string): Promise<Job | null>;
-  /** Builds still `creating` that were created before `before`, oldest first (creations cut off). */
+  /**
+   * Builds still `creating` that were created before `before`, oldest first: creations an earlier version cut off
+   * (it stored a build `creating` before its jobs).
+   */
   creatingBefore(before: Date, limit: number): Promise<Build[]>;
   /** Unfinished builds of a branch, for the skip/cancel intermediate rules. */
   unfinishedOnBranch(pipelineId: string, branch: string, beforeNumber: number): Promise<Build[]>;
-  /**
-   * Moves a new build out of `creating` (CREATING_VERSION) into its first state (FIRST_STATE_VERSION); false when it
-   * had moved on (creation repair took it). Creates at the same time going to the same state share one command.
-   */
-  leaveCreating(build: Pick<Build, "id" | "pipelineId" | "organizationId">, first: FirstState): Promise<boolean>;
   /** Updates a build only if its version is still `version`; returns the updated build or null. */
   updateBuild(id: string, version: number, update: BuildUpdate): Promise<Build | null>;
   /**
@@ -147,6 +176,5 @@ export interface BuildRepository {
   pipelineCounts(pipelineId: string): Promise<PipelineCounts>;
 }
 
-/** The version a new build is stored with, in state `creating`, and the one its first state gets (leaveCreating). */
-export const CREATING_VERSION = 1;
-export const FIRST_STATE_VERSION = CREATING_VERSION + 1;
+/** The version a new build is stored with (its first compare-and-set update makes it one more). */
+export const FIRST_STATE_VERSION = 2;

@@ -1,7 +1,8 @@
-import { createInsertBatcher, createUpdateBatcher, isDuplicateKeyError } from "@conveyor/runtime";
+import { createGroupCommit, createInsertBatcher, isDuplicateKeyError } from "@conveyor/runtime";
 import type { Collection, Db, Filter } from "mongodb";
 import {
   type BuildDoc,
+  type ClaimDoc,
   fromBuildDoc,
   fromJobDoc,
   type JobDoc,
@@ -13,10 +14,9 @@ import { ensureBuildIndexes } from "./build-indexes.js";
 import { buildListQuery, mergeBuildPages, splitBuildList } from "./build-list.js";
 import {
   type BuildRepository,
-  CREATING_VERSION,
+  type CreationClaim,
   DuplicateBuildNumberError,
-  FIRST_STATE_VERSION,
-  type FirstState,
+  DuplicateClaimError,
 } from "./build-repository-contract.js";
 import type { JobState } from "./domain/types.js";
 import { countPipeline } from "./pipeline-counts.js";
@@ -38,7 +38,8 @@ export async function createMongoBuildRepository(db: Db): Promise<BuildRepositor
   const builds: Collection<BuildDoc> = db.collection("builds");
   const jobs: Collection<JobDoc> = db.collection("jobs");
   const counters: Collection<{ _id: string; seq: number }> = db.collection("build_numbers");
-  await ensureBuildIndexes(builds, jobs);
+  const claims: Collection<ClaimDoc> = db.collection("build_claims");
+  await ensureBuildIndexes(builds, jobs, claims);
 
   const build = (doc: BuildDoc | null) => (doc ? fromBuildDoc(doc) : null);
   const job = (doc: JobDoc | null) => (doc ? fromJobDoc(doc) : null);
@@ -46,26 +47,13 @@ export async function createMongoBuildRepository(db: Db): Promise<BuildRepositor
   // the bundled FerretDB spends about as long on one document as on ten.
   const newBuilds = createInsertBatcher<BuildDoc>((docs) => builds.insertMany(docs, { ordered: false }));
   const newJobs = createInsertBatcher<JobDoc>((docs) => jobs.insertMany(docs, { ordered: false }));
-  // Their first states too, one updateMany per distinct state (update-batcher.ts): a findAndModify each cost the
-  // bundled FerretDB about twice as much per build.
-  const firstStates = createUpdateBatcher<FirstState>({
-    keyOf: (first) => JSON.stringify(first),
-    async updateMany(ids, first) {
-      const filter = { _id: { $in: ids }, state: "creating" as const, version: CREATING_VERSION };
-      return (await builds.updateMany(filter, { $set: { ...first, version: FIRST_STATE_VERSION } })).matchedCount;
-    },
-    async holding(ids, first) {
-      const docs = await builds
-        .find({ _id: { $in: ids } }, { projection: { state: 1, blocked: 1, finishedAt: 1, version: 1 } })
-        .toArray();
-      const held = (d: (typeof docs)[number]) =>
-        d.version === FIRST_STATE_VERSION &&
-        d.state === first.state &&
-        d.blocked === first.blocked &&
-        (d.finishedAt?.getTime() ?? null) === (first.finishedAt?.getTime() ?? null);
-      return new Set(docs.filter(held).map((d) => d._id));
-    },
+  // A creation's claim is stored before its jobs and removed once its build stands (build-creation.ts): both go
+  // with what other creations do at the same time, and the removal is not waited for by the create.
+  const newClaims = createInsertBatcher<ClaimDoc>((docs) => claims.insertMany(docs, { ordered: false }));
+  const claimsDone = createGroupCommit<string>({
+    send: (ids) => claims.deleteMany({ _id: { $in: ids } }),
   });
+  const claim = ({ _id, ...rest }: ClaimDoc): CreationClaim => ({ buildId: _id, ...rest });
 
   return {
     async nextNumber(pipelineId, count = 1) {
@@ -95,6 +83,30 @@ export async function createMongoBuildRepository(db: Db): Promise<BuildRepositor
         if (isDuplicateKeyError(err)) throw new DuplicateBuildNumberError(b.number, { cause: err });
         throw err;
       }
+    },
+    async insertClaim({ buildId, ...rest }) {
+      try {
+        await newClaims.insert([{ _id: buildId, ...rest }]);
+      } catch (err) {
+        if (isDuplicateKeyError(err)) throw new DuplicateClaimError(buildId, { cause: err });
+        throw err;
+      }
+    },
+    async findClaim(buildId) {
+      const doc = await claims.findOne({ _id: buildId });
+      return doc ? claim(doc) : null;
+    },
+    removeClaim: (buildId) => claimsDone.add(buildId),
+    async claimsBefore(before, limit) {
+      const docs = await claims
+        .find({ createdAt: { $lt: before } })
+        .sort({ createdAt: 1 })
+        .limit(limit)
+        .toArray();
+      return docs.map(claim);
+    },
+    async deleteJobs(buildId, ids) {
+      if (ids.length > 0) await jobs.deleteMany({ _id: { $in: [...ids] }, buildId });
     },
     async insertJobs(list) {
       await newJobs.insert(list.map(toJobDoc));
@@ -195,7 +207,6 @@ export async function createMongoBuildRepository(db: Db): Promise<BuildRepositor
         .toArray();
       return docs.map(fromBuildDoc);
     },
-    leaveCreating: (b, first) => firstStates.update(b.id, first),
     updateBuild: async (id, version, update) =>
       build(
         await builds.findOneAndUpdate(

@@ -1,18 +1,24 @@
 import { SUBJECTS } from "@conveyor/runtime";
 import type { BuildCancel } from "./build-cancel.js";
 import type { BuildsContext } from "./builds-context.js";
+import { CREATING_GRACE_MS, clearClaim } from "./creation-claims.js";
 import type { Reconcile } from "./reconcile.js";
 
-/** A creation takes well under this; a build `creating` for longer was cut off (its process died, its store failed). */
-export const CREATING_GRACE_MS = 60_000;
-/** Builds repaired per pass at most. */
+/** Builds and claims repaired per pass at most. */
 const REPAIR_LIMIT = 50;
 
 /**
- * Finishes what a cut-off creation left: a build stores itself `creating`, then its jobs, then takes its first state
- * (build-creation.ts). Found `creating` past the grace with all its planned jobs, it takes its state from them and
- * its creation is announced; with jobs missing it cannot be the build that was asked for, so it is canceled with
- * the jobs it has (`not_run` when it has none). Either way it leaves `creating` and its counters are recounted.
+ * Clears what cut-off creations left.
+ *
+ * A creation stores its claim, then its jobs, then its build, then removes its claim (build-creation.ts). A claim
+ * found past the grace is cleared (creation-claims.ts): the jobs of a build never stored are removed, and a claim
+ * whose build stands simply goes. Until then those jobs may be offered to an agent: the assignment finds no build
+ * and is refused (job-transitions.ts), and the agent is offered another job.
+ *
+ * An earlier version stored the build `creating` first, then its jobs, then gave it its first state. Found `creating`
+ * past the grace with all its planned jobs, such a build takes its state from them and its creation is announced;
+ * with jobs missing it cannot be the build that was asked for, so it is canceled with the jobs it has (`not_run`
+ * when it has none). Either way it leaves `creating` and its counters are recounted.
  */
 export function createCreationRepair(ctx: BuildsContext, cancel: BuildCancel, reconcile: Reconcile) {
   const { repo, now, withLock, logger } = ctx;
@@ -40,9 +46,16 @@ export function createCreationRepair(ctx: BuildsContext, cancel: BuildCancel, re
   };
 
   return {
-    /** One pass: every build left `creating` past the grace is completed or canceled. */
+    /** One pass: every claim past the grace is cleared, every build left `creating` completed or canceled. */
     async sweep(): Promise<void> {
       const before = new Date(now().getTime() - CREATING_GRACE_MS);
+      for (const claim of await repo.claimsBefore(before, REPAIR_LIMIT)) {
+        try {
+          await withLock(claim.buildId, () => clearClaim(ctx, claim));
+        } catch (err) {
+          logger.warn({ err, buildId: claim.buildId }, "creation claim not cleared; will try again");
+        }
+      }
       for (const build of await repo.creatingBefore(before, REPAIR_LIMIT)) {
         try {
           await withLock(build.id, () => repair(build.id));

@@ -4,18 +4,15 @@ import { aBuild, aJob } from "./test-support.js";
 
 // Builds and jobs created at the same time go to the MongoDB-wire server in one insert command each
 // (insert-batcher.ts in runtime), and each create still succeeds or fails on its own: a build whose number another
-// took in the same command fails with DuplicateBuildNumberError, the others are stored. Their first states (leaving
-// `creating`) go together too, one updateMany per state (update-batcher.ts).
+// took in the same command fails with DuplicateBuildNumberError, the others are stored.
 const dbName = `it_insert_together_${Date.now()}`;
 let mongo: MongoClient;
 const inserts: CommandStartedEvent[] = [];
-const updates: CommandStartedEvent[] = [];
 
 beforeAll(async () => {
   mongo = await new MongoClient(process.env.MONGODB_URL ?? "", { monitorCommands: true }).connect();
   mongo.on("commandStarted", (event) => {
     if (event.commandName === "insert") inserts.push(event);
-    if (event.commandName === "update") updates.push(event);
   });
 });
 afterAll(async () => {
@@ -54,37 +51,6 @@ describe("builds and jobs created at the same time", () => {
     expect(insertsInto("jobs").length).toBeLessThanOrEqual(3);
     const stepsOf = async (b: number) => (await repo.jobsOf([`b-${b}`])).map((j) => j.id).sort();
     for (const b of [0, 9]) expect(await stepsOf(b)).toEqual(jobLists[b]?.map((j) => j.id));
-  });
-
-  it("take their first states together, one updateMany per state, and a build moved meanwhile is not taken", async () => {
-    const repo = await createMongoBuildRepository(mongo.db(dbName));
-    const ids = Array.from({ length: 12 }, (_, i) => `first-${i}`);
-    await Promise.all(
-      ids.map((id, i) =>
-        repo.insertBuild(aBuild({ id, pipelineId: "p-first", number: i + 1, state: "creating", version: 1 })),
-      ),
-    );
-    // Creation repair got to one first.
-    const repaired = await repo.updateBuild("first-5", 1, { state: "canceled", finishedAt: new Date() });
-    expect(repaired?.version).toBe(2);
-    updates.length = 0;
-    const finishedAt = new Date("2026-01-02T03:04:05.678Z");
-    const firstOf = (i: number) =>
-      i % 3 === 2
-        ? { state: "not_run" as const, blocked: false, finishedAt }
-        : { state: "scheduled" as const, blocked: false, finishedAt: null };
-    const left = await Promise.all(ids.map((id, i) => repo.leaveCreating(aBuild({ id }), firstOf(i))));
-    expect(left).toEqual(ids.map((id) => id !== "first-5"));
-    // The first went alone; the other 11 arrived while it ran and went as one command per first state.
-    expect(updates.filter((e) => e.command.update === "builds").length).toBeLessThanOrEqual(3);
-    for (const [i, id] of ids.entries()) {
-      const stored = await repo.findBuildById(id);
-      if (id === "first-5") expect(stored).toMatchObject({ state: "canceled", version: 2 });
-      else expect(stored).toMatchObject({ ...firstOf(i), version: 2 });
-    }
-    // A build no longer `creating` is never moved again.
-    expect(await repo.leaveCreating(aBuild({ id: "first-0" }), firstOf(2))).toBe(false);
-    expect(await repo.findBuildById("first-0")).toMatchObject({ state: "scheduled", version: 2 });
   });
 
   it("a lone build goes at once, and a duplicate job id fails its own insert only", async () => {

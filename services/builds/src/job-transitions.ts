@@ -42,8 +42,14 @@ export function createJobTransitions(ctx: BuildsContext, reconcile: Reconcile, r
     if (!found) throw notFound("job");
     return withLock(found.buildId, async () => {
       for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
-        const job = await repo.findJob(jobId);
+        // A job goes to an agent only once its build stands: a creation stores its jobs first (build-creation.ts),
+        // and those of a creation cut off stand without a build until the creation repair removes them.
+        const [job, itsBuild] = await Promise.all([
+          repo.findJob(jobId),
+          event.type === "assign" && attempt === 0 ? repo.findBuildById(found.buildId) : undefined,
+        ]);
         if (!job) throw notFound("job");
+        if (itsBuild === null) throw failedPrecondition("The job's build is still being created");
         if (opts.agentId !== undefined && job.agent?.id !== opts.agentId) {
           throw failedPrecondition("The job is not assigned to this agent");
         }

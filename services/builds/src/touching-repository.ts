@@ -4,10 +4,11 @@
  * kept answer. Reads pass through unchanged. A write that failed may still have been applied: it touches too (the
  * whole cache, when the build it changed cannot be told).
  *
- * A build being created (build-creation.ts) is stored `creating`, then its jobs, then it takes its first state. Only
- * that last write touches: nothing is acknowledged to anyone before it, and its touch drops the build with its jobs
- * and stamps its lists, so no read that saw the build half made can keep what it saw. A creation cut off is finished
- * or canceled by the repair, whose writes touch.
+ * A build being created (build-creation.ts) is claimed, then its jobs are stored, then the build. Only the build's
+ * insert touches: no read finds the jobs of a build not stored yet (every read of jobs goes through their build, and
+ * a build not found is not kept), nothing is acknowledged to anyone before the build stands, and its touch drops
+ * the build with its jobs and stamps its lists. The jobs of a creation cut off are removed by the repair, whose
+ * writes touch.
  */
 import type { BuildRepository } from "./build-repository.js";
 import type { Build } from "./domain/build.js";
@@ -19,8 +20,8 @@ type Publish = (t: Touch) => Promise<void>;
 const NOTHING: Touch = { builds: [], pipelines: [], organizations: [] };
 const EVERYTHING: Touch = { ...NOTHING, everything: true };
 
-/** Builds this process is creating, at most (beyond it, their writes touch as any other: safe, only slower). */
-const MAX_CREATING = 10_000;
+/** Builds this process has claimed, at most (beyond it, their jobs' inserts touch as any other: safe, only slower). */
+const MAX_CLAIMED = 10_000;
 
 /** A change of builds themselves: their lists may change too. */
 const ofBuilds = (builds: readonly Pick<Build, "id" | "pipelineId" | "organizationId">[]): Touch => ({
@@ -48,8 +49,8 @@ export function withTouches(inner: BuildRepository, publish: Publish): BuildRepo
     if (t.everything || t.allLists || t.builds.length > 0 || (t.jobsOf?.length ?? 0) > 0) await publish(t);
     return result;
   };
-  /** Builds this process stored `creating` and that have not taken their first state yet. */
-  const creating = new Set<string>();
+  /** Builds this process claimed (creation-claims.ts) and has not stored yet. */
+  const claimed = new Set<string>();
   /** The build of a job, for writes that name only the job. */
   const jobTouch = async (id: string): Promise<Touch> => {
     const job = await inner.findJob(id);
@@ -58,17 +59,25 @@ export function withTouches(inner: BuildRepository, publish: Publish): BuildRepo
 
   return {
     ...inner,
-    async insertBuild(b) {
-      if (b.state !== "creating" || creating.size >= MAX_CREATING) {
-        return touching(
-          () => inner.insertBuild(b),
-          () => ofBuilds([b]),
-          ofBuilds([b]),
-        );
-      }
-      await inner.insertBuild(b);
-      creating.add(b.id);
+    async insertClaim(claim) {
+      await inner.insertClaim(claim);
+      if (claimed.size < MAX_CLAIMED) claimed.add(claim.buildId);
     },
+    insertBuild(b) {
+      // Whatever it answers, the creation is over: later writes of its jobs touch.
+      claimed.delete(b.id);
+      return touching(
+        () => inner.insertBuild(b),
+        () => ofBuilds([b]),
+        ofBuilds([b]),
+      );
+    },
+    deleteJobs: (buildId, ids) =>
+      touching(
+        () => inner.deleteJobs(buildId, ids),
+        () => ofJobs([{ buildId }]),
+        ofJobs([{ buildId }]),
+      ),
     removeBuilds: (ids) =>
       touching(
         () => inner.removeBuilds(ids),
@@ -76,7 +85,7 @@ export function withTouches(inner: BuildRepository, publish: Publish): BuildRepo
         { ...NOTHING, builds: [...ids], allLists: true },
       ),
     async insertJobs(list) {
-      if (list.length === 0 || !list.every((j) => creating.has(j.buildId))) {
+      if (list.length === 0 || !list.every((j) => claimed.has(j.buildId))) {
         return touching(
           () => inner.insertJobs(list),
           () => ofJobs(list),
@@ -86,9 +95,14 @@ export function withTouches(inner: BuildRepository, publish: Publish): BuildRepo
       try {
         await inner.insertJobs(list);
       } catch (err) {
-        for (const j of list) creating.delete(j.buildId);
+        // The creation fails: its claim stays for the repair, whose removal of the jobs touches.
+        for (const j of list) claimed.delete(j.buildId);
         throw err;
       }
+    },
+    async removeClaim(buildId) {
+      claimed.delete(buildId);
+      await inner.removeClaim(buildId);
     },
     insertMissingJobs: (list) =>
       touching(
@@ -120,15 +134,6 @@ export function withTouches(inner: BuildRepository, publish: Publish): BuildRepo
         () => inner.setStepIndexes(positions),
         () => t,
         t,
-      );
-    },
-    leaveCreating(b, first) {
-      // Whatever it answers, the creation is over: later writes of its jobs touch.
-      creating.delete(b.id);
-      return touching(
-        () => inner.leaveCreating(b, first),
-        (left) => (left ? ofBuilds([b]) : NOTHING),
-        ofBuilds([b]),
       );
     },
     updateBuild: (id, version, update) =>

@@ -67,8 +67,8 @@ export interface Build {
   /** Incremented by every update: the compare-and-set guard. */
   version: number;
   /**
-   * How many jobs its creation stores, recorded while it is `creating`: a build found `creating` long after with
-   * fewer was cut off (creation-repair.ts). Absent on builds stored before it was recorded.
+   * How many jobs its creation stored, on builds an earlier version stored `creating` before their jobs: one found
+   * `creating` long after with fewer was cut off (creation-repair.ts). New builds are stored whole and have none.
    */
   plannedJobs?: number;
 }
