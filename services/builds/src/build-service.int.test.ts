@@ -82,8 +82,8 @@ describe("builds service on MongoDB", () => {
   });
 
   it("answers a create with the build as stored, whatever first state it takes", async () => {
-    // Concurrent creates leave `creating` together (one updateMany per first state) and answer without reading the
-    // build back: scheduled, blocked at its first step, and finished at once (every step skipped by its condition).
+    // Concurrent creates store their builds in their first states together (one insert) and answer without reading
+    // the build back: scheduled, blocked at its first step, and finished at once (every step skipped by its condition).
     const plans = [
       pipeline([script("a"), script("b")]),
       pipeline([{ type: "manual", label: "Deploy?" }, script("c")]),
