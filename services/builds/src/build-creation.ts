@@ -98,7 +98,9 @@ export function createBuildCreation(
     if (standing && now().getTime() - standing.createdAt.getTime() <= CREATING_GRACE_MS) {
       throw new ConnectError(`build ${c.buildId} is being created: try again`, Code.Unavailable);
     }
-    if (standing) await withLock(c.buildId, () => clearClaim(ctx, standing));
+    if (standing && (await withLock(c.buildId, () => clearClaim(ctx, standing))) === "stood") {
+      throw new ConnectError(`build ${c.buildId} exists already`, Code.AlreadyExists);
+    }
     await repo.insertClaim(c);
   };
 

@@ -19,6 +19,7 @@ import { createJobTransitions } from "./job-transitions.js";
 import { createJobTriggers, type JobTriggers, type TriggerLookups } from "./job-triggers.js";
 import { createJobUnblock, type JobUnblock } from "./job-unblock.js";
 import { createJobRpcs } from "./jobs-rpc.js";
+import { createPipelineCopies } from "./pipeline-copies.js";
 import { createPipelineUpload } from "./pipeline-upload.js";
 import { createReconcile } from "./reconcile.js";
 
@@ -83,14 +84,13 @@ export function createBuildDomain(
   const repair = createCreationRepair(ctx, cancel, reconcile);
   const sweeps = createJobSweeps(ctx, transitions, [triggers, gate, repair], deps.sweeps ?? DEFAULT_SWEEP_SETTINGS);
 
-  const buildRpcs = createBuildRpcs(ctx, {
-    creation,
-    cancel,
-    currentPipeline: deps.triggers
-      ? (p) => (deps.triggers as TriggerLookups).pipeline(p.organizationId, p.id)
-      : undefined,
+  const lookups = deps.triggers;
+  const pipelines = createPipelineCopies({
+    ...(lookups ? { read: (organizationId: string, id: string) => lookups.pipeline(organizationId, id) } : {}),
     ...(deps.fences ? { fences: deps.fences } : {}),
+    logger: ctx.logger,
   });
+  const buildRpcs = createBuildRpcs(ctx, { creation, cancel, pipelines });
   const service: ServiceImpl<typeof BuildsService> = {
     ...buildRpcs,
     ...createBatchedReads(buildRpcs),

@@ -140,9 +140,10 @@ export function createBuildsContext(deps: BuildServiceDeps): BuildsContext {
   // Counters are recounted in the background after a change, one recount per pipeline at a time: under load the
   // recounts coalesce, and the change that asked for one (a create, a job transition) does not wait for it. A
   // recount reads every unfinished build and job of the pipeline, so the next one waits three times as long as the
-  // last took (at least 100 ms): on a pipeline with thousands of queued jobs recounts take at most a quarter of the
-  // database instead of all of it, and counters lag by that much.
-  const counts = createCoalescer(publishCountsNow, { gapMs: (ms) => Math.max(100, 3 * ms) });
+  // last took, and at least 250 ms: on a pipeline with thousands of queued jobs recounts take at most a quarter of
+  // the database instead of all of it, a busy pipeline is recounted (and its counters stored by the pipelines
+  // service) at most four times a second, and counters lag by that much.
+  const counts = createCoalescer(publishCountsNow, { gapMs: (ms) => Math.max(250, 3 * ms) });
   // When each pipeline's counters were last asked for, for republishCounts: the most recently asked are kept.
   const askedAt = new LRUCache<string, number>({ max: MAX_COUNTED_PIPELINES });
 

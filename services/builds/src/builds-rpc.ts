@@ -2,7 +2,7 @@ import { timestampDate } from "@bufbuild/protobuf/wkt";
 import type { ServiceImpl } from "@connectrpc/connect";
 import type { BuildsService } from "@conveyor/proto/builds";
 import type { Pipeline } from "@conveyor/proto/pipelines";
-import { type Fences, failedPrecondition, invalidFields, notFound, pageWindow, pipelineFence } from "@conveyor/runtime";
+import { failedPrecondition, invalidFields, notFound, pageWindow } from "@conveyor/runtime";
 import type { BuildCancel } from "./build-cancel.js";
 import { type BuildCreation, checkPipeline } from "./build-creation.js";
 import type { BuildListFilter } from "./build-list.js";
@@ -10,6 +10,7 @@ import { buildMessage, userSnapshot } from "./build-message.js";
 import type { BuildsContext } from "./builds-context.js";
 import { buildInputProblems } from "./domain/build-input.js";
 import { BUILD_STATES, type BuildState } from "./domain/types.js";
+import type { PipelineCopies } from "./pipeline-copies.js";
 import { NO_JOBS, pageVersion, showBuild, shownJobs } from "./shown-build.js";
 
 /** "finished" in a state filter stands for these. */
@@ -27,39 +28,29 @@ export function createBuildRpcs(
     creation: BuildCreation;
     cancel: BuildCancel;
     /**
-     * The pipeline as the pipelines service holds it now (null: deleted). The caller's copy may be a cache's, up to
-     * its TTL old: a build admitted on it could land in a pipeline archived (or deleted) in the meantime. Absent in
-     * unit tests, where the caller's copy is current.
+     * The pipelines builds are created for, as they hold now (pipeline-copies.ts). The caller's copy may be a
+     * cache's, up to its TTL old: a build admitted on it could land in a pipeline archived (or deleted) meanwhile.
      */
-    currentPipeline?: (pipeline: Pipeline) => Promise<Pipeline | null>;
-    /**
-     * The pipelines' fences: every change a build depends on raised its pipeline's fence to its version before it was
-     * acknowledged, so a copy whose version is at least the fence read now is current, and is not read again.
-     */
-    fences?: Pick<Fences, "read">;
+    pipelines: PipelineCopies;
   },
 ): BuildRpcs {
   const { repo, withLock } = ctx;
   const { creation, cancel } = parts;
-  /** Whether the pipeline's fence shows the copy is current; false when the fence cannot be read (NATS down). */
-  const currentByFence = async (pipeline: Pipeline) => {
-    if (!parts.fences) return false;
-    try {
-      return pipeline.version >= (await parts.fences.read(pipelineFence(pipeline.id)));
-    } catch (err) {
-      ctx.logger.debug({ err, pipelineId: pipeline.id }, "pipeline fence unreadable: reading the pipeline again");
-      return false;
-    }
-  };
   /**
-   * The request's pipeline as it is now (read again unless its fence shows the copy is current): whether builds may
-   * be created, and from which steps, is decided on what holds now.
+   * The request's pipeline as it is now: the caller's copy, or the pipeline it names by id (a create then carries no
+   * steps). Undefined when the request names none.
    */
-  const current = async (pipeline: Pipeline | undefined): Promise<Pipeline | undefined> => {
-    if (!pipeline || !parts.currentPipeline) return pipeline;
-    if (await currentByFence(pipeline)) return pipeline;
-    const now = await parts.currentPipeline(pipeline);
-    if (!now) throw notFound("pipeline");
+  const current = async (req: {
+    pipeline?: Pipeline;
+    organizationId?: string;
+    pipelineId?: string;
+  }): Promise<Pipeline | undefined> => {
+    const now = req.pipeline
+      ? await parts.pipelines.current(req.pipeline)
+      : req.pipelineId
+        ? await parts.pipelines.byId(req.organizationId ?? "", req.pipelineId)
+        : undefined;
+    if (now === null) throw notFound("pipeline");
     return now;
   };
 
@@ -76,7 +67,7 @@ export function createBuildRpcs(
       const commit = req.commit.trim();
       const branch = req.branch.trim();
       const at = ctx.now();
-      const pipeline = checkPipeline(await current(req.pipeline), branch, req.ignorePipelineBranchFilters);
+      const pipeline = checkPipeline(await current(req), branch, req.ignorePipelineBranchFilters);
       const creator = userSnapshot(req.creator);
       const author =
         req.author && (req.author.name !== "" || req.author.email !== "")
@@ -158,7 +149,7 @@ export function createBuildRpcs(
     },
 
     async rebuildBuild(req) {
-      const pipeline = await current(req.pipeline);
+      const pipeline = await current({ pipeline: req.pipeline });
       if (!pipeline) throw invalidFields([{ field: "pipeline", code: "is required" }]);
       const original = await requireBuild(pipeline.id, req.number);
       if (!pipeline.allowRebuilds) throw failedPrecondition("Rebuilds are not allowed for this pipeline.");

@@ -180,10 +180,13 @@ function fakes() {
       createBuild(req) {
         calls.create.push(req);
         if (!req.commit) throw invalidFields([{ field: "commit", code: "can't be blank" }]);
-        if (req.pipeline?.archivedAt) {
+        const p =
+          req.pipeline ?? PIPELINES.find((x) => x.organizationId === req.organizationId && x.id === req.pipelineId);
+        if (!p) throw new ConnectError("pipeline not found", Code.NotFound);
+        if (p.archivedAt) {
           throw new ConnectError("Pipeline is archived", Code.FailedPrecondition);
         }
-        const b = build(req.pipeline as Pipeline, 100 + calls.create.length, {
+        const b = build(p, 100 + calls.create.length, {
           commit: req.commit,
           branch: req.branch,
           pullRequest: req.pullRequestId
@@ -633,7 +636,10 @@ describe("builds routes", () => {
       expect(body.pull_request).toEqual({ id: "42", base: "main", repository: "git@github.com:fork/web.git" });
       expect(body.jobs[1].agent).toHaveProperty("hostname");
       const req = fake.calls.create[0] as CreateBuildRequest;
-      expect(req.pipeline?.id).toBe(web.id);
+      // The pipeline by id, without its steps.
+      expect(req.pipelineId).toBe(web.id);
+      expect(req.organizationId).toBe(web.organizationId);
+      expect(req.pipeline).toBeUndefined();
       expect(req).toMatchObject({
         organizationSlug: "acme",
         commit: "HEAD",

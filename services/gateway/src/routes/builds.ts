@@ -312,7 +312,9 @@ export function buildRoutes(app: FastifyInstance, deps: RouteDeps): void {
           : creator && { name: creator.name, email: creator.email };
       const res = await clients.builds.createBuild(
         {
-          pipeline: pipeline.pipeline,
+          // By id: the builds service keeps the pipelines it builds, so the request does not carry the steps.
+          pipelineId: pipeline.pipeline.id,
+          organizationId: pipeline.pipeline.organizationId,
           organizationSlug: access.organization?.slug ?? "",
           creator,
           commit: body.commit ?? "",
