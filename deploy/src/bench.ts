@@ -9,6 +9,7 @@ import { createServiceClient } from "@conveyor/runtime";
 import autocannon from "autocannon";
 import { type AgentBenchResult, type AgentBenchTarget, cpuAll, runAgentBench } from "./bench-agents.js";
 import { BENCH_ROUTES, type BenchContext, type BenchRoute, ensureBenchPipeline, pagePath } from "./bench-routes.js";
+import { printAgentRows, printCpuPerCreate } from "./bench-rows.js";
 import { type BenchSettings, benchSettings, median, selected } from "./bench-stats.js";
 import { bootstrapStack } from "./bootstrap.js";
 import { type Env, envValue } from "./paths.js";
@@ -363,40 +364,4 @@ function agentBenchTarget(
   const natsUrl = envValue(env, "NATS_URL");
   const agentBin = envValue(env, "CONVEYOR_AGENT_BIN");
   return agentsUrl && natsUrl && agentBin ? { ...base, agentsUrl, natsUrl, agentBin, pids: {} } : undefined;
-}
-
-/** The agent rows of the summary. */
-function printAgentRows(r: AgentBenchResult, say: (line: string) => void): void {
-  const f = (n: number) => (Number.isFinite(n) ? n.toFixed(n < 10 ? 1 : 0) : "–");
-  say(`\nagents${" ".repeat(28)} ${"count".padStart(9)} ${"p50 ms".padStart(7)} ${"p99 ms".padStart(7)}`);
-  say(
-    `${"dispatch: create → accepted".padEnd(34)} ${String(r.dispatch.builds).padStart(9)} ${f(r.dispatch.p50Ms).padStart(7)} ${f(r.dispatch.p99Ms).padStart(7)}`,
-  );
-  const p = r.pings;
-  say(
-    `${`ping, ${p.agents} idle agents / ${p.intervalMs / 1000} s`.padEnd(34)} ${String(p.idle.pings).padStart(9)} ${f(p.idle.p50Ms).padStart(7)} ${f(p.idle.p99Ms).padStart(7)}${p.idle.errors ? `   (${p.idle.errors} errors!)` : ""}`,
-  );
-  say(
-    `${"ping, while builds run".padEnd(34)} ${String(p.withBuilds.pings).padStart(9)} ${f(p.withBuilds.p50Ms).padStart(7)} ${f(p.withBuilds.p99Ms).padStart(7)}${p.withBuilds.errors ? `   (${p.withBuilds.errors} errors!)` : ""}`,
-  );
-  if (p.idle.mongoCommandsPerPing !== undefined)
-    say(`database commands per idle ping (agents service): ${p.idle.mongoCommandsPerPing.toFixed(3)}`);
-  const cpu = Object.entries(p.cpuMsPerPing).filter(([, ms]) => Number.isFinite(ms) && ms > 0.0005);
-  if (cpu.length > 0) say(`CPU ms per idle ping: ${cpu.map(([name, ms]) => `${name} ${ms.toFixed(3)}`).join(", ")}`);
-}
-
-/** The median CPU milliseconds per request of each process over the trials of each POST target. */
-function printCpuPerCreate(results: readonly Measurement[], say: (line: string) => void) {
-  const byTarget = new Map<string, Measurement[]>();
-  for (const r of results) if (r.cpuMsPerRequest) byTarget.set(r.target, [...(byTarget.get(r.target) ?? []), r]);
-  for (const [target, runs] of byTarget) {
-    const names = Object.keys(runs[0]?.cpuMsPerRequest ?? {});
-    const per = names
-      .map((name) => [name, median(runs.map((r) => r.cpuMsPerRequest?.[name] ?? Number.NaN))] as const)
-      .filter(([, v]) => Number.isFinite(v));
-    const total = per.reduce((sum, [, v]) => sum + v, 0);
-    say(
-      `CPU ms per request, ${target}: ${per.map(([name, v]) => `${name} ${v.toFixed(1)}`).join(", ")} (total ${total.toFixed(1)})`,
-    );
-  }
 }
