@@ -208,7 +208,7 @@ export function createBuildCreation(
         // The number was stored already (its counter was behind): the jobs go again under the next number.
         await repo.deleteJobs(buildId, jobIds);
         if (attempt >= MAX_ATTEMPTS) {
-          await abandon(buildId, jobIds);
+          await repo.removeClaim(buildId);
           throw err;
         }
         await repo.raiseNumber(pipeline.id, number);

@@ -30,8 +30,9 @@ const events: EventPublisher = {
 };
 let clock = new Date();
 
-async function domain() {
-  return createBuildDomain({
+/** What the builds service runs on here: the test database, the recording publisher and the test's clock. */
+async function deps() {
+  return {
     repo,
     logs: await createMongoJobLogRepository(db),
     uploads: await createMongoPipelineUploadRepository(db),
@@ -39,7 +40,11 @@ async function domain() {
     events,
     logger: createLogger("test", "silent"),
     now: () => clock,
-  });
+  };
+}
+
+async function domain() {
+  return createBuildDomain(await deps());
 }
 
 beforeAll(async () => {
@@ -180,15 +185,7 @@ describe("creations claimed and cut off before their build was stored", () => {
     // A trigger's child build has an id derived from its trigger job: a repeated attempt claims the same id.
     clock = new Date();
     const cut = await claimedOnly(1, clock);
-    const ctx = createBuildsContext({
-      repo,
-      logs: await createMongoJobLogRepository(db),
-      uploads: await createMongoPipelineUploadRepository(db),
-      slots: await createMongoConcurrencySlotRepository(db),
-      events,
-      logger: createLogger("test", "silent"),
-      now: () => clock,
-    });
+    const ctx = createBuildsContext(await deps());
     const creation = createBuildCreation(ctx, {} as BuildCancel);
     const pipeline = pipelineFromYaml("steps:\n  - command: a\n  - command: b\n", { id: cut.pipelineId });
     const input: NewBuild = {
