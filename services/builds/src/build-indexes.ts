@@ -9,6 +9,8 @@ import type { BuildDoc, ClaimDoc, JobDoc } from "./build-docs.js";
 
 /** Indexes an earlier version made that nothing reads by any more; dropped at start. */
 const RETIRED_BUILD_INDEXES = ["org_finished"];
+/** "pipeline_job_state" (pipelineId, state): the counters count by type too, from pipeline_job_counts. */
+const RETIRED_JOB_INDEXES = ["pipeline_job_state"];
 
 /** Creates the indexes (a no-op for those that exist) and drops the retired ones. */
 export async function ensureBuildIndexes(
@@ -35,7 +37,8 @@ export async function ensureBuildIndexes(
     jobs.createIndex({ buildId: 1, stepIndex: 1, parallelGroupIndex: 1 }, { name: "build_jobs" }),
     // A build's answer reads its jobs by pipeline and number, beside the build, in the same round trip.
     jobs.createIndex({ pipelineId: 1, buildNumber: 1, stepIndex: 1 }, { name: "pipeline_build_jobs" }),
-    jobs.createIndex({ pipelineId: 1, state: 1 }, { name: "pipeline_job_state" }),
+    // A pipeline's counters: its jobs by state and type (waiters are not counted), without reading a job.
+    jobs.createIndex({ pipelineId: 1, state: 1, type: 1 }, { name: "pipeline_job_counts" }),
     // Dispatch: scheduled jobs by priority, then how long they have been runnable; stale assignments by age.
     jobs.createIndex({ state: 1, priority: -1, runnableAt: 1 }, { name: "dispatch" }),
     jobs.createIndex({ state: 1, assignedAt: 1 }, { name: "assigned_age" }),
@@ -50,6 +53,11 @@ export async function ensureBuildIndexes(
   ]);
   // Indexes an earlier version made and lists no longer use. "org_finished" (organization, finishedAt) served
   // finished_from by sorting every match; org_newest_first serves it in order, reading only up to the page's end.
-  const existing = new Set((await builds.listIndexes().toArray()).map((index) => String(index.name)));
-  for (const name of RETIRED_BUILD_INDEXES) if (existing.has(name)) await builds.dropIndex(name);
+  await dropRetired(builds, RETIRED_BUILD_INDEXES);
+  await dropRetired(jobs, RETIRED_JOB_INDEXES);
+}
+
+async function dropRetired(collection: Collection<BuildDoc> | Collection<JobDoc>, retired: readonly string[]) {
+  const existing = new Set((await collection.listIndexes().toArray()).map((index) => String(index.name)));
+  for (const name of retired) if (existing.has(name)) await collection.dropIndex(name);
 }
