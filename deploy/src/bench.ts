@@ -8,11 +8,14 @@ import { AgentsService } from "@conveyor/proto/agents";
 import { createServiceClient } from "@conveyor/runtime";
 import autocannon from "autocannon";
 import { type AgentBenchResult, type AgentBenchTarget, cpuAll, runAgentBench } from "./bench-agents.js";
+import { checkCreatesUnderLoad, highestNumber } from "./bench-creates.js";
 import { BENCH_ROUTES, type BenchContext, type BenchRoute, ensureBenchPipeline, pagePath } from "./bench-routes.js";
 import { printAgentRows, printCpuPerCreate } from "./bench-rows.js";
 import { type BenchSettings, benchSettings, median, selected } from "./bench-stats.js";
 import { bootstrapStack } from "./bootstrap.js";
+import { createsHeld, formatCreateCheck } from "./create-invariants.js";
 import { type Env, envValue } from "./paths.js";
+import { createApi } from "./rest-client.js";
 import { type Stack, startStack } from "./stack.js";
 
 /** One autocannon run. */
@@ -24,6 +27,8 @@ export interface Measurement {
   p99Ms: number;
   /** Responses that were not 2xx, plus connection errors and timeouts; a run with any is not a valid figure. */
   bad: number;
+  /** 2xx answers (for creates: builds acknowledged). */
+  ok: number;
   /** CPU milliseconds per request of each stack process (POST targets on a stack the bench started). */
   cpuMsPerRequest?: Record<string, number>;
 }
@@ -122,6 +127,7 @@ async function measure(
     p99Ms: result.latency.p99,
     // A conditional target's 304s are its answers; anything else but 200 is not.
     bad: result.non2xx - (target.conditional ? result["3xx"] : 0) + result.errors + result.timeouts,
+    ok: result["2xx"],
   };
   if (target.post && Object.keys(pids).length > 0) {
     const cpuAfter = cpuAll(pids);
@@ -263,7 +269,13 @@ export async function runBench(repoRoot: string, env: Env = process.env): Promis
       `\n${settings.trials} interleaved trials, ${settings.connections} connections, ${settings.durationSec} s per run ` +
         "(after a 1 s warm-up of each target)\n",
     );
-    for (const t of targets) await measure(t, 0, settings, 1);
+    // Every create is checked at the end: the builds above the pipeline's highest number now are the bench's.
+    const createTarget = targets.find((t) => t.post);
+    const api = createApi(apiUrl, orgSlug, token, 30_000);
+    const pipelinePath = `/pipelines/${ctx.pipelineSlug}`;
+    const numberBefore = createTarget ? await highestNumber(api, `${pipelinePath}/builds`) : 0;
+    const warmups: Measurement[] = [];
+    for (const t of targets) warmups.push(await measure(t, 0, settings, 1));
     // Single requests on the stack at rest, after the warm-up (a cold JIT is not what a running service answers
     // with) and a pause for the background work the warm-up's creates started.
     await new Promise((resolve) => setTimeout(resolve, IDLE_REST_MS));
@@ -311,6 +323,17 @@ export async function runBench(repoRoot: string, env: Env = process.env): Promis
       );
     }
     printCpuPerCreate(results, say);
+    let creates: Awaited<ReturnType<typeof checkCreatesUnderLoad>> | undefined;
+    if (createTarget) {
+      say(`\nchecking creates: ${settings.durationSec} s more of them while a client creates, cancels and reads back…`);
+      const before = [...warmups, ...results].filter((m) => m.target === createTarget.name);
+      const acknowledged = before.reduce((sum, m) => sum + m.ok, 0);
+      // autocannon drops the answers of the requests in flight when a run ends: one per connection and run.
+      const inFlight = (before.length + 1) * (createTarget.connections ?? settings.connections);
+      const load = async () => (await measure(createTarget, 0, settings)).ok;
+      creates = await checkCreatesUnderLoad(api, pipelinePath, { after: numberBefore, acknowledged, inFlight }, load);
+      for (const line of formatCreateCheck(creates.check, creates.probe)) say(line);
+    }
     const agentTarget = selected(settings.only, "agents")
       ? agentBenchTarget(stack, env, { apiUrl, token, orgSlug })
       : undefined;
@@ -328,12 +351,14 @@ export async function runBench(repoRoot: string, env: Env = process.env): Promis
     mkdirSync(dirname(out), { recursive: true });
     writeFileSync(
       out,
-      `${JSON.stringify({ settings, at: new Date().toISOString(), results, summary, agents }, null, 2)}\n`,
+      `${JSON.stringify({ settings, at: new Date().toISOString(), results, summary, creates, agents }, null, 2)}\n`,
     );
     say(`\nresults written to ${out}`);
     const bad = results.some((r) => r.bad > 0);
     if (bad) say("some runs had non-2xx responses or errors: their figures are not valid");
-    return bad ? 1 : 0;
+    const broken = creates !== undefined && !createsHeld(creates.check, creates.probe);
+    if (broken) say("creation broke an invariant or a read was stale: see the lines after `checking creates`");
+    return bad || broken ? 1 : 0;
   } finally {
     process.off("SIGINT", onSignal);
     process.off("SIGTERM", onSignal);

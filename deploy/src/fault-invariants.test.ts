@@ -143,19 +143,27 @@ describe("invariants", () => {
     expect(formatReport([], r).join("\n")).toContain("FAILED");
   });
 
-  it("derive the expected counters from the listing as the builds service counts them", () => {
+  it("derive the expected counters from the listing as the builds service counts them (waiters and retried jobs aside)", () => {
     expect(
       expectedCounters([
         build(1, "scheduled", ["scheduled", "waiting"]),
         build(2, "failing", ["accepted", "assigned", "failed"]),
         { ...build(3, "running", ["running"]), jobs: [{ id: "w", type: "waiter", state: "waiting" }] },
+        {
+          ...build(4, "running", []),
+          jobs: [
+            { id: "b", type: "manual", state: "blocked" },
+            { id: "t", type: "trigger", state: "running" },
+            { id: "r", type: "script", state: "scheduled", retried: true },
+          ],
+        },
       ]),
     ).toEqual({
       scheduled_builds_count: 1,
-      running_builds_count: 2,
+      running_builds_count: 3,
       scheduled_jobs_count: 2,
-      running_jobs_count: 1,
-      waiting_jobs_count: 1,
+      running_jobs_count: 2,
+      waiting_jobs_count: 2,
     });
   });
 });

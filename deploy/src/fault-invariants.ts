@@ -139,7 +139,7 @@ export interface BuildView {
   id: string;
   number: number;
   state: string;
-  jobs: Array<{ id: string; type: string; state: string }>;
+  jobs: Array<{ id: string; type: string; state: string; retried?: boolean }>;
 }
 
 /** A pipeline's counters as REST shows them. */
@@ -200,10 +200,13 @@ function tally(values: readonly string[]): Record<string, number> {
   return out;
 }
 
-/** What the listing implies for a pipeline's counters (buildkite-compat.md B2: jobCounts in the builds service). */
+/**
+ * What the listing implies for a pipeline's counters (buildkite-compat.md B2 states; jobCounts in the builds
+ * service): every job but waiters (bookkeeping that never runs) and jobs replaced by their retry.
+ */
 export function expectedCounters(builds: readonly BuildView[]): PipelineCounters {
-  const scripts = builds.flatMap((b) => b.jobs.filter((j) => j.type === "script"));
-  const count = (states: string[]) => scripts.filter((j) => states.includes(j.state)).length;
+  const counted = builds.flatMap((b) => b.jobs.filter((j) => j.type !== "waiter" && !j.retried));
+  const count = (states: string[]) => counted.filter((j) => states.includes(j.state)).length;
   return {
     scheduled_builds_count: builds.filter((b) => b.state === "scheduled").length,
     running_builds_count: builds.filter((b) => ["running", "failing", "canceling"].includes(b.state)).length,
@@ -211,6 +214,15 @@ export function expectedCounters(builds: readonly BuildView[]): PipelineCounters
     running_jobs_count: count(["accepted", "running", "canceling", "timing_out"]),
     waiting_jobs_count: count(["pending", "waiting", "blocked", "limiting", "limited"]),
   };
+}
+
+/** How the pipeline's counters differ from what the listing implies, one entry per counter; none when they agree. */
+export function countersDiffer(counters: PipelineCounters | undefined, builds: readonly BuildView[]): string[] {
+  if (!counters) return ["pipeline counters unreadable"];
+  const expected = expectedCounters(builds);
+  return (Object.keys(expected) as Array<keyof PipelineCounters>)
+    .filter((key) => counters[key] !== expected[key])
+    .map((key) => `${key} ${counters[key]} (listing: ${expected[key]})`);
 }
 
 /** Checks the invariants; `failures` lists each broken one in a sentence. */
@@ -223,16 +235,7 @@ export function checkInvariants(input: InvariantInput): InvariantReport {
   for (const j of jobs) seen.set(j.id, (seen.get(j.id) ?? 0) + 1);
   const runs = new Map<string, number>();
   for (const id of input.runs) runs.set(id, (runs.get(id) ?? 0) + 1);
-  const expected = expectedCounters(input.builds);
-  const counterMismatches: string[] = [];
-  if (!input.counters) counterMismatches.push("pipeline counters unreadable");
-  else {
-    for (const key of Object.keys(expected) as Array<keyof PipelineCounters>) {
-      if (input.counters[key] !== expected[key]) {
-        counterMismatches.push(`${key} ${input.counters[key]} (listing: ${expected[key]})`);
-      }
-    }
-  }
+  const counterMismatches = countersDiffer(input.counters, input.builds);
   const report: InvariantReport = {
     acknowledged: input.acknowledged.length,
     found: input.builds.length,

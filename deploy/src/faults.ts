@@ -6,11 +6,10 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { connectNats, createLogger, EVENTS_STREAM } from "@conveyor/runtime";
 import { bootstrapStack } from "./bootstrap.js";
 import {
-  type BuildView,
   type ConsumerBacklog,
   checkInvariants,
+  countersDiffer,
   type Dependency,
-  expectedCounters,
   formatReport,
   type OutageSummary,
   overlapping,
@@ -19,9 +18,9 @@ import {
   summarizeOutage,
   TERMINAL_BUILD_STATES,
 } from "./fault-invariants.js";
-import { lenientJson } from "./lenient-json.js";
 import { startLocalAgents } from "./local-agents.js";
 import { type Env, envValue } from "./paths.js";
+import { type Answer, type Api, createApi, listBuilds } from "./rest-client.js";
 import { type Stack, startStack } from "./stack.js";
 
 /**
@@ -37,14 +36,6 @@ const AGENTS = 3;
 /** The gateway's RPC deadline (RPC_TIMEOUT_MS's default); an answer later than this plus a margin is a hang. */
 const RPC_DEADLINE_MS = 10_000;
 const HANG_MS = RPC_DEADLINE_MS + 5_000;
-
-interface Answer {
-  status: number;
-  body: unknown;
-  ms: number;
-  jsonMessage: boolean;
-  hung: boolean;
-}
 
 /** The launcher's environment: this machine's tools, none of the settings that would point at other servers. */
 function drillEnv(env: Env): Env {
@@ -107,7 +98,7 @@ export async function runFaults(repoRoot: string, env: Env = process.env): Promi
       log: (l) => say(`  ${l}`),
       onSpawn: (p) => stack.adopt(p),
     });
-    const api = createApi(stack, credentials.organization.slug, credentials.apiToken.secret);
+    const api = createApi(stack.info.apiUrl, credentials.organization.slug, credentials.apiToken.secret, HANG_MS);
     const marks = join(dataDir, "runs.txt");
     const uploads = join(dataDir, "uploads.txt");
     writeFileSync(marks, "");
@@ -177,9 +168,7 @@ export async function runFaults(repoRoot: string, env: Env = process.env): Promi
     for (;;) {
       counters = (await api("GET", `/pipelines/${slug}`)).body as PipelineCounters | undefined;
       consumers = await consumerBacklogs(stack.info.natsUrl);
-      const expected = expectedCounters(builds);
-      const same =
-        counters && Object.entries(expected).every(([k, v]) => counters?.[k as keyof PipelineCounters] === v);
+      const same = countersDiffer(counters, builds).length === 0;
       if ((same && consumers.every((c) => c.pending + c.ackPending === 0)) || Date.now() > settle) break;
       await sleep(2_000);
     }
@@ -228,33 +217,6 @@ export async function runFaults(repoRoot: string, env: Env = process.env): Promi
     if (failed || envValue(env, "FAULTS_KEEP_DATA") === "1") say(`data and logs kept in ${dataDir}`);
     else if (existsSync(dataDir)) rmSync(dataDir, { recursive: true, force: true });
   }
-}
-
-type Api = (method: string, path: string, body?: unknown) => Promise<Answer>;
-
-function createApi(stack: Stack, org: string, token: string): Api {
-  return async (method, path, body) => {
-    const t0 = Date.now();
-    try {
-      const res = await fetch(`${stack.info.apiUrl}/v2/organizations/${org}${path}`, {
-        method,
-        headers: {
-          authorization: `Bearer ${token}`,
-          ...(body === undefined ? {} : { "content-type": "application/json" }),
-        },
-        body: body === undefined ? undefined : JSON.stringify(body),
-        signal: AbortSignal.timeout(HANG_MS),
-      });
-      const text = await res.text();
-      const parsed = lenientJson(text);
-      const jsonMessage =
-        typeof parsed === "object" && parsed !== null && typeof (parsed as { message?: unknown }).message === "string";
-      return { status: res.status, body: parsed, ms: Date.now() - t0, jsonMessage, hung: false };
-    } catch (err) {
-      const hung = err instanceof Error && err.name === "TimeoutError";
-      return { status: 0, body: undefined, ms: Date.now() - t0, jsonMessage: false, hung };
-    }
-  };
 }
 
 /**
@@ -319,22 +281,6 @@ async function outage(
     `  ${dependency}: while down ${JSON.stringify(summary.byStatus)}, after ${JSON.stringify(summary.afterRestart)}, max ${summary.maxMs} ms, recovered ${summary.recoveryMs ?? "never"} ms after the restart`,
   );
   return summary;
-}
-
-/** Every build of the pipeline (with its jobs), through the REST list, page by page. */
-async function listBuilds(api: Api, buildsPath: string): Promise<BuildView[]> {
-  const all: BuildView[] = [];
-  for (let page = 1; ; page++) {
-    let res = await api("GET", `${buildsPath}?per_page=100&page=${page}`);
-    for (let attempt = 0; res.status !== 200 && attempt < 30; attempt++) {
-      await sleep(1_000);
-      res = await api("GET", `${buildsPath}?per_page=100&page=${page}`);
-    }
-    if (res.status !== 200) throw new Error(`listing builds answered ${res.status}`);
-    const items = res.body as BuildView[];
-    all.push(...items);
-    if (items.length < 100) return all;
-  }
 }
 
 /** The backlog of every durable consumer on the events stream. */
