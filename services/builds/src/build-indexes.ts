@@ -37,7 +37,7 @@ export async function ensureBuildIndexes(
     jobs.createIndex({ buildId: 1, stepIndex: 1, parallelGroupIndex: 1 }, { name: "build_jobs" }),
     // A build's answer reads its jobs by pipeline and number, beside the build, in the same round trip.
     jobs.createIndex({ pipelineId: 1, buildNumber: 1, stepIndex: 1 }, { name: "pipeline_build_jobs" }),
-    // A pipeline's counters: its jobs by state and type (waiters are not counted), without reading a job.
+    // A pipeline's counters: its jobs by state and type (waiters are not counted), counted from this index.
     jobs.createIndex({ pipelineId: 1, state: 1, type: 1 }, { name: "pipeline_job_counts" }),
     // Dispatch: scheduled jobs by priority, then how long they have been runnable; stale assignments by age.
     jobs.createIndex({ state: 1, priority: -1, runnableAt: 1 }, { name: "dispatch" }),
