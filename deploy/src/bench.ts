@@ -325,7 +325,9 @@ export async function runBench(repoRoot: string, env: Env = process.env): Promis
     printCpuPerCreate(results, say);
     let creates: Awaited<ReturnType<typeof checkCreatesUnderLoad>> | undefined;
     if (createTarget) {
-      say(`\nchecking creates: ${settings.durationSec} s more of them while three clients create, cancel and read back…`);
+      say(
+        `\nchecking creates: ${settings.durationSec} s more of them while three clients create, cancel and read back…`,
+      );
       const before = [...warmups, ...results].filter((m) => m.target === createTarget.name);
       const acknowledged = before.reduce((sum, m) => sum + m.ok, 0);
       // autocannon drops the answers of the requests in flight when a run ends: one per connection and run.
