@@ -1,4 +1,5 @@
 import { Code, ConnectError } from "@connectrpc/connect";
+import { isRunningJobState } from "@conveyor/ci-rules";
 import { CredentialRevokedSchema, JobDispatchedSchema } from "@conveyor/proto/agents";
 import { type BuildsService, type Job, JobEventType } from "@conveyor/proto/builds";
 import {
@@ -37,9 +38,6 @@ export interface JobHandoffDeps {
 
 /** How many waiting jobs one ping tries before giving up (each refused assignment costs one RPC). */
 const CANDIDATES_PER_PING = 5;
-
-/** Job states in which the agent holds the job's process. */
-const RUNNING_STATES = new Set(["accepted", "running", "canceling", "timing_out"]);
 
 /** What an agent reports when a job's process ended. */
 export interface JobEnd {
@@ -91,7 +89,7 @@ export function createJobHandoff(deps: JobHandoffDeps) {
    */
   const stillHolds = async (agent: AgentDoc, jobId: string): Promise<boolean> => {
     const job = await jobOf(jobId);
-    return job?.agent?.id === agent._id && RUNNING_STATES.has(job.state);
+    return job?.agent?.id === agent._id && isRunningJobState(job.state);
   };
 
   /**
@@ -106,7 +104,7 @@ export function createJobHandoff(deps: JobHandoffDeps) {
       if (job?.agent?.id === agent._id) {
         if (job.state === "assigned") {
           await builds.transitionJob({ jobId, event: JobEventType.UNASSIGN, agentId: agent._id });
-        } else if (RUNNING_STATES.has(job.state)) {
+        } else if (isRunningJobState(job.state)) {
           if (job.state === "accepted") {
             await builds.transitionJob({ jobId, event: JobEventType.START, agentId: agent._id });
           }
@@ -142,7 +140,7 @@ export function createJobHandoff(deps: JobHandoffDeps) {
         // again, as Buildkite's agent does): offered again, and accepting it again answers the same.
         const unstarted = job?.state === "assigned" || job?.state === "accepted";
         if (unstarted && job.agent?.id === agent._id) return jobId;
-        if (job && RUNNING_STATES.has(job.state) && job.agent?.id === agent._id) {
+        if (job && isRunningJobState(job.state) && job.agent?.id === agent._id) {
           // A v3 agent does not ping while it runs a job: this one lost it (a crash between start and finish).
           await abandon(agent, "agent_stop");
         } else {

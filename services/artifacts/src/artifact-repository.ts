@@ -1,6 +1,6 @@
 import { isDuplicateKeyError } from "@conveyor/runtime";
 import type { Collection, Db, Filter } from "mongodb";
-import type { ArtifactState } from "./domain/artifact-state.js";
+import { type ArtifactState, transition } from "./domain/artifact-state.js";
 
 /** An artifact record. */
 export interface ArtifactDoc {
@@ -20,8 +20,13 @@ export interface ArtifactDoc {
   fileSize: number;
   sha1sum: string;
   sha256sum: string;
-  /** Where its contents are in the bucket. */
+  /** Where its contents are in the bucket (a key no other record ever names: `objectKeyOf`). */
   objectKey: string;
+  /**
+   * The store's checksum (ETag) of the object when the upload finished; a download refuses an object that no longer
+   * has it. Absent on records finished before it was kept (their size is still checked).
+   */
+  etag?: string;
   createdAt: Date;
   /** When the agent reported it finished. */
   uploadedAt: Date | null;
@@ -61,6 +66,11 @@ export interface ArtifactRepository {
     set: Partial<Pick<ArtifactDoc, "uploadedAt" | "endedAt" | "objectRemoved">>,
     jobId?: string,
   ): Promise<number>;
+  /**
+   * Finishes uploads: each record named (of the job) that is still `new` becomes `finished`, with its object's
+   * checksum, in one round trip; returns how many moved.
+   */
+  finishUploads(uploads: ReadonlyArray<{ id: string; etag: string }>, at: Date, jobId: string): Promise<number>;
   /** Flags records whose object must be removed (again). */
   requireRemoval(ids: readonly string[]): Promise<void>;
   /** One page of a build's (or job's) visible artifacts, oldest first, and how many there are. */
@@ -160,6 +170,20 @@ export async function createMongoArtifactRepository(db: Db): Promise<ArtifactRep
       const res = await artifacts.updateMany(
         { _id: { $in: [...ids] }, state: { $in: [...from] }, ...(jobId ? { jobId } : {}) },
         { $set: { state: to, ...set } },
+      );
+      return res.modifiedCount;
+    },
+    async finishUploads(uploads, at, jobId) {
+      if (uploads.length === 0) return 0;
+      const { from, to } = transition("upload_finished");
+      const res = await artifacts.bulkWrite(
+        uploads.map((u) => ({
+          updateOne: {
+            filter: { _id: u.id, state: { $in: [...from] }, jobId },
+            update: { $set: { state: to, uploadedAt: at, etag: u.etag } },
+          },
+        })),
+        { ordered: false },
       );
       return res.modifiedCount;
     },

@@ -24,7 +24,10 @@ describe("artifact batches", () => {
     expect(res.uploads.map((u) => u.artifactId)).toEqual(res.artifacts.map((a) => a.id));
     const first = res.uploads[0];
     expect(first?.url).toBe("http://gw.test/objects/test-bucket");
-    expect(first?.fields.key).toBe(`artifacts/${w.job.buildId}/${w.job.jobId}/${res.artifacts[0]?.id}`);
+    expect(first?.fields.key).toMatch(
+      new RegExp(`^artifacts/${w.job.buildId}/${w.job.jobId}/${res.artifacts[0]?.id}/[0-9a-f]{32}$`),
+    );
+    expect(first?.fields.key).toBe(w.memory.docs.get(res.artifacts[0]?.id ?? "")?.objectKey);
     expect(res.uploads[1]?.fields.policy).toMatch(/^size=1024;expires=2026-03-01T01:00:00.000Z$/);
     expect(res.artifacts[0]).toMatchObject({ ...w.job, buildNumber: 7 });
   });
@@ -36,6 +39,7 @@ describe("artifact batches", () => {
     const one = await w.client.createArtifactBatch(req);
     const two = await w.client.createArtifactBatch(req);
     expect(two.artifacts.map((a) => a.id)).toEqual(one.artifacts.map((a) => a.id));
+    expect(two.uploads.map((u) => u.fields.key)).toEqual(one.uploads.map((u) => u.fields.key));
     expect(w.memory.docs.size).toBe(2);
     // The same batch id in another job names other records.
     const other = await w.client.createArtifactBatch({ ...req, jobId: newId() });
@@ -157,5 +161,65 @@ describe("artifact batches", () => {
     expect(after.artifacts).toEqual([]);
     await w.sweeper.sweep();
     expect(w.objects.objects.size).toBe(0);
+  });
+
+  it("never signs a form for an artifact again once its upload finished or failed", async () => {
+    const w = artifactsWorld();
+    const req = { ...w.job, batchId: newId(), artifacts: [upload("a", 3), upload("b", 3)] };
+    const res = await w.client.createArtifactBatch(req);
+    const [a] = res.artifacts;
+    w.objects.objects.set(w.memory.docs.get(a?.id ?? "")?.objectKey ?? "", 3);
+    await w.client.updateArtifactStates({ jobId: w.job.jobId, updates: [{ id: a?.id ?? "", state: "finished" }] });
+    const again = await failure(w.client.createArtifactBatch(req));
+    expect([again.code, again.rawMessage]).toEqual([
+      Code.FailedPrecondition,
+      `Artifact 0 of batch ${req.batchId} is already finished: announce the upload as a new batch`,
+    ]);
+    // A new batch of the same paths makes new records, under keys no earlier form names.
+    const fresh = await w.client.createArtifactBatch({ ...req, batchId: newId() });
+    const keys = new Set(res.uploads.map((u) => u.fields.key));
+    expect(fresh.uploads.filter((u) => keys.has(u.fields.key))).toEqual([]);
+  });
+
+  it("keeps the object's checksum when an upload finishes; a download refuses an object changed since", async () => {
+    const w = artifactsWorld();
+    const res = await w.client.createArtifactBatch({
+      ...w.job,
+      batchId: newId(),
+      artifacts: [upload("same", 3), upload("changed", 3), upload("resized", 3), upload("gone", 3)],
+    });
+    const ids = res.artifacts.map((a) => a.id);
+    const key = (id: string | undefined) => w.memory.docs.get(id ?? "")?.objectKey ?? "";
+    for (const id of ids) {
+      w.objects.objects.set(key(id), 3);
+      w.objects.etags.set(key(id), `first-${id}`);
+    }
+    await w.client.updateArtifactStates({
+      jobId: w.job.jobId,
+      updates: ids.map((id) => ({ id, state: "finished" })),
+    });
+    expect(ids.map((id) => w.memory.docs.get(id)?.etag)).toEqual(ids.map((id) => `first-${id}`));
+    const [same, changed, resized, gone] = ids;
+    // The upload form is posted again after the artifact finished: other bytes, another checksum, or another size.
+    w.objects.etags.set(key(changed), "second");
+    w.objects.objects.set(key(resized), 4);
+    w.objects.objects.delete(key(gone));
+    const download = (id: string | undefined) =>
+      w.client.signArtifactDownload({ buildId: w.job.buildId, jobId: w.job.jobId, id: id ?? "", urlBase: "" });
+    expect((await download(same)).url).toContain(key(same));
+    for (const [id, problem] of [
+      [changed, "was changed after its upload finished"],
+      [resized, "is 4 bytes where 3 were uploaded"],
+      [gone, "is missing"],
+    ] as const) {
+      const refused = await failure(download(id));
+      expect([refused.code, refused.rawMessage]).toEqual([
+        Code.FailedPrecondition,
+        `The artifact's stored object ${problem}: it is not served`,
+      ]);
+    }
+    // The records are as they were: finished, with the checksum of what was uploaded.
+    expect(ids.map((id) => w.memory.docs.get(id)?.state)).toEqual(ids.map(() => "finished"));
+    expect(w.memory.docs.get(changed ?? "")?.etag).toBe(`first-${changed}`);
   });
 });

@@ -1,6 +1,7 @@
+import { randomBytes } from "node:crypto";
 import { Code, ConnectError } from "@connectrpc/connect";
 import type { CreateArtifactBatchRequest, UpdateArtifactStatesRequest } from "@conveyor/proto/artifacts";
-import { invalidFields, isUuid, toTimestamp } from "@conveyor/runtime";
+import { failedPrecondition, invalidFields, isUuid, toTimestamp } from "@conveyor/runtime";
 import { artifactMessage } from "./artifact-message.js";
 import type { ArtifactDoc } from "./artifact-repository.js";
 import { transition } from "./domain/artifact-state.js";
@@ -70,7 +71,7 @@ export function createBatchRpcs(ctx: ArtifactsContext) {
           fileSize: a.fileSize,
           sha1sum: a.sha1sum.toLowerCase(),
           sha256sum: a.sha256sum.toLowerCase(),
-          objectKey: objectKeyOf({ buildId: req.buildId, jobId, artifactId: id }),
+          objectKey: objectKeyOf({ buildId: req.buildId, jobId, artifactId: id }, randomBytes(16).toString("hex")),
           createdAt: now,
           uploadedAt: null,
           endedAt: null,
@@ -89,6 +90,14 @@ export function createBatchRpcs(ctx: ArtifactsContext) {
       for (const d of fresh) stored.set(d._id, d);
       const docs = artifactIds.map((id) => stored.get(id) as ArtifactDoc);
       if (docs.some((d) => d.jobId !== jobId)) throw new ConnectError("batch id clash", Code.Internal);
+      // A batch announced again (its answer lost) signs its artifacts' forms again while they wait for their
+      // upload; never once one finished or failed: its bytes are settled, and no form may reach its key again.
+      const settled = docs.findIndex((d) => d.state !== "new");
+      if (settled >= 0) {
+        throw failedPrecondition(
+          `Artifact ${settled} of batch ${req.batchId} is already ${docs[settled]?.state}: announce the upload as a new batch`,
+        );
+      }
       const expiresAt = new Date(now.getTime() + config.uploadTtlS * 1000);
       const uploads = await Promise.all(
         docs.map(async (d) => {
@@ -119,7 +128,7 @@ export function createBatchRpcs(ctx: ArtifactsContext) {
       const docs = (await repo.findByIds(wanted.map((u) => u.id.toLowerCase()))).filter((d) => d.jobId === jobId);
       const byId = new Map(docs.map((d) => [d._id, d]));
       const now = ctx.now();
-      const finished: string[] = [];
+      const finished: Array<{ id: string; etag: string }> = [];
       const failed: string[] = [];
       const strays: string[] = [];
       await mapLimited(wanted, STAT_CONCURRENCY, async (u) => {
@@ -132,12 +141,13 @@ export function createBatchRpcs(ctx: ArtifactsContext) {
         }
         if (u.state === "error") return void failed.push(doc._id);
         const object = await store.stat(doc.objectKey);
-        (object?.size === doc.fileSize ? finished : failed).push(doc._id);
+        if (object?.size === doc.fileSize) finished.push({ id: doc._id, etag: object.etag });
+        else failed.push(doc._id);
       });
-      const done = transition("upload_finished");
       const error = transition("upload_failed");
       await Promise.all([
-        repo.transition(finished, done.from, done.to, { uploadedAt: now }, jobId),
+        // Each with the store's checksum of what it holds now: downloads refuse an object that no longer has it.
+        repo.finishUploads(finished, now, jobId),
         repo.transition(failed, error.from, error.to, { endedAt: now, objectRemoved: false }, jobId),
         repo.requireRemoval(strays),
       ]);

@@ -46,7 +46,7 @@ export function readS3Config(env: Env): S3Config {
  */
 export function readArtifactsConfig(env: Env): ArtifactsConfig {
   const r = createEnvReader(env);
-  const uploadTtlS = r.int("ARTIFACT_UPLOAD_TTL_S", 6 * 3600, { min: 60, max: 7 * 24 * 3600 });
+  const uploadTtlS = r.int("ARTIFACT_UPLOAD_TTL_S", 3600, { min: 60, max: 7 * 24 * 3600 });
   return Object.freeze({
     s3: readS3Config(env),
     defaultRetentionDays: r.int("ARTIFACT_RETENTION_DAYS", 180, { min: 1, max: MAX_RETENTION_DAYS }),

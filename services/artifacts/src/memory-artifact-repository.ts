@@ -1,4 +1,5 @@
 import type { ArtifactDoc, ArtifactFilter, ArtifactRepository } from "./artifact-repository.js";
+import { transition } from "./domain/artifact-state.js";
 
 const copy = <T>(v: T): T => structuredClone(v);
 
@@ -37,6 +38,17 @@ export function createMemoryArtifactRepository() {
         const d = docs.get(id);
         if (!d || !from.includes(d.state) || (jobId && d.jobId !== jobId)) continue;
         Object.assign(d, { state: to, ...set });
+        moved += 1;
+      }
+      return moved;
+    },
+    async finishUploads(uploads, at, jobId) {
+      const { from, to } = transition("upload_finished");
+      let moved = 0;
+      for (const u of uploads) {
+        const d = docs.get(u.id);
+        if (!d || !from.includes(d.state) || d.jobId !== jobId) continue;
+        Object.assign(d, { state: to, uploadedAt: at, etag: u.etag });
         moved += 1;
       }
       return moved;

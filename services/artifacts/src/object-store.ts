@@ -20,8 +20,8 @@ export interface ObjectStore {
   ): Promise<SignedForm>;
   /** A GET URL carrying the access key id, the expiry and the signature, valid for `ttlS` seconds. */
   signDownload(key: string, ttlS: number, urlBase: string): Promise<string>;
-  /** The object's size, or undefined when there is no such object. */
-  stat(key: string): Promise<{ size: number } | undefined>;
+  /** The object's size and the store's checksum of its bytes (its ETag), or undefined when there is no such object. */
+  stat(key: string): Promise<{ size: number; etag: string } | undefined>;
   /** Removes objects; keys that name no object are fine. */
   remove(keys: readonly string[]): Promise<void>;
 }
@@ -105,7 +105,8 @@ export function createS3ObjectStore(config: S3Config): ObjectStore {
     },
     async stat(key) {
       try {
-        return { size: (await client.statObject(config.bucket, key)).size };
+        const stat = await client.statObject(config.bucket, key);
+        return { size: stat.size, etag: stat.etag };
       } catch (err) {
         if (NOT_FOUND.has((err as { code?: string }).code ?? "")) return undefined;
         throw err;

@@ -6,10 +6,10 @@ import type {
   SearchArtifactsRequest,
   SignArtifactDownloadRequest,
 } from "@conveyor/proto/artifacts";
-import { invalidFields, isUuid, notFound, pageWindow, toTimestamp } from "@conveyor/runtime";
+import { failedPrecondition, invalidFields, isUuid, notFound, pageWindow, toTimestamp } from "@conveyor/runtime";
 import { artifactMessage } from "./artifact-message.js";
 import type { ArtifactDoc, ArtifactFilter } from "./artifact-repository.js";
-import { ARTIFACT_STATES, type ArtifactState } from "./domain/artifact-state.js";
+import { ARTIFACT_STATES, type ArtifactState, objectProblem } from "./domain/artifact-state.js";
 import { GlobError, MAX_GLOB_LENGTH } from "./domain/glob.js";
 import { createPathSearch } from "./domain/search.js";
 import type { ArtifactsContext } from "./service-context.js";
@@ -101,6 +101,14 @@ export function createReadRpcs(ctx: ArtifactsContext) {
     async signArtifactDownload(req: SignArtifactDownloadRequest) {
       const doc = await requireArtifact(req);
       if (doc.state !== "finished") return { artifact: artifactMessage(doc), url: "" };
+      // What the store holds must still be what was uploaded: a finished artifact's bytes never change, and an object
+      // written again (a reused upload form) or lost is refused rather than served.
+      const object = await store.stat(doc.objectKey);
+      const problem = objectProblem(doc, object);
+      if (problem) {
+        ctx.logger?.warn({ artifactId: doc._id, jobId: doc.jobId, problem }, "artifact object refused for download");
+        throw failedPrecondition(`The artifact's stored object ${problem}: it is not served`);
+      }
       const expiresAt = new Date(ctx.now().getTime() + config.downloadTtlS * 1000);
       const url = await store.signDownload(doc.objectKey, config.downloadTtlS, req.urlBase);
       return { artifact: artifactMessage(doc), url, expiresAt: toTimestamp(expiresAt) };

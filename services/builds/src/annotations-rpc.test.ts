@@ -9,9 +9,10 @@ import { aBuild, aJob } from "./test-support.js";
 
 const builds: Build[] = [aBuild({ id: "b-1", pipelineId: "p-1", number: 1 }), aBuild({ id: "b-2", number: 2 })];
 const jobs: Job[] = [
-  aJob({ id: "j-1", buildId: "b-1" }),
-  aJob({ id: "j-2", buildId: "b-1" }),
-  aJob({ id: "j-9", buildId: "b-2" }),
+  aJob({ id: "j-1", buildId: "b-1", state: "running" }),
+  aJob({ id: "j-2", buildId: "b-1", state: "running" }),
+  aJob({ id: "j-9", buildId: "b-2", state: "running" }),
+  aJob({ id: "j-done", buildId: "b-1", state: "failed", exitStatus: 1 }),
 ];
 
 const buildLookup: AnnotationsDeps["builds"] = {
@@ -195,5 +196,26 @@ describe("AnnotationsService", () => {
     expect(won.annotation?.bodyHtml).toBe("<p>v2</p>\n");
     const hopeless: AnnotationRepository = { ...repo, update: async () => null };
     expect((await failure(setup(hopeless).annotate({ context: "busy", body: "v3" }))).code).toBe(Code.Aborted);
+  });
+
+  it("refuses every write through a job that is not running, and through a job of another build", async () => {
+    const { client, annotate, list } = setup();
+    await annotate({ context: "kept", body: "before" });
+    const before = await list();
+    for (const call of [
+      client.annotateBuild({ buildId: "b-1", jobId: "j-done", context: "kept", body: "after" }),
+      client.annotateBuild({ buildId: "b-1", jobId: "j-done", context: "new", body: "after" }),
+      client.removeAnnotation({ buildId: "b-1", jobId: "j-done", context: "kept" }),
+    ]) {
+      expect(await failure(call)).toEqual({
+        code: Code.FailedPrecondition,
+        message: expect.stringContaining("The job is failed"),
+      });
+    }
+    expect((await failure(client.annotateBuild({ buildId: "b-1", jobId: "j-9", body: "x" }))).code).toBe(Code.NotFound);
+    expect((await failure(client.removeAnnotation({ buildId: "b-1", jobId: "j-9", context: "kept" }))).code).toBe(
+      Code.NotFound,
+    );
+    expect(await list()).toEqual(before);
   });
 });

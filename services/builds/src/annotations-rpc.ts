@@ -13,6 +13,7 @@ import {
   annotationTarget,
   roomProblem,
 } from "./domain/annotations.js";
+import { requireRunningJob } from "./job-writer.js";
 
 export interface AnnotationsDeps {
   annotations: AnnotationRepository;
@@ -102,6 +103,7 @@ export function createAnnotationsService(deps: AnnotationsDeps): ServiceImpl<typ
         throw invalid("A job-scoped annotation needs the job it belongs to");
       const build = req.buildId === "" ? null : await builds.findBuildById(req.buildId);
       if (!build) throw notFound("build");
+      if (req.jobId !== "") await requireRunningJob(builds, req.jobId, build.id);
       const owner = change.value.scope === "job" ? req.jobId : null;
       const annotation = await withLock(`${build.id}/${owner ?? ""}/${change.value.context}`, () =>
         write(build.id, owner, change.value),
@@ -114,6 +116,7 @@ export function createAnnotationsService(deps: AnnotationsDeps): ServiceImpl<typ
       if (!target.ok) throw invalid(target.problem);
       if (target.value.scope === "job" && req.jobId === "")
         throw invalid("A job-scoped annotation needs the job it belongs to");
+      if (req.jobId !== "") await requireRunningJob(builds, req.jobId, req.buildId);
       const owner = target.value.scope === "job" ? req.jobId : null;
       const key = `${req.buildId}/${owner ?? ""}/${target.value.context}`;
       const removed = await withLock(key, () => annotations.remove(req.buildId, owner, target.value.context));

@@ -26,6 +26,8 @@ export type JobDoc = Omit<Job, "id" | "env" | "softFail" | "step" | "trigger" | 
   queue?: string | null;
   signal?: string | null;
   signalReason?: string | null;
+  /** How many header times the job holds (their compare-and-set); absent on jobs given none since it was kept. */
+  headerTimesHeld?: number | null;
 };
 
 const metaPairs = (metaData: Record<string, string>) => Object.entries(metaData).map(([k, v]) => `${k}=${v}`);
@@ -80,7 +82,7 @@ export function toJobDoc(j: Job): JobDoc {
 }
 
 export function fromJobDoc(d: JobDoc): Job {
-  const { _id, envJson, softFailJson, stepJson, triggerJson, ...rest } = d;
+  const { _id, envJson, softFailJson, stepJson, triggerJson, headerTimesHeld: _held, ...rest } = d;
   return {
     ...rest,
     id: _id,

@@ -1,6 +1,7 @@
 import { invalidFields, notFound } from "@conveyor/runtime";
 import { type BuildsContext, MAX_ATTEMPTS } from "./builds-context.js";
 import type { Build } from "./domain/build.js";
+import { requireRunningJob } from "./job-writer.js";
 
 /** Bounds of build meta-data: every key and value is checked, and a build holds a bounded number of keys. */
 export const META_DATA_LIMITS = {
@@ -76,9 +77,13 @@ export function createBuildMetaData(ctx: BuildsContext) {
   };
 
   return {
-    /** Sets every item, or none when one is invalid or the build would hold too many keys. */
-    async set(buildId: string, items: ReadonlyArray<{ key: string; value: string }>) {
+    /**
+     * Sets every item, or none when one is invalid or the build would hold too many keys. With `jobId` (an agent
+     * writing through a job), only while that job of the build runs.
+     */
+    async set(buildId: string, items: ReadonlyArray<{ key: string; value: string }>, jobId = "") {
       check(items);
+      if (jobId !== "") await requireRunningJob(repo, jobId, buildId);
       await requireBuild(buildId);
       await withLock(buildId, () => store(buildId, items));
     },

@@ -151,8 +151,15 @@ export interface BuildRepository {
     update: JobUpdate,
     guard?: { agentId?: string; notRetried?: boolean },
   ): Promise<Job | null>;
-  /** Merges section header times into a job's. */
-  setHeaderTimes(id: string, times: Record<string, string>): Promise<Job | null>;
+  /**
+   * Merges section header times into a job's while it is in one of `guard.states` and still holds `guard.held` of
+   * them (compare-and-set), leaving it holding `guard.total`: the job after, or null when it did not match.
+   */
+  setHeaderTimes(
+    id: string,
+    times: Record<string, string>,
+    guard: { states: readonly JobState[]; held: number; total: number },
+  ): Promise<Job | null>;
   /**
    * Scheduled agent jobs, highest priority then longest runnable first: only what dispatch matches agents by (the
    * agents service reads up to a thousand of them every few seconds).

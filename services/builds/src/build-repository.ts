@@ -228,9 +228,17 @@ export async function createMongoBuildRepository(db: Db): Promise<BuildRepositor
           { returnDocument: "after" },
         ),
       ),
-    async setHeaderTimes(id, times) {
+    async setHeaderTimes(id, times, guard) {
       const set = Object.fromEntries(Object.entries(times).map(([line, at]) => [`headerTimes.${line}`, at]));
-      return job(await jobs.findOneAndUpdate({ _id: id }, { $set: set }, { returnDocument: "after" }));
+      // A job stored before the count was kept has none: it matches once, and holds the count from then on.
+      const held = guard.held === 0 ? { $in: [0, null] } : { $in: [guard.held, null] };
+      return job(
+        await jobs.findOneAndUpdate(
+          { _id: id, state: { $in: [...guard.states] }, headerTimesHeld: held },
+          { $set: { ...set, headerTimesHeld: guard.total } },
+          { returnDocument: "after" },
+        ),
+      );
     },
     async dispatchableJobs(limit) {
       const docs = await jobs

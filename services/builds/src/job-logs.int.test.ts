@@ -10,7 +10,7 @@ import { createMongoBuildRepository } from "./build-repository.js";
 import { createBuildService } from "./build-service.js";
 import { createMongoConcurrencySlotRepository } from "./concurrency-slot-repository.js";
 import { createMongoJobLogRepository } from "./job-log-repository.js";
-import type { LogLimits } from "./job-logs.js";
+import { type LogLimits, MAX_HEADER_TIMES } from "./job-logs.js";
 import { createMongoPipelineUploadRepository } from "./pipeline-upload-repository.js";
 
 // Job logs through the Connect client over the real MongoDB-wire server: chunks in (validated, idempotent, in any
@@ -210,7 +210,7 @@ describe("job logs", () => {
     expect(full.bytes.equals(Buffer.concat([first, rest]))).toBe(true);
   });
 
-  it("refuses chunks for jobs no agent accepted, and takes late retries after the job finished", async () => {
+  it("takes chunks only while an agent runs the job: none before it accepted, none once it finished", async () => {
     for (const upTo of ["scheduled", "assigned"] as const) {
       const ref = await jobIn(upTo);
       expect([upTo, await codeOf(client.appendJobLog(chunk(ref.jobId, 1, 0, Buffer.from("hi\n"))))]).toEqual([
@@ -222,9 +222,15 @@ describe("job logs", () => {
     const accepted = await jobIn("accepted");
     await client.appendJobLog(chunk(accepted.jobId, 1, 0, Buffer.from("preparing\n")));
     await client.transitionJob({ jobId: accepted.jobId, event: JobEventType.START });
-    await client.transitionJob({ jobId: accepted.jobId, event: JobEventType.FINISH, exitStatus: 0 });
-    await client.appendJobLog(chunk(accepted.jobId, 1, 0, Buffer.from("preparing\n")));
     await client.appendJobLog(chunk(accepted.jobId, 2, 10, Buffer.from("done\n")));
+    await client.transitionJob({ jobId: accepted.jobId, event: JobEventType.FINISH, exitStatus: 0 });
+    // The agent stops its log before it finishes the job: a finished job's log never changes, not even by a chunk
+    // already stored sent again.
+    for (const late of [
+      chunk(accepted.jobId, 2, 10, Buffer.from("done\n")),
+      chunk(accepted.jobId, 3, 15, Buffer.from("x")),
+    ])
+      expect(await codeOf(client.appendJobLog(late))).toBe(Code.FailedPrecondition);
     expect((await readLog(client, accepted)).bytes.toString()).toBe("preparing\ndone\n");
   });
 
@@ -319,6 +325,25 @@ describe("job logs", () => {
     expect((await readLog(client, ref)).info?.headerTimes).toEqual(expected);
     expect(await codeOf(client.setJobHeaderTimes({ jobId: randomUUID(), headerTimes: { "1": t(1) } }))).toBe(
       Code.NotFound,
+    );
+  });
+
+  it("bounds the header times a job holds in all, over every call, and takes none once the job finished", async () => {
+    const ref = await jobIn();
+    const times = (from: number, count: number) =>
+      Object.fromEntries(Array.from({ length: count }, (_, i) => [String(from + i), "2031-01-01T00:00:00Z"]));
+    await client.setJobHeaderTimes({ jobId: ref.jobId, headerTimes: times(0, MAX_HEADER_TIMES - 1) });
+    // Lines it holds already do not count twice; one new line fits, two do not (and neither is kept).
+    await client.setJobHeaderTimes({ jobId: ref.jobId, headerTimes: times(0, 10) });
+    expect(
+      await codeOf(client.setJobHeaderTimes({ jobId: ref.jobId, headerTimes: times(MAX_HEADER_TIMES - 1, 2) })),
+    ).toBe(Code.InvalidArgument);
+    expect(Object.keys((await readLog(client, ref)).info?.headerTimes ?? {})).toHaveLength(MAX_HEADER_TIMES - 1);
+    await client.setJobHeaderTimes({ jobId: ref.jobId, headerTimes: times(MAX_HEADER_TIMES - 1, 1) });
+    expect(Object.keys((await readLog(client, ref)).info?.headerTimes ?? {})).toHaveLength(MAX_HEADER_TIMES);
+    await client.transitionJob({ jobId: ref.jobId, event: JobEventType.FINISH, exitStatus: 0 });
+    expect(await codeOf(client.setJobHeaderTimes({ jobId: ref.jobId, headerTimes: times(0, 1) }))).toBe(
+      Code.FailedPrecondition,
     );
   });
 });

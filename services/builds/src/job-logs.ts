@@ -1,10 +1,11 @@
 import { createHash } from "node:crypto";
 import { gunzipSync } from "node:zlib";
+import { Code, ConnectError } from "@connectrpc/connect";
 import { failedPrecondition, invalidFields, notFound } from "@conveyor/runtime";
-import type { BuildsContext } from "./builds-context.js";
+import { type BuildsContext, MAX_ATTEMPTS } from "./builds-context.js";
 import type { Job } from "./domain/job.js";
-import { isFinishedJobState } from "./domain/state-machine.js";
-import type { JobState } from "./domain/types.js";
+import { RUNNING_JOB_STATES } from "./domain/job-states.js";
+import { requireRunningJob } from "./job-writer.js";
 
 /** Limits of job logs. */
 export interface LogLimits {
@@ -14,20 +15,8 @@ export interface LogLimits {
   maxLogBytes: number;
 }
 
-/** Jobs whose process is (or may be) on an agent: their logs receive chunks. */
-const ON_AGENT: readonly JobState[] = ["accepted", "running", "canceling", "timing_out"];
-
-/**
- * Whether a job's log can receive chunks: while an agent holds its process, and after it finished if an agent ran
- * it (it reported an exit status; chunk uploads may be retried after the finish). A job canceled, expired or
- * skipped before any agent accepted it has no log.
- */
-function takesChunks(job: Pick<Job, "state" | "exitStatus">): boolean {
-  return ON_AGENT.includes(job.state) || (isFinishedJobState(job.state) && job.exitStatus !== null);
-}
-
-/** The most header times one call may record. */
-const MAX_HEADER_TIMES = 10_000;
+/** The most header times one job may hold, and so one call may record (docs/limits.md). */
+export const MAX_HEADER_TIMES = 10_000;
 
 /** What a streamed log yields: its info first, then its bytes in order. */
 export type LogPart =
@@ -68,9 +57,9 @@ export function createJobLogs(ctx: BuildsContext, limits: LogLimits) {
         throw invalidFields([{ field: "size", code: `is ${chunk.size} but the chunk holds ${bytes.length} bytes` }]);
       if (chunk.offset + chunk.size > limits.maxLogBytes)
         throw failedPrecondition(`The log is longer than the limit of ${limits.maxLogBytes} bytes`);
-      const job = await repo.findJob(chunk.jobId);
-      if (!job) throw notFound("job");
-      if (!takesChunks(job)) throw failedPrecondition(`The job is ${job.state} and no agent ran it: it has no log`);
+      // Only while an agent runs the job: the agent stops its log before it finishes the job, and a finished job's
+      // log never changes again.
+      const job = await requireRunningJob(repo, chunk.jobId);
       const sha256 = createHash("sha256").update(bytes).digest("hex");
       // One chunk of a job at a time in this process, so that the overlap check and the insert go together (agents
       // never send overlapping chunks; this keeps a wrong client from corrupting the log).
@@ -108,7 +97,19 @@ export function createJobLogs(ctx: BuildsContext, limits: LogLimits) {
             { field: `header_times.${line.slice(0, 20)}`, code: "must map a line index to a time" },
           ]);
       }
-      if (!(await repo.setHeaderTimes(jobId, times))) throw notFound("job");
+      for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
+        const job = await requireRunningJob(repo, jobId);
+        const held = Object.keys(job.headerTimes).length;
+        const total = held + entries.filter(([line]) => !Object.hasOwn(job.headerTimes, line)).length;
+        if (total > MAX_HEADER_TIMES)
+          throw invalidFields([
+            { field: "header_times", code: `would give the job more than ${MAX_HEADER_TIMES} header times` },
+          ]);
+        // Compare-and-set on the job's state and on how many times it held: a job that finished meanwhile, or
+        // another writer, makes this read again.
+        if (await repo.setHeaderTimes(jobId, times, { states: RUNNING_JOB_STATES, held, total })) return;
+      }
+      throw new ConnectError("the job's header times kept changing: try again", Code.Aborted);
     },
 
     /** The log of a job of a build: its info, then its bytes in pieces of at most one chunk. */

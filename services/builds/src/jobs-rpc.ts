@@ -154,7 +154,7 @@ export function createJobRpcs(
     },
 
     async setBuildMetaData(req) {
-      await metaData.set(req.buildId, req.items);
+      await metaData.set(req.buildId, req.items, req.jobId);
       return {};
     },
 

@@ -1,11 +1,11 @@
 import type { Collection } from "mongodb";
 import type { BuildDoc, JobDoc } from "./build-docs.js";
+import { RUNNING_JOB_STATES } from "./domain/job-states.js";
 import type { BuildState, JobState, JobType } from "./domain/types.js";
 
 /** The states each of a pipeline's counters counts. */
 const RUNNING_BUILD_STATES: BuildState[] = ["running", "failing", "canceling"];
 const SCHEDULED_JOB_STATES: JobState[] = ["scheduled", "assigned"];
-const RUNNING_JOB_STATES: JobState[] = ["accepted", "running", "canceling", "timing_out"];
 const WAITING_JOB_STATES: JobState[] = ["pending", "waiting", "blocked", "limited", "limiting"];
 /** Waiter jobs are bookkeeping that never runs anywhere: the counters leave them out (as domain jobCounts does). */
 const COUNTED_JOB_TYPES: JobType[] = ["script", "manual", "trigger"];

@@ -148,9 +148,9 @@ export function withTouches(inner: BuildRepository, publish: Publish): BuildRepo
         (j) => (j ? ofJobs([j]) : NOTHING),
         EVERYTHING,
       ),
-    setHeaderTimes: (id, times) =>
+    setHeaderTimes: (id, times, guard) =>
       touching(
-        () => inner.setHeaderTimes(id, times),
+        () => inner.setHeaderTimes(id, times, guard),
         (j) => (j ? ofJobs([j]) : NOTHING),
         EVERYTHING,
       ),

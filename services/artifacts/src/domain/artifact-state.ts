@@ -33,7 +33,16 @@ export function nextState(from: ArtifactState, event: ArtifactEvent): ArtifactSt
 /** States whose object should no longer be in the store. */
 export const OBJECTLESS_STATES: readonly ArtifactState[] = ["error", "deleted", "expired"];
 
-/** Whether a state is one the API shows (deleted artifacts are gone from list, get, download and search). */
-export function isVisible(state: ArtifactState): boolean {
-  return state !== "deleted";
+/**
+ * Why the object the store holds is not a finished artifact's upload, or null when it is: it must exist, have the
+ * size announced and, when the record kept it, the checksum (ETag) it had when the upload finished.
+ */
+export function objectProblem(
+  record: { fileSize: number; etag?: string },
+  object: { size: number; etag: string } | undefined,
+): string | null {
+  if (!object) return "is missing";
+  if (object.size !== record.fileSize) return `is ${object.size} bytes where ${record.fileSize} were uploaded`;
+  if (record.etag !== undefined && object.etag !== record.etag) return "was changed after its upload finished";
+  return null;
 }

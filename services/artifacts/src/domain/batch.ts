@@ -67,7 +67,11 @@ export function mimeTypeOf(contentType: string): string {
   return contentType.trim() === "" ? "application/octet-stream" : contentType.trim();
 }
 
-/** The object key of an artifact in the bucket: ids only, so no user-chosen path ever reaches the store. */
-export function objectKeyOf(ids: { buildId: string; jobId: string; artifactId: string }): string {
-  return `artifacts/${ids.buildId}/${ids.jobId}/${ids.artifactId}`;
+/**
+ * The object key of an artifact in the bucket: ids only, so no user-chosen path ever reaches the store, and a random
+ * part drawn when the record is made, so a key is never used for two records (an upload form signed for one artifact
+ * can never write another's bytes, whatever ids a batch repeats).
+ */
+export function objectKeyOf(ids: { buildId: string; jobId: string; artifactId: string }, nonce: string): string {
+  return `artifacts/${ids.buildId}/${ids.jobId}/${ids.artifactId}/${nonce}`;
 }

@@ -2,31 +2,10 @@
  * Classification of job states (buildkite-compat.md B2), shared by the state machine, the build state and the
  * pipeline counters.
  */
+import { ACTIVE_JOB_STATES, FINISHED_JOB_STATES } from "@conveyor/ci-rules";
 import type { JobModel, JobState } from "./types.js";
 
-/** States in which an agent holds the job (assigned to it, or running it). */
-export const ACTIVE_JOB_STATES: readonly JobState[] = ["assigned", "accepted", "running", "canceling", "timing_out"];
-
-/** States in which the job's process is (or may be) running on an agent, so stopping it needs the agent. */
-export const RUNNING_JOB_STATES: readonly JobState[] = ["accepted", "running", "canceling", "timing_out"];
-
-/**
- * States a job never leaves (retries make a new job). `unblocked` is final for a manual job: unblocking is its
- * whole life, and the jobs behind it are what run next.
- */
-export const FINISHED_JOB_STATES: readonly JobState[] = [
-  "passed",
-  "failed",
-  "timed_out",
-  "canceled",
-  "skipped",
-  "broken",
-  "expired",
-  "waiting_failed",
-  "blocked_failed",
-  "unblocked",
-  "unblocked_failed",
-];
+export { ACTIVE_JOB_STATES, FINISHED_JOB_STATES, RUNNING_JOB_STATES } from "@conveyor/ci-rules";
 
 /** Whether `state` is final. */
 export function isFinishedJobState(state: JobState): boolean {

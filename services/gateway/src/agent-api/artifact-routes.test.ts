@@ -242,7 +242,7 @@ describe("agent artifact routes", () => {
     expect(other.statusCode).toBe(404);
   });
 
-  it("refuses a batch for a finished job", async () => {
+  it("refuses a batch, and state updates, for a finished job", async () => {
     const t = await appWith({ jobState: "passed" });
     app = t.app;
     const res = await app.inject({
@@ -251,8 +251,17 @@ describe("agent artifact routes", () => {
       headers: token,
       payload: batch(["a"]),
     });
-    expect([res.statusCode, res.json().message]).toEqual([422, "Artifacts cannot be added to a job that is passed"]);
+    const refusal = "The job is passed: artifacts can be uploaded only while it runs";
+    expect([res.statusCode, res.json().message]).toEqual([422, refusal]);
     expect(t.calls.batches).toEqual([]);
+    const states = await app.inject({
+      method: "PUT",
+      url: `/v3/jobs/${JOB}/artifacts`,
+      headers: token,
+      payload: { artifacts: [{ id: "a0", state: "finished" }] },
+    });
+    expect([states.statusCode, states.json().message]).toEqual([422, refusal]);
+    expect(t.calls.states).toEqual([]);
   });
 
   it("passes states on", async () => {

@@ -1,4 +1,5 @@
 import { Code, ConnectError } from "@connectrpc/connect";
+import { isRunningJobState } from "@conveyor/ci-rules";
 import { CredentialKind } from "@conveyor/proto/agents";
 import { Type } from "@sinclair/typebox";
 import type { FastifyInstance, FastifyRequest } from "fastify";
@@ -14,9 +15,6 @@ type Params = { id: string };
 
 /** The rule that lets jobs of one pipeline read the artifacts of another's builds. */
 export const ARTIFACTS_READ_RULE = "pipeline.artifacts_read.pipeline";
-
-/** Job states in which the agent runs the job, so its artifacts may still be announced. */
-const UPLOADING_STATES = new Set(["accepted", "running", "canceling", "timing_out"]);
 
 /** The request body of `POST jobs/{id}/artifacts` (§C7), bounded: the agent sends 30 artifacts at a time. */
 export interface ArtifactBatchBody {
@@ -139,6 +137,15 @@ export function artifactAgentRoutes(app: FastifyInstance, deps: AgentApiDeps): v
     return job;
   };
 
+  /** The caller's job, while it runs: a finished job's artifacts are neither announced nor finished any more. */
+  const runningJobOf = async (request: FastifyRequest, jobId: string) => {
+    const job = await jobOf(request, jobId);
+    if (!isRunningJobState(job.state)) {
+      throw new HttpError(422, `The job is ${job.state}: artifacts can be uploaded only while it runs`);
+    }
+    return job;
+  };
+
   app.post<{ Params: Params; Body: ArtifactBatchBody }>(
     "/v3/jobs/:id/artifacts",
     {
@@ -157,10 +164,7 @@ export function artifactAgentRoutes(app: FastifyInstance, deps: AgentApiDeps): v
       if (body.upload_destination) {
         throw new HttpError(422, "Only the default artifact storage is supported: upload without --destination");
       }
-      const job = await jobOf(request, jobId);
-      if (!UPLOADING_STATES.has(job.state)) {
-        throw new HttpError(422, `Artifacts cannot be added to a job that is ${job.state}`);
-      }
+      const job = await runningJobOf(request, jobId);
       const res = await clients.artifacts
         .createArtifactBatch(
           {
@@ -219,6 +223,7 @@ export function artifactAgentRoutes(app: FastifyInstance, deps: AgentApiDeps): v
     },
     async (request) => {
       const { jobId } = await jobAccess.job(request, request.params.id);
+      await runningJobOf(request, jobId);
       await clients.artifacts.updateArtifactStates(
         { jobId, updates: request.body.artifacts.map((a) => ({ id: a.id, state: a.state })) },
         rpcOptions(request),

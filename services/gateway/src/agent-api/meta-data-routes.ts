@@ -49,9 +49,9 @@ export function metaDataRoutes(app: FastifyInstance, deps: AgentApiDeps): void {
       },
     },
     async (request) => {
-      const buildId = await buildOf(request, "jobs");
+      const { jobId, buildId } = await jobAccess.job(request, request.params.id);
       await clients.builds.setBuildMetaData(
-        { buildId, items: [{ key: request.body.key, value: request.body.value }] },
+        { buildId, jobId, items: [{ key: request.body.key, value: request.body.value }] },
         rpcOptions(request),
       );
       return {};
@@ -72,8 +72,8 @@ export function metaDataRoutes(app: FastifyInstance, deps: AgentApiDeps): void {
       },
     },
     async (request) => {
-      const buildId = await buildOf(request, "jobs");
-      await clients.builds.setBuildMetaData({ buildId, items: request.body.items }, rpcOptions(request));
+      const { jobId, buildId } = await jobAccess.job(request, request.params.id);
+      await clients.builds.setBuildMetaData({ buildId, jobId, items: request.body.items }, rpcOptions(request));
       return {};
     },
   );
