@@ -2,14 +2,13 @@ import { randomUUID } from "node:crypto";
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { encodeFence, FENCES_STREAM, type Fences, openFences } from "./fences.js";
-import { createLogger } from "./logger.js";
 
 // Against the stack's real nats-server with JetStream.
 let nc: NatsConnection;
 let fences: Fences;
 beforeAll(async () => {
   nc = await connect({ servers: process.env.NATS_URL ?? "" });
-  fences = await openFences(nc, createLogger("test", "silent"));
+  fences = await openFences(nc);
 });
 afterAll(() => nc.drain());
 
@@ -21,7 +20,7 @@ describe("fences on JetStream", () => {
     expect(await fences.read(k)).toBe(0);
     await fences.raise(k, 3);
     expect(await fences.read(k)).toBe(3);
-    const other = await openFences(nc, createLogger("test", "silent"));
+    const other = await openFences(nc);
     expect(await other.read(k)).toBe(3);
   });
 

@@ -1,6 +1,6 @@
 import { JetStreamApiCodes, JetStreamApiError, jetstream, jetstreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
-import type { Logger } from "pino";
+import { ensureStream } from "./nats.js";
 
 /**
  * Fences: a number per key that only ever grows, kept in JetStream (the last message of the key's subject in one
@@ -49,24 +49,15 @@ export const decodeFence = (data: Uint8Array): number => {
 };
 
 /** Opens the fences stream (creating it when missing). */
-export async function openFences(nc: NatsConnection, logger: Logger): Promise<Fences> {
+export async function openFences(nc: NatsConnection): Promise<Fences> {
   const jsm = await jetstreamManager(nc, { timeout: FENCE_TIMEOUT_MS });
   const js = jetstream(nc, { timeout: FENCE_TIMEOUT_MS });
-  let info = await jsm.streams.info(FENCES_STREAM).catch(() => null);
-  if (!info) {
-    try {
-      await jsm.streams.add({
-        name: FENCES_STREAM,
-        subjects: [`${SUBJECT_PREFIX}>`],
-        max_msgs_per_subject: 1,
-        allow_direct: true,
-      });
-    } catch (err) {
-      // Another process may have created it meanwhile.
-      logger.debug({ err }, "fences stream exists already");
-    }
-    info = await jsm.streams.info(FENCES_STREAM);
-  }
+  const info = await ensureStream(jsm, {
+    name: FENCES_STREAM,
+    subjects: [`${SUBJECT_PREFIX}>`],
+    max_msgs_per_subject: 1,
+    allow_direct: true,
+  });
   // A direct get may be answered by a follower that lags: only on a stream of one replica. Elsewhere the leader.
   const direct = info.config.allow_direct && info.config.num_replicas <= 1;
 

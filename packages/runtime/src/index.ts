@@ -25,6 +25,7 @@ export * from "./service-config.js";
 export * from "./service-main.js";
 export * from "./shutdown.js";
 export * from "./subjects.js";
+export * from "./supervised-loop.js";
 export * from "./text-limits.js";
 export * from "./time.js";
 export * from "./unavailable.js";

@@ -9,6 +9,7 @@ import { connectNats, createEventPublisher, type EventPublisher, type NatsHandle
 import { startRpcServer } from "./rpc-server.js";
 import { type BackendConfig, readBackendConfig } from "./service-config.js";
 import { onShutdown } from "./shutdown.js";
+import { loopStats } from "./supervised-loop.js";
 
 /** What a backend service's setup receives: its config and its connections. */
 export interface ServiceDeps {
@@ -52,7 +53,7 @@ export async function runService(def: ServiceDefinition, env: Env): Promise<void
       routes,
       health,
       logger,
-      stats: () => ({ mongoCommands: mongo.commandCounts() }),
+      stats: () => ({ mongoCommands: mongo.commandCounts(), loops: loopStats() }),
       maxConnectionAgeMs: config.maxConnectionAgeMs,
     });
     health.setServing(true);

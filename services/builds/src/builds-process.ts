@@ -84,7 +84,7 @@ export async function startBuildsProcess(opts: {
     outbox,
     logger,
     triggers,
-    ...(opts.nats ? { fences: await openFences(opts.nats.nc, logger) } : {}),
+    ...(opts.nats ? { fences: await openFences(opts.nats.nc) } : {}),
     ...config,
     ...(readCache ? { readCache } : {}),
   });

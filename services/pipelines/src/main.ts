@@ -37,7 +37,7 @@ void runService(
         events,
         outbox,
         clusters: createServiceClient(AgentsService, config.agentsUrl),
-        fences: await openFences(nats.nc, logger),
+        fences: await openFences(nats.nc),
       });
       return (router) => router.service(PipelinesService, service);
     },

@@ -45,7 +45,7 @@ let service: ServiceImpl<typeof PipelinesService>;
 beforeAll(async () => {
   mongo = await new MongoClient(process.env.MONGODB_URL ?? "").connect();
   nats = await connectNats(process.env.NATS_URL ?? "", "it-pipeline-fences", logger);
-  fences = await openFences(nats.nc, logger);
+  fences = await openFences(nats.nc);
   const db = mongo.db(dbName);
   repo = await createMongoPipelinesRepository(db);
   const racing: PipelinesRepository = {
