@@ -425,7 +425,7 @@ describe("the build lifecycle on real agents", () => {
     expect(Date.parse(sync.jobs[0].finished_at)).toBeGreaterThanOrEqual(Date.parse(syncChild.finished_at));
     expect(Date.parse(async.jobs[0].finished_at)).toBeLessThanOrEqual(Date.parse(asyncChild.jobs[0].finished_at));
     expect(childLog).toContain("stage prod from");
-    // The child's jobs learn where they were triggered from (buildkite-compat.md §C, BUILDKITE_TRIGGERED_FROM_BUILD_*).
+    // The child's jobs learn where they were triggered from (docs/compatibility.md#agent-api, BUILDKITE_TRIGGERED_FROM_BUILD_*).
     const env = await send(
       "GET",
       `${base}/pipelines/${target.slug}/builds/${syncChild.number}/jobs/${syncChild.jobs[0].id}/env`,

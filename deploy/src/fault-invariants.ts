@@ -6,7 +6,7 @@
 /** The servers killed in turn, as the fault drill names them. */
 export type Dependency = "mongodb" | "nats" | "s3";
 
-/** Job states a job never leaves (the REST names; buildkite-compat.md B2). */
+/** Job states a job never leaves (the REST names; docs/compatibility.md#job-states). */
 export const TERMINAL_JOB_STATES: ReadonlySet<string> = new Set([
   "passed",
   "failed",
@@ -201,7 +201,7 @@ function tally(values: readonly string[]): Record<string, number> {
 }
 
 /**
- * What the listing implies for a pipeline's counters (buildkite-compat.md B2 states; jobCounts in the builds
+ * What the listing implies for a pipeline's counters (docs/compatibility.md#job-states states; jobCounts in the builds
  * service): every job but waiters (bookkeeping that never runs) and jobs replaced by their retry.
  */
 export function expectedCounters(builds: readonly BuildView[]): PipelineCounters {

@@ -3,7 +3,7 @@
  * `skip_queued_branch_builds_filter` / `cancel_running_branch_builds_filter` settings, a step's `branches:` and
  * provider pull-request filters.
  *
- * Syntax (buildkite-compat.md B6):
+ * Syntax (docs/compatibility.md#branch-filters-and-agent-targeting):
  * - a pattern is a list of terms separated by whitespace;
  * - `*` in a term matches any run of characters, including none and including `/`;
  * - a leading `!` negates a term;

@@ -2,7 +2,7 @@
  * The REST `steps` array of a pipeline (ci-rest-api.md "Step object types"), rendered from the pipelines service's
  * step model (services/pipelines/src/steps/step.ts; the types below are the part of it rendering reads).
  *
- * JSON types follow go-buildkite's Step decoding (buildkite-compat.md D): strings may be null, `env` is always an
+ * JSON types follow go-buildkite's Step decoding (docs/compatibility.md#go-buildkite): strings may be null, `env` is always an
  * object of strings, `timeout_in_minutes` is a number or null, `agent_query_rules` is always an array. Attributes
  * beyond the spec's table (`key`, `depends_on`, `if`, retry, plugins, …) are included where the step sets them;
  * clients ignore keys they do not know.

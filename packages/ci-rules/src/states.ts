@@ -1,4 +1,4 @@
-/** Build and job states as the REST API shows them (buildkite-compat.md §B1, §B2), shared by the builds service and the gateway. */
+/** Build and job states as the REST API shows them (docs/compatibility.md#build-states, #job-states), shared by the builds service and the gateway. */
 
 export const BUILD_STATES = [
   "creating",

@@ -1,6 +1,6 @@
 import type { AnyBulkWriteOperation, Collection, Db } from "mongodb";
 
-/** The connection states of an agent (buildkite-compat.md B3). */
+/** The connection states of an agent (docs/compatibility.md#agent-connection-states). */
 export type ConnectionState = "never_connected" | "connected" | "disconnected" | "stopping" | "stopped" | "lost";
 
 /** States in which an agent is alive: it may ping, and it counts in metrics and lists. */

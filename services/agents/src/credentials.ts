@@ -1,5 +1,5 @@
 /**
- * The three secrets of the agent API (buildkite-compat.md §C1): registration tokens (register, metrics), agent
+ * The three secrets of the agent API (docs/compatibility.md#agent-credentials): registration tokens (register, metrics), agent
  * access tokens (issued at registration) and job tokens (issued at accept, valid until the job finishes). Each kind
  * has its own prefix, so a secret is looked up in one place; only SHA-256 hashes are stored.
  */

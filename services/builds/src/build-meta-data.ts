@@ -29,7 +29,7 @@ export function metaDataKeyProblem(key: string): string | null {
   return null;
 }
 
-/** Build meta-data as agents read and write it (buildkite-compat.md §C9): build-level keys, strings only. */
+/** Build meta-data as agents read and write it (docs/compatibility.md#meta-data): build-level keys, strings only. */
 export function createBuildMetaData(ctx: BuildsContext) {
   const { repo, withLock } = ctx;
 

@@ -42,7 +42,7 @@ export function childBuildId(jobId: string): string {
 }
 
 /**
- * Trigger steps (buildkite-compat.md B7; DOCS trigger_step.md): a scheduled trigger job starts (a compare-and-set,
+ * Trigger steps (docs/compatibility.md#pipeline-yaml): a scheduled trigger job starts (a compare-and-set,
  * so one process wins), then creates its child build on the target pipeline, if the parent build's creator may
  * build it and, across clusters, a `pipeline.trigger_build.pipeline` rule allows it. An async trigger passes at
  * once; otherwise it ends as its child build ends. A trigger that cannot create its build fails, with the reason

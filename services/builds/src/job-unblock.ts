@@ -17,7 +17,7 @@ const CANCELED_BUILD_STATES = new Set(["canceling", "canceled"]);
 const MAX_SUBMITTED_FIELDS = 100;
 
 /**
- * Unblocking block and input jobs (`PUT …/jobs/{id}/unblock`, buildkite-compat.md B1). The submitted values are
+ * Unblocking block and input jobs (`PUT …/jobs/{id}/unblock`, docs/compatibility.md#build-states). The submitted values are
  * checked against the step's fields; the job is unblocked with a compare-and-set on its state that also records the
  * meta-data the values make, so one unblock wins whichever process makes it and only the winner's values count.
  * The meta-data is stored by `heal`, which every reconcile runs before it releases the jobs behind the block (and

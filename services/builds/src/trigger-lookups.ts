@@ -4,7 +4,7 @@ import { PipelinesService } from "@conveyor/proto/pipelines";
 import { createServiceClient } from "@conveyor/runtime";
 import type { TriggerLookups } from "./job-triggers.js";
 
-/** The rule type that lets one pipeline trigger builds of another across clusters (buildkite-compat.md B5). */
+/** The rule type that lets one pipeline trigger builds of another across clusters (docs/compatibility.md#rest-operations). */
 export const TRIGGER_RULE = "pipeline.trigger_build.pipeline";
 
 /** Trigger lookups over the pipelines service and identity's teams and rules services. */

@@ -1,5 +1,5 @@
 /**
- * The tokenizer of Buildkite conditional expressions (`if:`), buildkite-compat.md B7. Hand-written so that every
+ * The tokenizer of Buildkite conditional expressions (`if:`), docs/compatibility.md#pipeline-yaml. Hand-written so that every
  * error can name the exact column a person has to look at.
  */
 

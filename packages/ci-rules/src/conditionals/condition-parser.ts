@@ -1,5 +1,5 @@
 /**
- * Recursive-descent parser of Buildkite conditional expressions (buildkite-compat.md B7).
+ * Recursive-descent parser of Buildkite conditional expressions (docs/compatibility.md#pipeline-yaml).
  *
  * Grammar, loosest binding first (so `!` binds tighter than comparisons, which bind tighter than `&&`, then `||`):
  *

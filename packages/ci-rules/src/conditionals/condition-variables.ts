@@ -1,6 +1,6 @@
 /**
  * The variables and functions a conditional expression may use, and how each reads the build being created
- * (buildkite-compat.md B7). One table serves both validation (unknown names are syntax-time errors) and evaluation.
+ * (docs/compatibility.md#pipeline-yaml). One table serves both validation (unknown names are syntax-time errors) and evaluation.
  */
 import type { BuildContext } from "./build-context.js";
 

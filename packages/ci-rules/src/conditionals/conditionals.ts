@@ -1,5 +1,5 @@
 /**
- * Buildkite conditional expressions (`if:` on steps), buildkite-compat.md B7: validation for pipeline saves and
+ * Buildkite conditional expressions (`if:` on steps), docs/compatibility.md#pipeline-yaml: validation for pipeline saves and
  * evaluation when a build is created.
  *
  * Semantics where the reference leaves room:

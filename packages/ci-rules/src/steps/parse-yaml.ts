@@ -1,5 +1,5 @@
 /**
- * Parses pipeline YAML (the REST `configuration` string) into the step model, following buildkite-compat.md B7
+ * Parses pipeline YAML (the REST `configuration` string) into the step model, following docs/compatibility.md#pipeline-yaml
  * and Buildkite's pipeline schema. A pure function: no I/O, no clock.
  *
  * Decisions where B7 leaves room:

@@ -1,5 +1,5 @@
 /**
- * Agent tags and the agent query rules of jobs (buildkite-compat.md B6 "Agent targeting", issue 9 item 3). Pure.
+ * Agent tags and the agent query rules of jobs (docs/compatibility.md#branch-filters-and-agent-targeting "Agent targeting"). Pure.
  *
  * An agent's tags are "key=value" strings; its queue is its `queue` tag, "default" without one. A job's rules are
  * "key=value" strings too; every rule must match: the agent has that tag, and the value matches, where `*` in the

@@ -1,5 +1,5 @@
 /**
- * Moves jobs forward once their dependencies allow it (buildkite-compat.md B2: pending → waiting → scheduled,
+ * Moves jobs forward once their dependencies allow it (docs/compatibility.md#job-states: pending → waiting → scheduled,
  * pending → blocked, waiting → waiting_failed). Called after jobs are planned and after every job event.
  */
 import { isFinishedNotOk, isFinishedOk } from "./job-states.js";

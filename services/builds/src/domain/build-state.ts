@@ -1,5 +1,5 @@
 /**
- * A build's state, derived from its jobs (buildkite-compat.md B1). Deriving rather than storing transitions keeps
+ * A build's state, derived from its jobs (docs/compatibility.md#build-states). Deriving rather than storing transitions keeps
  * the build consistent with its jobs whatever order job events arrive in.
  */
 import { isFinishedJobState, isHardFailure, RUNNING_JOB_STATES } from "./job-states.js";

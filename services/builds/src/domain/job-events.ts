@@ -1,5 +1,5 @@
 /**
- * One job's transitions, with the guards of buildkite-compat.md B2 and C6. The caller stores the result with an
+ * One job's transitions, with the guards of docs/compatibility.md#job-states, #cancellation-and-timeouts. The caller stores the result with an
  * update conditioned on the state it read, so two racing events cannot both apply.
  */
 import type { JobModel, JobState, JobType } from "./types.js";

@@ -1,4 +1,4 @@
-/** The timestamps a job gains as it moves through its states (buildkite-compat.md B1's timestamps). */
+/** The timestamps a job gains as it moves through its states (docs/compatibility.md#build-states, its timestamps). */
 import type { Job } from "./job.js";
 import { isFinishedJobState } from "./job-states.js";
 import type { JobState } from "./types.js";

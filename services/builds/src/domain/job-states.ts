@@ -1,5 +1,5 @@
 /**
- * Classification of job states (buildkite-compat.md B2), shared by the state machine, the build state and the
+ * Classification of job states (docs/compatibility.md#job-states), shared by the state machine, the build state and the
  * pipeline counters.
  */
 import { ACTIVE_JOB_STATES, FINISHED_JOB_STATES } from "@conveyor/ci-rules";

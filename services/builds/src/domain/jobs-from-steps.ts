@@ -1,5 +1,5 @@
 /**
- * Turns a pipeline's steps into a new build's jobs (buildkite-compat.md B2, B7; issue 4 item 2): one job per
+ * Turns a pipeline's steps into a new build's jobs (docs/compatibility.md#job-states, #pipeline-yaml): one job per
  * step (×parallelism), with dependencies fixed at creation, omitted steps marked, and the first runnable jobs
  * already scheduled or blocked.
  */

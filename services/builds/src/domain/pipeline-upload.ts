@@ -1,5 +1,5 @@
 /**
- * Pipeline uploads (buildkite-compat.md §C8; DOCS depends_on.md): a running job adds steps to its build. The new
+ * Pipeline uploads (docs/compatibility.md#pipeline-upload): a running job adds steps to its build. The new
  * steps go right after the uploading step; jobs that waited for the uploader wait for the new jobs too; `replace`
  * drops the jobs that have not started. Pure: the plan is what the service stores, then applies.
  */

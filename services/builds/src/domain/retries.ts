@@ -1,5 +1,5 @@
 /**
- * Job retries (buildkite-compat.md B2, B7; DOCS retry.md). A retry never changes the finished job: it is marked
+ * Job retries (docs/compatibility.md#job-states, #pipeline-yaml). A retry never changes the finished job: it is marked
  * `retried` and a new attempt of the same step takes its place, for the build's state and for the jobs that depend
  * on it. Pure.
  */

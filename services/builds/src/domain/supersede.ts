@@ -1,5 +1,5 @@
 /**
- * The pipeline's branch rules for a new build (buildkite-compat.md B1, issue 4 item 6): "skip queued branch
+ * The pipeline's branch rules for a new build (docs/compatibility.md#build-states): "skip queued branch
  * builds" and "cancel intermediate (running) branch builds".
  */
 import { matchesBranchFilter } from "@conveyor/ci-rules";

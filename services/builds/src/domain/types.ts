@@ -1,5 +1,5 @@
 /**
- * The builds domain's vocabulary. Build and job states are the REST values (buildkite-compat.md §B1, §B2).
+ * The builds domain's vocabulary. Build and job states are the REST values (docs/compatibility.md#build-states, #job-states).
  * Everything in this folder is pure: no I/O, no clocks except timestamps passed in.
  */
 

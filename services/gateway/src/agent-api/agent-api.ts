@@ -28,7 +28,7 @@ export interface AgentApiDeps {
 export const STREAM_PINGS_PATH = "/agentedge.v1.AgentEdgeService/StreamPings";
 
 /**
- * The agent API under /v3 (buildkite-compat.md §C), in its own encapsulated scope: credentials in the `Token`
+ * The agent API under /v3 (docs/compatibility.md#agent-api), in its own encapsulated scope: credentials in the `Token`
  * scheme, and log chunks taken as raw bytes (gzip, sent as text/plain) where the REST API takes JSON only.
  */
 export async function registerAgentApi(

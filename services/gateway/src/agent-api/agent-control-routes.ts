@@ -15,7 +15,7 @@ const StopBody = Type.Object({ force: Type.Optional(Type.Boolean()) });
 const tags = ["agent"];
 
 /**
- * `buildkite-agent pause`, `resume` and `stop` run inside a job (buildkite-compat.md §C3): they act on the agent
+ * `buildkite-agent pause`, `resume` and `stop` run inside a job (docs/compatibility.md#agent-endpoints): they act on the agent
  * running that job, named by the job's credential (or the agent's own). A paused agent finishes its job and takes
  * no other until resumed or its pause times out; a stopped one finishes its job (cancels it with `--force`) and
  * disconnects. The agent ignores the bodies of these answers.

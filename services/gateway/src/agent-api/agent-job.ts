@@ -12,7 +12,7 @@ export interface LogSettings {
 }
 
 /**
- * The job object of the agent API (buildkite-compat.md §C4), as accept returns it: every env value a string,
+ * The job object of the agent API (docs/compatibility.md#the-job-object), as accept returns it: every env value a string,
  * `chunks_max_size_bytes` positive, exit status and signals left out, and the job token the agent uses from now on.
  */
 export function renderAgentJob(

@@ -9,7 +9,7 @@ import { MAX_INT32, text } from "../routes/params.js";
 import type { AgentApiDeps } from "./agent-api.js";
 import { credentialOf } from "./agent-credentials.js";
 
-/** The body of `POST /v3/register` (buildkite-compat.md §C3); unknown keys are ignored, as the agent adds some. */
+/** The body of `POST /v3/register` (docs/compatibility.md#agent-endpoints); unknown keys are ignored, as the agent adds some. */
 const RegisterBody = Type.Object({
   name: Type.Optional(text(255)),
   hostname: Type.Optional(text(255)),
@@ -82,7 +82,7 @@ function countJobs(m: QueueMetrics | undefined) {
 }
 
 /**
- * The agent's own routes (buildkite-compat.md §C2, §C3): register with a registration token; connect, heartbeat,
+ * The agent's own routes (docs/compatibility.md#an-agents-life, #agent-endpoints): register with a registration token; connect, heartbeat,
  * ping and disconnect with its access token; `GET token` with any credential; and the spec's metrics endpoint.
  */
 export function agentRoutes(app: FastifyInstance, deps: AgentApiDeps): void {

@@ -12,7 +12,7 @@ const MAX_BODY_CHARS = 1024 * 1024;
 /** A 1 MiB body escaped as JSON can take up to 6 bytes a byte (`\u0000`): the route takes that much. */
 const ANNOTATE_BODY_LIMIT = 6 * MAX_BODY_CHARS + 64 * 1024;
 
-/** `buildkite-agent annotate`'s body (buildkite-compat.md §C3); the builds service checks the values in detail. */
+/** `buildkite-agent annotate`'s body (docs/compatibility.md#agent-endpoints); the builds service checks the values in detail. */
 const AnnotateBody = Type.Object({
   body: Type.Optional(text(MAX_BODY_CHARS, { description: "Markdown" })),
   context: Type.Optional(text(1024)),
@@ -24,7 +24,7 @@ const AnnotateBody = Type.Object({
 const tags = ["agent"];
 
 /**
- * Annotations from inside a job (buildkite-compat.md §C3): `buildkite-agent annotate` creates, replaces or appends
+ * Annotations from inside a job (docs/compatibility.md#agent-endpoints): `buildkite-agent annotate` creates, replaces or appends
  * to the annotation of a context, and `annotation remove` removes one (its context percent-decoded: the agent
  * sends `.` as `%2E`). The job names its build; only the job's own credential reaches it. Bad input is 422 with
  * a sentence as its message, which the agent prints.

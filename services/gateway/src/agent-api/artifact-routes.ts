@@ -120,7 +120,7 @@ const searchQuerySchema = {
 const truthy = (v: string | undefined) => v === "true" || v === "1";
 
 /**
- * The agent's artifact calls (buildkite-compat.md §C7): batch create with one signed S3 POST form per artifact (the
+ * The agent's artifact calls (docs/compatibility.md#artifacts): batch create with one signed S3 POST form per artifact (the
  * agent uploads straight to the object store, or to the gateway's /objects proxy), state updates, and search with
  * signed download URLs. Search covers the caller's build, or another build when the caller's pipeline is that
  * build's or a `pipeline.artifacts_read.pipeline` rule lets it read that pipeline's artifacts.

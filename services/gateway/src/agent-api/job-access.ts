@@ -27,7 +27,7 @@ async function findJob(clients: Pick<GatewayClients, "builds">, request: Fastify
 }
 
 /**
- * What an agent credential may act on (buildkite-compat.md §C1, §C12): a job token its own job and build; an agent
+ * What an agent credential may act on (docs/compatibility.md#agent-credentials): a job token its own job and build; an agent
  * access token the job its agent holds. Anything else is 404, so a credential cannot probe other jobs.
  */
 export function createJobAccess(clients: Pick<GatewayClients, "builds" | "agents">) {

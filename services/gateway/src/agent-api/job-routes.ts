@@ -59,7 +59,7 @@ function exitStatus(value: string | number | undefined): number {
 }
 
 /**
- * The job routes of the agent API (buildkite-compat.md §C3, §C5, §C6): accept with the agent's access token; then,
+ * The job routes of the agent API (docs/compatibility.md#agent-endpoints, #logs, #cancellation-and-timeouts): accept with the agent's access token; then,
  * with the job token (or the access token of the agent holding the job), start, log chunks, header times, state
  * polls and finish.
  */

@@ -19,7 +19,7 @@ const BatchBody = Type.Object({ items: Type.Array(Type.Object({ key, value }), {
 const tags = ["agent"];
 
 /**
- * Build meta-data as `buildkite-agent meta-data` uses it (buildkite-compat.md §C9): `set` and `set-batch` through a
+ * Build meta-data as `buildkite-agent meta-data` uses it (docs/compatibility.md#meta-data): `set` and `set-batch` through a
  * job (the job names its build), `get`, `exists` and `keys` through a job or a build (`--build`). Values are
  * build-level; a missing key is 404, which the CLI turns into its `--default`.
  */

@@ -28,7 +28,7 @@ const UploadBody = Type.Object({
 });
 
 /**
- * `buildkite-agent pipeline upload` (buildkite-compat.md §C8): the agent posts the pipeline it parsed and
+ * `buildkite-agent pipeline upload` (docs/compatibility.md#pipeline-upload): the agent posts the pipeline it parsed and
  * interpolated, as JSON, with the upload's uuid. The upload is applied before the answer (any 2xx but 202 is
  * success to the agent); the same uuid again changes nothing. A pipeline that cannot be used is 422 with every
  * problem in `message`, the only part the agent prints.

@@ -15,7 +15,7 @@ function pausedBy(agent: Agent) {
   return renderUser(create(ProtoUserSchema, { id, name, email, avatarUrl, ...(createdAt ? { createdAt } : {}) }));
 }
 
-/** The REST Agent (buildkite-compat.md §D) of an organization. */
+/** The REST Agent (docs/compatibility.md#go-buildkite) of an organization. */
 export function renderAgent(agent: Agent, view: { urls: Urls; orgSlug: string }): AgentBody {
   const path = `organizations/${view.orgSlug}/agents/${agent.id}`;
   return {

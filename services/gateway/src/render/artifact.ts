@@ -69,7 +69,7 @@ export function renderArtifact(a: Artifact, urls: Urls, place: ArtifactPlace): A
 }
 
 /**
- * The agent's Artifact (buildkite-compat.md §C7, the agent's api.Artifact): what `artifact download`, `search` and
+ * The agent's Artifact (docs/compatibility.md#artifacts, the agent's api.Artifact): what `artifact download`, `search` and
  * `shasum` decode. `url` is the signed download URL, fetched without credentials; `created_at` must be RFC 3339.
  */
 export const AgentArtifactSchema = Type.Object({

@@ -18,7 +18,7 @@ export interface BuildUrls {
   web: string;
 }
 
-/** Job states REST never shows: concurrency-limited jobs read as scheduled (buildkite-compat.md B2). */
+/** Job states REST never shows: concurrency-limited jobs read as scheduled (docs/compatibility.md#job-states). */
 const REST_JOB_STATE: Record<string, string> = { limiting: "scheduled", limited: "scheduled" };
 
 /** Manual jobs are unblockable while they wait at the block. */

@@ -7,7 +7,7 @@ import { type Static, type TSchema, Type } from "@sinclair/typebox";
 export const Str = Type.String();
 export const Int = Type.Integer();
 export const Bool = Type.Boolean();
-/** An ISO 8601 time with milliseconds and `Z` (buildkite-compat.md §A4). */
+/** An ISO 8601 time with milliseconds and `Z` (docs/compatibility.md#timestamps). */
 export const Timestamp = Type.String({ description: "ISO 8601 time, e.g. 2026-01-02T03:04:05.678Z" });
 
 /** The schema, or null: one JSON Schema `type` list, as fast-json-stringify serializes it best. */
@@ -23,7 +23,7 @@ export const NullableTimestamp = Nullable(Timestamp);
 /** An object of string → string (env, meta_data). */
 export const StringMap = Type.Record(Type.String(), Type.String());
 
-/** The body of every error answer (buildkite-compat.md §A2; a 429 also says which limit and when it resets, §A3). */
+/** The body of every error answer (docs/compatibility.md#authentication-and-errors; a 429 also says which limit and when it resets, #rate-limits). */
 export const ErrorBody = Type.Object(
   {
     message: Str,

@@ -41,7 +41,7 @@ const time = (description: string) => Type.Optional(text(64, { description: `ISO
 const flagParam = (description: string) => Type.Optional(Type.Boolean({ description }));
 
 /**
- * The query string of the three build lists (spec: Builds; buildkite-compat.md §A1): filters, each as go-buildkite
+ * The query string of the three build lists (docs/compatibility.md#pagination): filters, each as go-buildkite
  * sends it (`state[]`, `branch[]`, `meta_data[key]=value`), and paging. States are also taken comma-separated, so
  * their values are judged by parseStates with Buildkite's message.
  */
