@@ -1,15 +1,15 @@
 import type { ConnectRouter } from "@connectrpc/connect";
 import type { Db } from "mongodb";
+import { connectMongo } from "../data/mongo.js";
+import { connectNats, createEventPublisher, type EventPublisher, type NatsHandle } from "../messaging/nats.js";
+import { loopStats } from "../messaging/supervised-loop.js";
+import { createHealthState } from "../rpc/health.js";
+import { startRpcServer } from "../rpc/rpc-server.js";
 import type { Env } from "./config.js";
 import type { BackendService } from "./defaults.js";
-import { createHealthState } from "./health.js";
 import { createLogger, type Logger } from "./logger.js";
-import { connectMongo } from "./mongo.js";
-import { connectNats, createEventPublisher, type EventPublisher, type NatsHandle } from "./nats.js";
-import { startRpcServer } from "./rpc-server.js";
 import { type BackendConfig, readBackendConfig } from "./service-config.js";
 import { onShutdown } from "./shutdown.js";
-import { loopStats } from "./supervised-loop.js";
 
 /** What a backend service's setup receives: its config and its connections. */
 export interface ServiceDeps {

@@ -1,4 +1,4 @@
-import type { Logger } from "./logger.js";
+import type { Logger } from "../process/logger.js";
 
 export interface RepeatOptions {
   /** What the work is, for the warning its failure logs. */

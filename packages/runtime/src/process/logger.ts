@@ -1,5 +1,5 @@
 import { type DestinationStream, type Logger, pino } from "pino";
-import { currentRequestId } from "./request-context.js";
+import { currentRequestId } from "../rpc/request-context.js";
 
 export type { Logger } from "pino";
 

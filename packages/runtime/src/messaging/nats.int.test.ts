@@ -1,6 +1,6 @@
 import { OrganizationCreatedSchema } from "@conveyor/proto/identity";
 import { AckPolicy, jetstream, jetstreamManager } from "@nats-io/jetstream";
-import { createLogger } from "./logger.js";
+import { createLogger } from "../process/logger.js";
 import {
   connectNats,
   consumeEvents,

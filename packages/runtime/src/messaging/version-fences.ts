@@ -3,8 +3,9 @@ import type { NatsConnection } from "@nats-io/transport-node";
 import { ensureStream } from "./nats.js";
 
 /**
- * Fences: a number per key that only ever grows, kept in JetStream (the last message of the key's subject in one
- * stream). A writer raises a key's fence to the version it is about to write, and writes only once JetStream has it;
+ * A version fence is a per-key version number kept in JetStream that writers raise before a change, so that readers
+ * can tell whether their copy is current. It only ever grows, and is the last message of the key's subject in one
+ * stream. A writer raises a key's fence to the version it is about to write, and writes only once JetStream has it;
  * a reader holding a copy of version `v` asks for the fence: when it is at most `v`, no change was acknowledged since
  * the copy was read (every such change raised the fence first), so the copy is current for a request that arrived
  * before the read. One small JetStream get, where reading the thing itself again may cost an RPC and a query.

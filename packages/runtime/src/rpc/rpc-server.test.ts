@@ -1,9 +1,9 @@
 import { createClient, type Interceptor } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
 import { Health } from "@conveyor/proto/health";
+import { createLogger } from "../process/logger.js";
 import { createServiceClient, GuardedHttp2SessionManager } from "./clients.js";
 import { createHealthState } from "./health.js";
-import { createLogger } from "./logger.js";
 import { type RpcServer, startRpcServer } from "./rpc-server.js";
 
 async function stats(server: RpcServer): Promise<{ rpcCalls: number; connectionsOpened: number }> {

@@ -2,8 +2,8 @@ import { randomUUID } from "node:crypto";
 import { setTimeout as sleep } from "node:timers/promises";
 import { Code, ConnectError } from "@connectrpc/connect";
 import type { Collection } from "mongodb";
-import { isDuplicateKeyError } from "./errors.js";
-import { createKeyedLock, type KeyedLock } from "./keyed-lock.js";
+import { createKeyedLock, type KeyedLock } from "../concurrency/keyed-lock.js";
+import { isDuplicateKeyError } from "./duplicate-key.js";
 
 /** A held lock: its key, a token naming this holding, and when the holding lapses if never released. */
 export interface LeaseDoc {

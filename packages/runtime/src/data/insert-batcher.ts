@@ -12,7 +12,7 @@
  * An unordered insert stores every other document of a caller whose one document failed, as an ordered insert stores
  * those before it: a caller that inserts several documents must treat a failure as "some may be stored" either way.
  */
-import { createGroupCommit, type Waiting } from "./group-commit.js";
+import { createGroupCommit, type Waiting } from "../concurrency/group-commit.js";
 
 export type InsertMany<D> = (docs: D[]) => Promise<unknown>;
 

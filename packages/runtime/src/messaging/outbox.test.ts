@@ -1,4 +1,4 @@
-import { createLogger } from "./logger.js";
+import { createLogger } from "../process/logger.js";
 import { createMemoryOutboxStore, createOutbox, msgIdOf, type OutboxResolver, type RawPublish } from "./outbox.js";
 
 const logger = createLogger("test", "silent");

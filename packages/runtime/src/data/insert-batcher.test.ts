@@ -1,6 +1,6 @@
-import { isDuplicateKeyError } from "./errors.js";
+import { createGates } from "../concurrency/test-gates.js";
+import { isDuplicateKeyError } from "./duplicate-key.js";
 import { createInsertBatcher } from "./insert-batcher.js";
-import { createGates } from "./test-gates.js";
 
 /** A fake insertMany: records each command's documents; `answer` decides how each command ends. */
 function fakeInsert(answer: (docs: string[]) => Promise<unknown> = async () => undefined) {

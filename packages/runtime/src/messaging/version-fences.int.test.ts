@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
-import { encodeFence, FENCES_STREAM, type Fences, openFences } from "./fences.js";
+import { encodeFence, FENCES_STREAM, type Fences, openFences } from "./version-fences.js";
 
 // Against the stack's real nats-server with JetStream.
 let nc: NatsConnection;

@@ -1,9 +1,9 @@
 import { Writable } from "node:stream";
 import { IdentityService } from "@conveyor/proto/identity";
 import { PipelinesService } from "@conveyor/proto/pipelines";
+import { createLogger } from "../process/logger.js";
 import { createServiceClient } from "./clients.js";
 import { createHealthState } from "./health.js";
-import { createLogger } from "./logger.js";
 import { currentRequestId, isValidRequestId, requestIdFrom, runWithRequestId } from "./request-context.js";
 import { type RpcServer, startRpcServer } from "./rpc-server.js";
 
