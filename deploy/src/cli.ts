@@ -4,11 +4,12 @@ import { hostname } from "node:os";
 import { dirname, isAbsolute, relative } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { fileURLToPath } from "node:url";
-import { bootstrapStack } from "./bootstrap.js";
-import { describeExit } from "./child.js";
-import type { Credentials } from "./credentials.js";
-import { firstBuildWalkthrough } from "./first-build.js";
-import { ToolchainError } from "./go-build.js";
+import { bootstrapStack } from "./bootstrap/bootstrap.js";
+import type { Credentials } from "./bootstrap/credentials.js";
+import { firstBuildWalkthrough } from "./bootstrap/first-build.js";
+import { describeExit } from "./host/child.js";
+import { dataPaths, defaultDataDir, findRepoRoot } from "./host/paths.js";
+import { formatLogTail } from "./logs/log-format.js";
 import {
   agentConfigFile,
   agentDirs,
@@ -18,13 +19,12 @@ import {
   localAgentCount,
   shellCommandLines,
   startLocalAgents,
-} from "./local-agents.js";
-import { formatLogTail } from "./log-format.js";
-import { dataPaths, defaultDataDir, findRepoRoot } from "./paths.js";
-import { type Stack, startStack } from "./stack.js";
-import { isRecordedProcessAlive, readStackFile, StackAlreadyRunningError } from "./stack-file.js";
-import type { StackInfo } from "./stack-info.js";
-import { StackStartError } from "./wait.js";
+} from "./stack/local-agents.js";
+import { type Stack, startStack } from "./stack/stack.js";
+import { isRecordedProcessAlive, readStackFile, StackAlreadyRunningError } from "./stack/stack-file.js";
+import type { StackInfo } from "./stack/stack-info.js";
+import { StackStartError } from "./stack/wait.js";
+import { ToolchainError } from "./tools/go-build.js";
 
 const USAGE = `usage: conveyor-stack <command>
 

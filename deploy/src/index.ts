@@ -1,21 +1,35 @@
-export * from "./balancer.js";
-export * from "./bootstrap.js";
-export * from "./child.js";
-export * from "./credentials.js";
-export * from "./first-build.js";
-export * from "./go-build.js";
-export * from "./lenient-json.js";
-export * from "./local-agents.js";
-export * from "./log-format.js";
-export * from "./paths.js";
-export * from "./ports.js";
-export * from "./replicas.js";
-export * from "./scopes.js";
-export * from "./secret-scan.js";
-export * from "./servers.js";
-export * from "./services.js";
-export * from "./stack.js";
-export * from "./stack-file.js";
-export * from "./stack-info.js";
-export * from "./tools.js";
-export * from "./wait.js";
+/**
+ * The launcher and the tooling around it, one folder per concept (the programs are `cli.ts`, the `npm start`
+ * launcher, and `k8s-bootstrap-main.ts`, the Helm chart's bootstrap Job):
+ * - `stack/`: starting and stopping a whole stack (servers, services, replicas and their balancers, local agents);
+ * - `ports/`: the stack's ports, from the environment or free ones reserved across processes;
+ * - `host/`: this machine: child processes, environment values and the repository's and data's directories;
+ * - `tools/`: the servers' binaries (FerretDB, NATS, versitygw, buildkite-agent), found or built with Go;
+ * - `bootstrap/`: the first organization, admin, tokens and cluster, their credentials file, the first-build guide;
+ * - `logs/`: reading processes' logs (tails for the console, leaked secrets);
+ * - `rest/`: a small REST client for the drills;
+ * - `bench/` (`npm run bench`, `npm run bench:builds`) and `faults/` (`npm run faults`): the drills;
+ * - `k8s/`: the Helm chart's bootstrap and the rules the chart and the Dockerfile are checked against.
+ * Tests and the test stack import only from here.
+ */
+export * from "./bootstrap/bootstrap.js";
+export * from "./bootstrap/credentials.js";
+export * from "./bootstrap/first-build.js";
+export * from "./bootstrap/scopes.js";
+export * from "./host/child.js";
+export * from "./host/paths.js";
+export * from "./logs/log-format.js";
+export * from "./logs/secret-scan.js";
+export * from "./ports/ports.js";
+export * from "./rest/lenient-json.js";
+export * from "./stack/balancer.js";
+export * from "./stack/local-agents.js";
+export * from "./stack/replicas.js";
+export * from "./stack/servers.js";
+export * from "./stack/services.js";
+export * from "./stack/stack.js";
+export * from "./stack/stack-file.js";
+export * from "./stack/stack-info.js";
+export * from "./stack/wait.js";
+export * from "./tools/go-build.js";
+export * from "./tools/tools.js";

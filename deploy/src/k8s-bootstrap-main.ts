@@ -1,5 +1,5 @@
 // The entry point of the Helm chart's bootstrap Job (the admin image): see runK8sBootstrap.
-import { runK8sBootstrap } from "./k8s-bootstrap.js";
+import { runK8sBootstrap } from "./k8s/k8s-bootstrap.js";
 
 const log = (line: string) => process.stdout.write(`${line}\n`);
 try {

@@ -17,7 +17,7 @@ export interface BackendConfig {
   readonly mongodbDatabase: string;
   /**
    * Connections to the database at most. The bundled FerretDB (SQLite) writes one at a time and slows down under
-   * contention: the launcher asks for few connections there (see deploy/src/stack.ts); a real MongoDB takes more.
+   * contention: the launcher asks for few connections there (see deploy/src/stack/stack.ts); a real MongoDB takes more.
    */
   readonly mongodbMaxPoolSize: number;
   readonly natsUrl: string;

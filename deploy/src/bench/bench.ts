@@ -1,0 +1,394 @@
+import { spawn } from "node:child_process";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import { createInterface } from "node:readline";
+import { fileURLToPath } from "node:url";
+import { AgentsService } from "@conveyor/proto/agents";
+import { createServiceClient } from "@conveyor/runtime";
+import autocannon from "autocannon";
+import { bootstrapStack } from "../bootstrap/bootstrap.js";
+import { type Env, envValue } from "../host/paths.js";
+import { createApi } from "../rest/rest-client.js";
+import { type Stack, startStack } from "../stack/stack.js";
+import { type AgentBenchResult, type AgentBenchTarget, cpuAll, runAgentBench } from "./bench-agents.js";
+import { checkCreatesUnderLoad, highestNumber } from "./bench-creates.js";
+import { BENCH_ROUTES, type BenchContext, type BenchRoute, ensureBenchPipeline, pagePath } from "./bench-routes.js";
+import { printAgentRows, printCpuPerCreate } from "./bench-rows.js";
+import { type BenchSettings, benchSettings, median, selected } from "./bench-stats.js";
+import { createsHeld, formatCreateCheck } from "./create-invariants.js";
+
+/** One autocannon run. */
+export interface Measurement {
+  target: string;
+  trial: number;
+  reqPerSec: number;
+  p50Ms: number;
+  p99Ms: number;
+  /** Responses that were not 2xx, plus connection errors and timeouts; a run with any is not a valid figure. */
+  bad: number;
+  /** 2xx answers (for creates: builds acknowledged). */
+  ok: number;
+  /** CPU milliseconds per request of each stack process (POST targets on a stack the bench started). */
+  cpuMsPerRequest?: Record<string, number>;
+}
+
+/** The medians of one target over the trials. */
+export interface Summary {
+  target: string;
+  reqPerSec: number;
+  p50Ms: number;
+  p99Ms: number;
+  /** The median time of one request at a time on the otherwise idle stack (GET routes only). */
+  idleMs?: number;
+  /** req/s as a share of the hello-world baseline's req/s. */
+  shareOfHello: number;
+}
+
+interface Target {
+  name: string;
+  url: string;
+  headers: Record<string, string>;
+  /** A POST target (build creation) and its body; GET otherwise. */
+  post?: string;
+  /** Connections for this target, when not the setting's (creates run at 10, as the issue measures them). */
+  connections?: number;
+  /** Sent with If-None-Match naming the current answer: 304 is what it should get. */
+  conditional?: boolean;
+  /** Sent with `Accept-Encoding: gzip`: a gzipped body is what it should get. */
+  gzip?: boolean;
+}
+
+/** The headers of a GET of `target`: with If-None-Match and the ETag it has now, when conditional. */
+async function headersOf(target: Target): Promise<Record<string, string>> {
+  if (!target.conditional) return target.headers;
+  const res = await fetch(target.url, { headers: target.headers });
+  await res.arrayBuffer();
+  const etag = res.headers.get("etag");
+  if (!etag) throw new Error(`${target.name}: ${target.url} sent no ETag`);
+  return { ...target.headers, "if-none-match": etag };
+}
+
+/** How many sequential requests measure a route's latency on an idle stack. */
+const IDLE_REQUESTS = 30;
+
+/** How long the stack rests after the warm-up before single requests are timed. */
+const IDLE_REST_MS = 2_000;
+
+/** The median time of one request at a time, per GET target (each answered as expected first). */
+async function measureIdle(targets: readonly Target[]): Promise<Map<string, number>> {
+  const idleMs = new Map<string, number>();
+  for (const t of targets) {
+    if (t.post) continue;
+    const headers = await headersOf(t);
+    const res = await fetch(t.url, { headers });
+    const expected = t.conditional ? 304 : 200;
+    if (res.status !== expected)
+      throw new Error(`${t.name}: ${t.url} answered ${res.status}, not ${expected}: ${await res.text()}`);
+    if (t.gzip && res.headers.get("content-encoding") !== "gzip")
+      throw new Error(`${t.name}: ${t.url} answered without Content-Encoding: gzip`);
+    await res.arrayBuffer();
+    const times: number[] = [];
+    for (let i = 0; i < IDLE_REQUESTS; i++) {
+      const started = performance.now();
+      await (await fetch(t.url, { headers })).arrayBuffer();
+      times.push(performance.now() - started);
+    }
+    idleMs.set(t.name, median(times));
+  }
+  return idleMs;
+}
+
+/** Build creation is measured at this concurrency. */
+const CREATE_CONNECTIONS = 10;
+
+async function measure(
+  target: Target,
+  trial: number,
+  settings: BenchSettings,
+  durationSec = settings.durationSec,
+  pids: Record<string, number> = {},
+) {
+  const headers = target.post ? { ...target.headers, "content-type": "application/json" } : await headersOf(target);
+  // A write's cost is spread over every process; CPU per request is a steadier figure than req/s on a noisy machine.
+  const cpuBefore = target.post ? cpuAll(pids) : {};
+  const result = await autocannon({
+    url: target.url,
+    connections: target.connections ?? settings.connections,
+    duration: durationSec,
+    headers,
+    ...(target.post ? { method: "POST" as const, body: target.post } : {}),
+  });
+  const m: Measurement = {
+    target: target.name,
+    trial,
+    reqPerSec: result.requests.average,
+    p50Ms: result.latency.p50,
+    p99Ms: result.latency.p99,
+    // A conditional target's 304s are its answers; anything else but 200 is not.
+    bad: result.non2xx - (target.conditional ? result["3xx"] : 0) + result.errors + result.timeouts,
+    ok: result["2xx"],
+  };
+  if (target.post && Object.keys(pids).length > 0) {
+    const cpuAfter = cpuAll(pids);
+    const requests = Math.max(result.requests.total, 1);
+    m.cpuMsPerRequest = Object.fromEntries(
+      Object.keys(pids).map((name) => [name, (((cpuAfter[name] ?? 0) - (cpuBefore[name] ?? 0)) * 1000) / requests]),
+    );
+  }
+  return m;
+}
+
+/** Starts the hello-world baseline in its own process and returns its URL and a stop function. */
+async function startHello(): Promise<{ url: string; stop: () => Promise<void> }> {
+  const script = join(dirname(fileURLToPath(import.meta.url)), "hello-server.js");
+  const child = spawn(process.execPath, [script], {
+    stdio: ["ignore", "pipe", "inherit"],
+    env: { ...process.env, PORT: "0" },
+  });
+  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+  const line = await new Promise<string>((resolve, reject) => {
+    const rl = createInterface({ input: child.stdout });
+    rl.once("line", (l) => {
+      rl.close();
+      resolve(l);
+    });
+    child.once("exit", (code) => reject(new Error(`the hello-world server exited with code ${code}`)));
+  });
+  const { port } = JSON.parse(line) as { port: number };
+  return {
+    url: `http://127.0.0.1:${port}/`,
+    stop: async () => {
+      child.kill("SIGTERM");
+      await exited;
+    },
+  };
+}
+
+const fmt = (n: number, digits = 0) =>
+  n.toLocaleString("en-US", { maximumFractionDigits: digits, minimumFractionDigits: digits });
+/** autocannon measures latency in whole milliseconds: 0 means under one. */
+const ms = (n: number) => (n < 1 ? "<1" : fmt(n));
+
+/** Measures the hello-world baseline and every route of BENCH_ROUTES, interleaved, and prints the ratios. */
+export async function runBench(repoRoot: string, env: Env = process.env): Promise<number> {
+  const settings = benchSettings(env);
+  const say = (line: string) => process.stdout.write(`${line}\n`);
+  let stack: Stack | undefined;
+  let dataDir: string | undefined;
+  let hello: Awaited<ReturnType<typeof startHello>> | undefined;
+  const onSignal = () => {
+    void Promise.all([hello?.stop(), stack?.stop()]).finally(() => process.exit(130));
+  };
+  process.once("SIGINT", onSignal);
+  process.once("SIGTERM", onSignal);
+  try {
+    let apiUrl = envValue(env, "CONVEYOR_API_URL");
+    let token = envValue(env, "CONVEYOR_API_TOKEN");
+    let orgSlug = envValue(env, "CONVEYOR_ORG_SLUG");
+    if (apiUrl && token && orgSlug) {
+      say(`using the stack at ${apiUrl} (CONVEYOR_API_URL)`);
+    } else {
+      dataDir = mkdtempSync(join(tmpdir(), "conveyor-bench-"));
+      say("starting an isolated stack on free ports…");
+      // Per-request logging is not what is measured; errors still reach the logs. The real agent of the dispatch
+      // benchmark pings every second.
+      const stackEnv = {
+        ...env,
+        LOG_LEVEL: envValue(env, "LOG_LEVEL") ?? "warn",
+        AGENT_PING_INTERVAL_S: envValue(env, "AGENT_PING_INTERVAL_S") ?? "1",
+        // The benchmark sends thousands of requests a second to one organization: no rate limit on its own stack.
+        RATE_LIMIT_PER_MINUTE: "0",
+      };
+      stack = await startStack({ repoRoot, dataDir, ports: "free", env: stackEnv, log: (l) => say(`  ${l}`) });
+      const { credentials } = await bootstrapStack(stack.info, { env });
+      apiUrl = stack.info.apiUrl;
+      token = credentials.apiToken.secret;
+      orgSlug = credentials.organization.slug;
+    }
+    hello = await startHello();
+    const agentsUrl = stack?.info.serviceUrls.agents ?? envValue(env, "AGENTS_URL");
+    const createCluster = agentsUrl
+      ? async () => {
+          const agents = createServiceClient(AgentsService, agentsUrl);
+          const orgs = (await (
+            await fetch(`${apiUrl}/v2/organizations/${orgSlug}`, { headers: { authorization: `Bearer ${token}` } })
+          ).json()) as { id: string };
+          const { cluster } = await agents.createCluster({ organizationId: orgs.id, name: `bench-${Date.now()}` });
+          return cluster?.id ?? "";
+        }
+      : undefined;
+    const pipelineSlug = await ensureBenchPipeline(apiUrl, token, orgSlug, createCluster);
+    if (!pipelineSlug)
+      say("no pipeline with a build to measure (set AGENTS_URL so the bench can make one): pipeline routes skipped");
+    const ctx: BenchContext = { orgSlug, ...(pipelineSlug ? { pipelineSlug } : {}) };
+    const headers = { authorization: `Bearer ${token}` };
+    const helloTarget: Target = { name: "fastify hello-world", url: hello.url, headers: {} };
+    const routeTargets = BENCH_ROUTES.flatMap((r: BenchRoute): Target[] => {
+      const path = r.path(ctx);
+      if (!path) return [];
+      // Node's fetch (the idle timings) asks for gzip unless told otherwise; autocannon never does.
+      const routeHeaders = { ...headers, "accept-encoding": r.gzip ? "gzip" : "identity" };
+      const gzip = r.gzip ?? false;
+      return [
+        { name: r.name, url: `${apiUrl}${path}`, headers: routeHeaders, conditional: r.conditional ?? false, gzip },
+      ];
+    });
+    if (pipelineSlug) {
+      routeTargets.push({
+        name: `POST …/builds (create, c=${CREATE_CONNECTIONS})`,
+        url: `${apiUrl}/v2/organizations/${orgSlug}/pipelines/${pipelineSlug}/builds`,
+        headers,
+        post: JSON.stringify({ commit: "HEAD", branch: "bench-create", message: "bench create" }),
+        connections: CREATE_CONNECTIONS,
+      });
+    }
+
+    // The second baseline: a static body as large as the plain page of 30 builds. On a small machine the client's
+    // own work on a large answer bounds its latency; this row shows that bound beside the page's.
+    const page = ctx.pipelineSlug ? pagePath(ctx) : undefined;
+    const pageBytes = page
+      ? (
+          await (
+            await fetch(`${apiUrl}${page}`, { headers: { ...headers, "accept-encoding": "identity" } })
+          ).arrayBuffer()
+        ).byteLength
+      : 0;
+    const baselines: Target[] = [helloTarget];
+    if (pageBytes > 0) {
+      baselines.push({
+        name: `fastify static ${Math.round(pageBytes / 1024)} KB (page size)`,
+        url: `${hello.url}body?bytes=${pageBytes}`,
+        headers: {},
+      });
+    }
+    const targets = [...baselines, ...routeTargets.filter((t) => selected(settings.only, t.name))];
+    if (settings.only.length > 0)
+      say(`BENCH_ONLY: ${targets.length - baselines.length} of ${routeTargets.length} routes`);
+    say(
+      `\n${settings.trials} interleaved trials, ${settings.connections} connections, ${settings.durationSec} s per run ` +
+        "(after a 1 s warm-up of each target)\n",
+    );
+    // Every create is checked at the end: the builds above the pipeline's highest number now are the bench's.
+    const createTarget = targets.find((t) => t.post);
+    const api = createApi(apiUrl, orgSlug, token, 30_000);
+    const pipelinePath = `/pipelines/${ctx.pipelineSlug}`;
+    const numberBefore = createTarget ? await highestNumber(api, `${pipelinePath}/builds`) : 0;
+    const warmups: Measurement[] = [];
+    for (const t of targets) warmups.push(await measure(t, 0, settings, 1));
+    // Single requests on the stack at rest, after the warm-up (a cold JIT is not what a running service answers
+    // with) and a pause for the background work the warm-up's creates started.
+    await new Promise((resolve) => setTimeout(resolve, IDLE_REST_MS));
+    const idleMs = await measureIdle(targets);
+
+    const results: Measurement[] = [];
+    say(
+      `${"target".padEnd(34)} ${"trial".padStart(5)} ${"req/s".padStart(9)} ${"p50 ms".padStart(7)} ${"p99 ms".padStart(7)}`,
+    );
+    const pids = Object.fromEntries((stack?.processes ?? []).map((p) => [p.name, p.pid]));
+    for (let trial = 1; trial <= settings.trials; trial++) {
+      for (const t of targets) {
+        const m = await measure(t, trial, settings, settings.durationSec, pids);
+        results.push(m);
+        const warn = m.bad > 0 ? `   (${m.bad} non-2xx/errors!)` : "";
+        say(
+          `${m.target.padEnd(34)} ${String(trial).padStart(5)} ${fmt(m.reqPerSec).padStart(9)} ${ms(m.p50Ms).padStart(7)} ${ms(m.p99Ms).padStart(7)}${warn}`,
+        );
+      }
+    }
+
+    const summarize = (name: string): Summary => {
+      const runs = results.filter((r) => r.target === name);
+      return {
+        target: name,
+        reqPerSec: median(runs.map((r) => r.reqPerSec)),
+        p50Ms: median(runs.map((r) => r.p50Ms)),
+        p99Ms: median(runs.map((r) => r.p99Ms)),
+        ...(idleMs.has(name) ? { idleMs: idleMs.get(name) } : {}),
+        shareOfHello: 1,
+      };
+    };
+    const base = summarize(helloTarget.name);
+    const summary = [base, ...targets.slice(1).map((t) => summarize(t.name))].map((x) => ({
+      ...x,
+      shareOfHello: x.reqPerSec / base.reqPerSec,
+    }));
+    say(
+      `\nmedians${" ".repeat(27)} ${"req/s".padStart(9)} ${"p50 ms".padStart(7)} ${"p99 ms".padStart(7)} ${"idle ms".padStart(8)}  share of hello-world`,
+    );
+    for (const x of summary) {
+      const idle = x.idleMs === undefined ? "" : fmt(x.idleMs, 1);
+      say(
+        `${x.target.padEnd(34)} ${fmt(x.reqPerSec).padStart(9)} ${ms(x.p50Ms).padStart(7)} ${ms(x.p99Ms).padStart(7)} ${idle.padStart(8)}  ${fmt(x.shareOfHello * 100, 1)}%`,
+      );
+    }
+    printCpuPerCreate(results, say);
+    let creates: Awaited<ReturnType<typeof checkCreatesUnderLoad>> | undefined;
+    if (createTarget) {
+      say(
+        `\nchecking creates: ${settings.durationSec} s more of them while three clients create, cancel and read back…`,
+      );
+      const before = [...warmups, ...results].filter((m) => m.target === createTarget.name);
+      const acknowledged = before.reduce((sum, m) => sum + m.ok, 0);
+      // autocannon drops the answers of the requests in flight when a run ends: one per connection and run.
+      const inFlight = (before.length + 1) * (createTarget.connections ?? settings.connections);
+      const load = async () => (await measure(createTarget, 0, settings)).ok;
+      creates = await checkCreatesUnderLoad(api, pipelinePath, { after: numberBefore, acknowledged, inFlight }, load);
+      for (const line of formatCreateCheck(creates.check, creates.probe)) say(line);
+    }
+    const agentTarget = selected(settings.only, "agents")
+      ? agentBenchTarget(stack, env, { apiUrl, token, orgSlug })
+      : undefined;
+    let agents: AgentBenchResult | undefined;
+    if (agentTarget) {
+      say("");
+      agents = await runAgentBench(agentTarget, env, (l) => say(`  ${l}`));
+      printAgentRows(agents, say);
+    } else if (selected(settings.only, "agents")) {
+      say(
+        "\nagent rows skipped: set AGENTS_URL, NATS_URL and CONVEYOR_AGENT_BIN to measure an external stack's agents",
+      );
+    }
+    const out = join(repoRoot, ".test-results", "bench.json");
+    mkdirSync(dirname(out), { recursive: true });
+    writeFileSync(
+      out,
+      `${JSON.stringify({ settings, at: new Date().toISOString(), results, summary, creates, agents }, null, 2)}\n`,
+    );
+    say(`\nresults written to ${out}`);
+    const bad = results.some((r) => r.bad > 0);
+    if (bad) say("some runs had non-2xx responses or errors: their figures are not valid");
+    const broken = creates !== undefined && !createsHeld(creates.check, creates.probe);
+    if (broken) say("creation broke an invariant or a read was stale: see the lines after `checking creates`");
+    return bad || broken ? 1 : 0;
+  } finally {
+    process.off("SIGINT", onSignal);
+    process.off("SIGTERM", onSignal);
+    await hello?.stop();
+    await stack?.stop();
+    if (dataDir) rmSync(dataDir, { recursive: true, force: true });
+  }
+}
+
+/** What the agent benchmarks need: the stack this bench started, or an external one named by the environment. */
+function agentBenchTarget(
+  stack: Stack | undefined,
+  env: Env,
+  api: { apiUrl: string; token: string; orgSlug: string },
+): AgentBenchTarget | undefined {
+  const base = { apiUrl: api.apiUrl, apiToken: api.token, orgSlug: api.orgSlug };
+  if (stack) {
+    return {
+      ...base,
+      agentsUrl: stack.info.serviceUrls.agents,
+      natsUrl: stack.info.natsUrl,
+      agentBin: stack.info.agentBin,
+      pids: Object.fromEntries(stack.processes.map((p) => [p.name, p.pid])),
+      agentsStatsUrl: `http://127.0.0.1:${stack.info.ports.health.agents}/stats`,
+    };
+  }
+  const agentsUrl = envValue(env, "AGENTS_URL");
+  const natsUrl = envValue(env, "NATS_URL");
+  const agentBin = envValue(env, "CONVEYOR_AGENT_BIN");
+  return agentsUrl && natsUrl && agentBin ? { ...base, agentsUrl, natsUrl, agentBin, pids: {} } : undefined;
+}
