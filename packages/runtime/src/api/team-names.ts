@@ -1,0 +1,61 @@
+/**
+ * The names the REST API, the database and the operator CLI give to the team enums of the identity proto (a team
+ * member's role, a pipeline or suite access level, a team's privacy): one table per enum, so that every process
+ * spells them the same. UNSPECIFIED has no name.
+ */
+
+import { PipelineAccessLevel, SuiteAccessLevel, TeamMemberRole, TeamPrivacy } from "@conveyor/proto/identity";
+
+/** A proto enum's named values, both ways. */
+export interface EnumNames<E extends number, N extends string> {
+  /** Every name, in the order the API documents them. */
+  readonly names: readonly N[];
+  /** The name of a value; undefined for UNSPECIFIED (or a value the table does not know). */
+  nameOf(value: E): N | undefined;
+  /** The value a name stands for; UNSPECIFIED for anything else (the caller refuses it with its own reason). */
+  valueOf(name: unknown): E;
+}
+
+function enumNames<E extends number, N extends string>(unspecified: E, table: Record<N, E>): EnumNames<E, N> {
+  const names = Object.keys(table) as N[];
+  const byValue = new Map<E, N>(names.map((name) => [table[name], name]));
+  return {
+    names,
+    nameOf: (value) => byValue.get(value),
+    valueOf: (name) => (typeof name === "string" && Object.hasOwn(table, name) ? table[name as N] : unspecified),
+  };
+}
+
+/** A team member's role: "member" or "maintainer". */
+export const TEAM_MEMBER_ROLES = enumNames(TeamMemberRole.UNSPECIFIED, {
+  member: TeamMemberRole.MEMBER,
+  maintainer: TeamMemberRole.MAINTAINER,
+});
+
+/** The access a team has to a pipeline, lowest first. */
+export const PIPELINE_ACCESS_LEVELS = enumNames(PipelineAccessLevel.UNSPECIFIED, {
+  read_only: PipelineAccessLevel.READ_ONLY,
+  build_and_read: PipelineAccessLevel.BUILD_AND_READ,
+  manage_build_and_read: PipelineAccessLevel.MANAGE_BUILD_AND_READ,
+});
+
+/** One access a team has to a suite (a team holds a list of them). */
+export const SUITE_ACCESS_LEVELS = enumNames(SuiteAccessLevel.UNSPECIFIED, {
+  read: SuiteAccessLevel.READ,
+  edit: SuiteAccessLevel.EDIT,
+});
+
+/** Who sees a team: every member of the organization ("visible"), or only its members and administrators. */
+export const TEAM_PRIVACIES = enumNames(TeamPrivacy.UNSPECIFIED, {
+  visible: TeamPrivacy.VISIBLE,
+  secret: TeamPrivacy.SECRET,
+});
+
+/** A team member role's name. */
+export type TeamRoleName = (typeof TEAM_MEMBER_ROLES.names)[number];
+/** A pipeline access level's name. */
+export type PipelineLevelName = (typeof PIPELINE_ACCESS_LEVELS.names)[number];
+/** A suite access level's name. */
+export type SuiteLevelName = (typeof SUITE_ACCESS_LEVELS.names)[number];
+/** A team privacy's name. */
+export type TeamPrivacyName = (typeof TEAM_PRIVACIES.names)[number];
