@@ -5,11 +5,11 @@ import { BuildsService, JobEventType } from "@conveyor/proto/builds";
 import { type Pipeline, PipelineSchema, ProviderSchema } from "@conveyor/proto/pipelines";
 import { createLogger, createMemoryFences, type EventPublisher, type Fences, pipelineFence } from "@conveyor/runtime";
 import { MongoClient } from "mongodb";
-import { createMongoBuildRepository } from "./build-repository.js";
 import { createBuildDomain, createBuildService } from "./build-service.js";
-import { createMongoConcurrencySlotRepository } from "./concurrency-slot-repository.js";
-import { createMongoJobLogRepository } from "./job-log-repository.js";
-import { createMongoPipelineUploadRepository } from "./pipeline-upload-repository.js";
+import { createMongoBuildRepository } from "./store/build-repository.js";
+import { createMongoConcurrencySlotRepository } from "./store/concurrency-slot-repository.js";
+import { createMongoJobLogRepository } from "./store/job-log-repository.js";
+import { createMongoPipelineUploadRepository } from "./store/pipeline-upload-repository.js";
 
 // The builds service over its real MongoDB repository (FerretDB or mongod), served in memory.
 const dbName = `it_builds_${Date.now()}`;

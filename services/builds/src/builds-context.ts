@@ -16,17 +16,17 @@ import {
   toTimestamp,
 } from "@conveyor/runtime";
 import { LRUCache } from "lru-cache";
-import { buildMessage, jobMessage } from "./build-message.js";
-import { type BuildReads, createBuildReads } from "./build-reads.js";
-import type { BuildRepository } from "./build-repository.js";
-import type { ConcurrencySlotRepository } from "./concurrency-slot-repository.js";
 import type { Build } from "./domain/build.js";
 import type { Job } from "./domain/job.js";
-import type { JobLogRepository } from "./job-log-repository.js";
-import type { PipelineUploadRepository } from "./pipeline-upload-repository.js";
-import type { ReadCache } from "./read-cache.js";
-import type { TouchBus } from "./touch-bus.js";
-import { withTouches } from "./touching-repository.js";
+import { type BuildReads, createBuildReads } from "./reads/build-reads.js";
+import type { TouchBus } from "./reads/cache-invalidation-feed.js";
+import { withTouches } from "./reads/invalidating-repository.js";
+import type { ReadCache } from "./reads/read-cache.js";
+import { buildMessage, jobMessage } from "./rpc/build-message.js";
+import type { BuildRepository } from "./store/build-repository.js";
+import type { ConcurrencySlotRepository } from "./store/concurrency-slot-repository.js";
+import type { JobLogRepository } from "./store/job-log-repository.js";
+import type { PipelineUploadRepository } from "./store/pipeline-upload-repository.js";
 
 export interface BuildServiceDeps {
   repo: BuildRepository;

@@ -11,18 +11,18 @@ import {
   repeat,
 } from "@conveyor/runtime";
 import type { Db } from "mongodb";
-import { createMongoAnnotationRepository } from "./annotation-repository.js";
-import { createAnnotationsService } from "./annotations-rpc.js";
-import { createMongoBuildRepository } from "./build-repository.js";
 import { createBuildDomain } from "./build-service.js";
-import { createMongoConcurrencySlotRepository } from "./concurrency-slot-repository.js";
 import { readBuildsConfig } from "./config.js";
-import { createMongoJobLogRepository } from "./job-log-repository.js";
-import { consumePipelineRemovals } from "./pipeline-removal.js";
-import { createMongoPipelineUploadRepository } from "./pipeline-upload-repository.js";
-import { createReadCache } from "./read-cache.js";
-import { startTouchBus, type TouchBacklogDoc } from "./touch-bus.js";
-import { createTriggerLookups } from "./trigger-lookups.js";
+import { createTriggerLookups } from "./jobs/trigger-lookups.js";
+import { consumePipelineRemovals } from "./lifecycle/pipeline-removal.js";
+import { startTouchBus, type TouchBacklogDoc } from "./reads/cache-invalidation-feed.js";
+import { createReadCache } from "./reads/read-cache.js";
+import { createAnnotationsService } from "./rpc/annotations-rpc.js";
+import { createMongoAnnotationRepository } from "./store/annotation-repository.js";
+import { createMongoBuildRepository } from "./store/build-repository.js";
+import { createMongoConcurrencySlotRepository } from "./store/concurrency-slot-repository.js";
+import { createMongoJobLogRepository } from "./store/job-log-repository.js";
+import { createMongoPipelineUploadRepository } from "./store/pipeline-upload-repository.js";
 
 /** How often the counters of recently active pipelines are re-announced. */
 const COUNTS_REPUBLISH_MS = 30_000;

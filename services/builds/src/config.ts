@@ -1,6 +1,6 @@
 import { createEnvReader, defaultServiceUrl, type Env } from "@conveyor/runtime";
-import type { LogLimits } from "./job-logs.js";
-import type { SweepSettings } from "./job-sweeps.js";
+import type { LogLimits } from "./jobs/job-logs.js";
+import type { SweepSettings } from "./jobs/job-sweeps.js";
 
 /** The builds service's own settings, beyond the common backend ones. */
 export interface BuildsConfig {

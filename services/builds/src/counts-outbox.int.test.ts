@@ -18,11 +18,11 @@ import {
 } from "@conveyor/runtime";
 import type { JetStreamClient } from "@nats-io/jetstream";
 import { MongoClient } from "mongodb";
-import { createMongoBuildRepository } from "./build-repository.js";
 import { createBuildDomain } from "./build-service.js";
-import { createMongoConcurrencySlotRepository } from "./concurrency-slot-repository.js";
-import { createMongoJobLogRepository } from "./job-log-repository.js";
-import { createMongoPipelineUploadRepository } from "./pipeline-upload-repository.js";
+import { createMongoBuildRepository } from "./store/build-repository.js";
+import { createMongoConcurrencySlotRepository } from "./store/concurrency-slot-repository.js";
+import { createMongoJobLogRepository } from "./store/job-log-repository.js";
+import { createMongoPipelineUploadRepository } from "./store/pipeline-upload-repository.js";
 
 // Against the stack's real MongoDB-wire server and NATS JetStream. NATS "goes down" (a JetStream client that throws)
 // while a build runs and finishes; the pipeline's counters must still converge once it is back, even when nothing

@@ -1,7 +1,7 @@
 import { PipelineCountsChangedSchema } from "@conveyor/proto/builds";
 import { createLogger, createMemoryOutboxStore, decodeEvent, type RawPublish } from "@conveyor/runtime";
-import type { BuildRepository } from "./build-repository.js";
 import { countsKey, createBuildsContext } from "./builds-context.js";
+import type { BuildRepository } from "./store/build-repository.js";
 
 const zero = { scheduledBuilds: 0, runningBuilds: 0, scheduledJobs: 0, runningJobs: 0, waitingJobs: 0 };
 

@@ -2,11 +2,11 @@ import { Code, ConnectError, createClient, createRouterTransport } from "@connec
 import { BuildsService, JobEventType } from "@conveyor/proto/builds";
 import { createLogger, type EventPublisher } from "@conveyor/runtime";
 import { type Db, MongoClient } from "mongodb";
-import { type BuildRepository, createMongoBuildRepository } from "./build-repository.js";
 import { createBuildDomain } from "./build-service.js";
-import { createMongoConcurrencySlotRepository } from "./concurrency-slot-repository.js";
-import { createMongoJobLogRepository } from "./job-log-repository.js";
-import { createMongoPipelineUploadRepository } from "./pipeline-upload-repository.js";
+import { type BuildRepository, createMongoBuildRepository } from "./store/build-repository.js";
+import { createMongoConcurrencySlotRepository } from "./store/concurrency-slot-repository.js";
+import { createMongoJobLogRepository } from "./store/job-log-repository.js";
+import { createMongoPipelineUploadRepository } from "./store/pipeline-upload-repository.js";
 import { pipelineFromYaml } from "./test-pipelines.js";
 
 // The builds service with several replicas (CONVEYOR_REPLICAS, Kubernetes): two services over one database, each

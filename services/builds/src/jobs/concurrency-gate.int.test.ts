@@ -1,0 +1,166 @@
+import { randomUUID } from "node:crypto";
+import { createClient, createRouterTransport } from "@connectrpc/connect";
+import { BuildsService, JobEventType } from "@conveyor/proto/builds";
+import type { Pipeline } from "@conveyor/proto/pipelines";
+import { createLogger, type EventPublisher } from "@conveyor/runtime";
+import { type Db, MongoClient } from "mongodb";
+import { createBuildDomain } from "../build-service.js";
+import { createMongoBuildRepository } from "../store/build-repository.js";
+import { createMongoConcurrencySlotRepository } from "../store/concurrency-slot-repository.js";
+import { createMongoJobLogRepository } from "../store/job-log-repository.js";
+import { createMongoPipelineUploadRepository } from "../store/pipeline-upload-repository.js";
+import { pipelineFromYaml } from "../test-pipelines.js";
+
+// Concurrency groups over the real MongoDB-wire server, with two builds services on one database as two processes
+// of the service would be: the limit holds whichever process admits, in creation order unless eager.
+const prefix = `it_concurrency_${Date.now()}`;
+let mongo: MongoClient;
+const databases: Db[] = [];
+const events: EventPublisher = { async publish() {} };
+
+beforeAll(async () => {
+  mongo = await new MongoClient(process.env.MONGODB_URL ?? "").connect();
+});
+afterAll(async () => {
+  for (const db of databases) await db.dropDatabase();
+  await mongo.close();
+});
+
+type Client = ReturnType<typeof createClient<typeof BuildsService>>;
+type Domain = ReturnType<typeof createBuildDomain>;
+
+async function openService(db: Db): Promise<{ client: Client; domain: Domain }> {
+  const domain = createBuildDomain({
+    repo: await createMongoBuildRepository(db),
+    logs: await createMongoJobLogRepository(db),
+    uploads: await createMongoPipelineUploadRepository(db),
+    slots: await createMongoConcurrencySlotRepository(db),
+    events,
+    logger: createLogger("test", "silent"),
+  });
+  const client = createClient(
+    BuildsService,
+    createRouterTransport(({ service }) => service(BuildsService, domain.service)),
+  );
+  return { client, domain };
+}
+
+/** Two services over a new database. */
+async function twoProcesses() {
+  const db = mongo.db(`${prefix}_${databases.length}`);
+  databases.push(db);
+  return [await openService(db), await openService(db)] as const;
+}
+
+const pipelineOf = (yaml: string, organizationId: string) => pipelineFromYaml(yaml, { organizationId });
+
+async function newBuild(client: Client, p: Pipeline) {
+  const { build } = await client.createBuild({ pipeline: p, commit: "abc", branch: "main", organizationSlug: "acme" });
+  if (!build) throw new Error("no build");
+  return build;
+}
+
+/** The state of each build's job named `name`, in build order. */
+async function statesOf(client: Client, builds: Array<{ pipelineId: string; number: number }>, name: string) {
+  const states: string[] = [];
+  for (const b of builds) {
+    const { build } = await client.getBuild({ pipelineId: b.pipelineId, number: b.number });
+    states.push(build?.jobs.find((j) => j.name === name)?.state ?? "none");
+  }
+  return states;
+}
+
+/** Runs a job to its end through an agent: assign, accept, start, finish with `exit`. */
+async function runToEnd(client: Client, jobId: string, exit = 0) {
+  const agent = { id: `agent-${jobId}`, name: "a", hostname: "h", metaData: [] };
+  await client.assignJob({ jobId, agent });
+  await client.acceptJob({ jobId, agentId: agent.id });
+  await client.transitionJob({ jobId, event: JobEventType.START, agentId: agent.id });
+  await client.transitionJob({ jobId, event: JobEventType.FINISH, exitStatus: exit, agentId: agent.id });
+}
+
+/** Lets both processes' gates finish what the last changes asked of them. */
+async function settle(domains: readonly Domain[]) {
+  for (let i = 0; i < 2; i++) await Promise.all(domains.map((d) => d.sweepJobs()));
+}
+
+describe("concurrency groups", () => {
+  it("never runs more jobs of a group than its limit, admitting through both processes in creation order", async () => {
+    const [one, two] = await twoProcesses();
+    const org = randomUUID();
+    const p = pipelineOf("steps:\n  - {label: deploy, command: run, concurrency: 2, concurrency_group: prod}", org);
+    const builds = [];
+    for (let i = 0; i < 6; i++) builds.push(await newBuild(i % 2 === 0 ? one.client : two.client, p));
+    await settle([one.domain, two.domain]);
+    expect(await statesOf(one.client, builds, "deploy")).toEqual([
+      "scheduled",
+      "scheduled",
+      "limited",
+      "limited",
+      "limited",
+      "limited",
+    ]);
+
+    // Jobs finish through either process; the next ones in line take the freed slots, never more than two at once.
+    for (let i = 0; i < 6; i++) {
+      const id = builds[i]?.jobs[0]?.id ?? "";
+      await runToEnd(i % 2 === 0 ? two.client : one.client, id, i === 1 ? 1 : 0);
+      await settle([one.domain, two.domain]);
+      const states = await statesOf(one.client, builds, "deploy");
+      const holding = states.filter((s) => s === "scheduled").length;
+      expect(holding).toBeLessThanOrEqual(2);
+      expect(states.slice(0, i + 1).every((s) => s === "passed" || s === "failed")).toBe(true);
+      expect(holding).toBe(Math.min(2, 5 - i));
+      // In creation order: every job still limited was created after every job admitted.
+      const firstLimited = states.indexOf("limited");
+      if (firstLimited >= 0) expect(states.lastIndexOf("scheduled")).toBeLessThan(firstLimited);
+    }
+  });
+
+  it("keeps an ordered job behind an earlier job of the group still waiting for its dependencies; eager passes it", async () => {
+    const [one, two] = await twoProcesses();
+    const org = randomUUID();
+    const behindTests = pipelineOf(
+      "steps:\n  - {label: tests, command: run}\n  - wait\n  - {label: deploy, command: run, concurrency: 1, concurrency_group: prod}",
+      org,
+    );
+    const ordered = pipelineOf(
+      "steps:\n  - {label: deploy, command: run, concurrency: 1, concurrency_group: prod}",
+      org,
+    );
+    const eager = pipelineOf(
+      "steps:\n  - {label: deploy, command: run, concurrency: 1, concurrency_group: prod, concurrency_method: eager}",
+      org,
+    );
+    const first = await newBuild(one.client, behindTests);
+    const second = await newBuild(two.client, ordered);
+    await settle([one.domain, two.domain]);
+    expect(await statesOf(one.client, [first, second], "deploy")).toEqual(["waiting", "limited"]);
+
+    const third = await newBuild(one.client, eager);
+    await settle([one.domain, two.domain]);
+    expect(await statesOf(one.client, [first, second, third], "deploy")).toEqual(["waiting", "limited", "scheduled"]);
+
+    // The eager job ends; the earlier build's tests pass: its deploy goes first, then the ordered one.
+    await runToEnd(two.client, third.jobs[0]?.id ?? "");
+    await runToEnd(one.client, first.jobs.find((j) => j.name === "tests")?.id ?? "");
+    await settle([one.domain, two.domain]);
+    expect(await statesOf(one.client, [first, second], "deploy")).toEqual(["scheduled", "limited"]);
+    await runToEnd(one.client, first.jobs.find((j) => j.name === "deploy")?.id ?? "");
+    await settle([one.domain, two.domain]);
+    expect(await statesOf(one.client, [first, second], "deploy")).toEqual(["passed", "scheduled"]);
+  });
+
+  it("lets a canceled build's waiting job out of the line, and frees the slot of a job whose build is canceled", async () => {
+    const [one, two] = await twoProcesses();
+    const org = randomUUID();
+    const p = pipelineOf("steps:\n  - {label: deploy, command: run, concurrency: 1, concurrency_group: prod}", org);
+    const [a, b, c] = [await newBuild(one.client, p), await newBuild(one.client, p), await newBuild(two.client, p)];
+    await settle([one.domain, two.domain]);
+    expect(await statesOf(one.client, [a, b, c], "deploy")).toEqual(["scheduled", "limited", "limited"]);
+    await one.client.cancelBuild({ pipelineId: p.id, number: b.number });
+    await one.client.cancelBuild({ pipelineId: p.id, number: a.number });
+    await settle([one.domain, two.domain]);
+    expect(await statesOf(one.client, [a, b, c], "deploy")).toEqual(["canceled", "canceled", "scheduled"]);
+  });
+});

@@ -1,0 +1,138 @@
+import { createHash } from "node:crypto";
+import { gunzipSync } from "node:zlib";
+import { Code, ConnectError } from "@connectrpc/connect";
+import { failedPrecondition, invalidFields, notFound } from "@conveyor/runtime";
+import { type BuildsContext, MAX_ATTEMPTS } from "../builds-context.js";
+import type { Job } from "../domain/job.js";
+import { RUNNING_JOB_STATES } from "../domain/job-states.js";
+import { requireRunningJob } from "./running-job.js";
+
+/** Limits of job logs. */
+export interface LogLimits {
+  /** The largest uncompressed chunk accepted (agents are told a smaller chunk size). */
+  maxChunkBytes: number;
+  /** The largest log kept; chunks past it are refused (agents are told the same limit and stop sending). */
+  maxLogBytes: number;
+}
+
+/** The most header times one job may hold, and so one call may record (docs/limits.md). */
+export const MAX_HEADER_TIMES = 10_000;
+
+/** What a streamed log yields: its info first, then its bytes in order. */
+export type LogPart =
+  | { info: { size: number; headerTimes: Record<string, string>; deleted: boolean } }
+  | { data: Buffer };
+
+/** Job logs: chunks in, the whole log out in order, deletion; and section header times. */
+export function createJobLogs(ctx: BuildsContext, limits: LogLimits) {
+  const { repo, logs } = ctx;
+
+  /** The job of a build (by pipeline and number), or NotFound for either. */
+  const jobOfBuild = async (pipelineId: string, number: number, jobId: string): Promise<Job> => {
+    const build = pipelineId !== "" && number > 0 ? await repo.findBuild(pipelineId, number) : null;
+    if (!build) throw notFound("build");
+    const job = jobId === "" ? null : await repo.findJob(jobId);
+    if (!job || job.buildId !== build.id) throw notFound("job");
+    return job;
+  };
+
+  return {
+    /** Stores one chunk: checks its numbers and that it decompresses to exactly `size` bytes. Idempotent. */
+    async append(chunk: { jobId: string; sequence: number; offset: number; size: number; gzip: Uint8Array }) {
+      const problems = [];
+      if (!Number.isSafeInteger(chunk.sequence) || chunk.sequence < 1)
+        problems.push({ field: "sequence", code: "must be a positive integer" });
+      if (!Number.isSafeInteger(chunk.offset) || chunk.offset < 0)
+        problems.push({ field: "offset", code: "must be an integer, 0 or more" });
+      if (!Number.isSafeInteger(chunk.size) || chunk.size < 0 || chunk.size > limits.maxChunkBytes)
+        problems.push({ field: "size", code: `must be an integer from 0 to ${limits.maxChunkBytes}` });
+      if (problems.length > 0) throw invalidFields(problems);
+      let bytes: Buffer;
+      try {
+        bytes = gunzipSync(chunk.gzip, { maxOutputLength: Math.max(chunk.size, 1) });
+      } catch {
+        throw invalidFields([{ field: "body", code: `must be gzip data of ${chunk.size} bytes` }]);
+      }
+      if (bytes.length !== chunk.size)
+        throw invalidFields([{ field: "size", code: `is ${chunk.size} but the chunk holds ${bytes.length} bytes` }]);
+      if (chunk.offset + chunk.size > limits.maxLogBytes)
+        throw failedPrecondition(`The log is longer than the limit of ${limits.maxLogBytes} bytes`);
+      // Only while an agent runs the job: the agent stops its log before it finishes the job, and a finished job's
+      // log never changes again.
+      const job = await requireRunningJob(repo, chunk.jobId);
+      const sha256 = createHash("sha256").update(bytes).digest("hex");
+      // One chunk of a job at a time in this process, so that the overlap check and the insert go together (agents
+      // never send overlapping chunks; this keeps a wrong client from corrupting the log).
+      await ctx.withLock(`log:${job.id}`, async () => {
+        if (await logs.deleted(job.id)) throw failedPrecondition("The job's log was deleted");
+        const stored = await logs.findChunk(job.id, chunk.offset);
+        if (stored) {
+          if (stored.size !== chunk.size || (stored.sha256 !== "" && stored.sha256 !== sha256))
+            throw failedPrecondition(`Another chunk is already stored at offset ${chunk.offset}`);
+          return;
+        }
+        const { before, after } = await logs.neighbours(job.id, chunk.offset);
+        if (
+          (before && before.offset + before.size > chunk.offset) ||
+          (after && chunk.offset + chunk.size > after.offset)
+        )
+          throw failedPrecondition(`The chunk at offset ${chunk.offset} overlaps a chunk already stored`);
+        if (!(await logs.insertChunk({ ...chunk, jobId: job.id, sha256 }))) {
+          // Another process stored this offset meanwhile: the same chunk is fine, another is not.
+          const raced = await logs.findChunk(job.id, chunk.offset);
+          if (raced?.sha256 !== sha256)
+            throw failedPrecondition(`Another chunk is already stored at offset ${chunk.offset}`);
+        }
+      });
+    },
+
+    /** Records when section headers were printed (line index → time, as the agent sends them). */
+    async setHeaderTimes(jobId: string, times: Record<string, string>) {
+      const entries = Object.entries(times);
+      if (entries.length > MAX_HEADER_TIMES)
+        throw invalidFields([{ field: "header_times", code: `must have at most ${MAX_HEADER_TIMES} entries` }]);
+      for (const [line, at] of entries) {
+        if (!/^\d{1,9}$/.test(line) || at.length > 64 || Number.isNaN(Date.parse(at)))
+          throw invalidFields([
+            { field: `header_times.${line.slice(0, 20)}`, code: "must map a line index to a time" },
+          ]);
+      }
+      for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
+        const job = await requireRunningJob(repo, jobId);
+        const held = Object.keys(job.headerTimes).length;
+        const total = held + entries.filter(([line]) => !Object.hasOwn(job.headerTimes, line)).length;
+        if (total > MAX_HEADER_TIMES)
+          throw invalidFields([
+            { field: "header_times", code: `would give the job more than ${MAX_HEADER_TIMES} header times` },
+          ]);
+        // Compare-and-set on the job's state and on how many times it held: a job that finished meanwhile, or
+        // another writer, makes this read again.
+        if (await repo.setHeaderTimes(jobId, times, { states: RUNNING_JOB_STATES, held, total })) return;
+      }
+      throw new ConnectError("the job's header times kept changing: try again", Code.Aborted);
+    },
+
+    /** The log of a job of a build: its info, then its bytes in pieces of at most one chunk. */
+    async *stream(pipelineId: string, number: number, jobId: string): AsyncGenerator<LogPart> {
+      const job = await jobOfBuild(pipelineId, number, jobId);
+      const extent = await logs.extent(job.id);
+      yield { info: { size: extent.size, headerTimes: job.headerTimes, deleted: extent.deleted } };
+      let end = 0;
+      for await (const chunk of logs.chunks(job.id)) {
+        const bytes = gunzipSync(chunk.gzip, { maxOutputLength: Math.max(chunk.size, 1) });
+        // Chunks never overlap (append refuses it); should one ever, its bytes already sent are not sent again.
+        const fresh = chunk.offset < end ? bytes.subarray(Math.min(end - chunk.offset, bytes.length)) : bytes;
+        end = Math.max(end, chunk.offset + chunk.size);
+        if (fresh.length > 0) yield { data: fresh };
+      }
+    },
+
+    /** Deletes the log of a job of a build. */
+    async delete(pipelineId: string, number: number, jobId: string) {
+      const job = await jobOfBuild(pipelineId, number, jobId);
+      await logs.delete(job.id, ctx.now());
+    },
+  };
+}
+
+export type JobLogs = ReturnType<typeof createJobLogs>;

@@ -1,0 +1,127 @@
+import { failedPrecondition, newId, notFound } from "@conveyor/runtime";
+import { type BuildsContext, MAX_ATTEMPTS } from "../builds-context.js";
+import type { UserSnapshot } from "../domain/build.js";
+import type { Job } from "../domain/job.js";
+import { automaticRetryRule, manualRetryProblem, type RetryType, retryOf } from "../domain/retries.js";
+import type { JobState } from "../domain/types.js";
+import type { BuildWithJobs, Reconcile } from "../lifecycle/reconcile.js";
+
+/** States jobs reach because something before them failed; a retry gives them another chance. */
+const FAILED_BEHIND: readonly JobState[] = ["waiting_failed", "blocked_failed", "unblocked_failed"];
+
+/**
+ * Retries: a new attempt of a finished job takes its place. The attempt is stored first and the old job marked
+ * retried second, so a crash between the two leaves an attempt whose source is not marked yet, which `heal` (run
+ * by every reconcile) completes; jobs that failed only because of the retried one go back to pending.
+ */
+export function createJobRetries(ctx: BuildsContext) {
+  const { repo, now } = ctx;
+
+  /** Jobs stopped by an earlier failure get another chance: they go back to pending and are advanced again. */
+  const reopenBehind = async (jobs: readonly Job[]) => {
+    for (const job of jobs) {
+      if (job.retried || !FAILED_BEHIND.includes(job.state)) continue;
+      const reopened = await repo.updateJob(job.id, job.state, { state: "pending", finishedAt: null });
+      if (reopened) await ctx.publishJob(reopened, job.state);
+    }
+  };
+
+  /** Creates the new attempt of `job`; the caller holds the build's lock and reconciles afterwards. */
+  const retry = async (job: Job, jobs: readonly Job[], type: RetryType, by: UserSnapshot | null): Promise<Job> => {
+    const { attempt, retried } = retryOf(job, { id: newId(), type, at: now(), retriedBy: by });
+    await ctx.markCounts(job.pipelineId);
+    await repo.insertJobs([attempt]);
+    // Only one retry of a job wins, whichever process makes it: the mark is a compare-and-set on "not retried yet".
+    let marked = await repo.updateJob(job.id, job.state, retried, { notRetried: true });
+    // Another process's reconcile may have completed this very retry (heal) between the insert and the mark.
+    if (!marked) marked = await repo.findJob(job.id).then((j) => (j?.retriedInJobId === attempt.id ? j : null));
+    if (!marked) {
+      await repo.deleteJob(attempt.id, attempt.state);
+      throw failedPrecondition("This job has already been retried");
+    }
+    await ctx.publishJob(marked, job.state);
+    await ctx.publishJob(attempt, "");
+    await reopenBehind(jobs);
+    ctx.publishCounts(job.pipelineId);
+    ctx.logger.info({ jobId: job.id, attemptId: attempt.id, type }, "job retried");
+    return attempt;
+  };
+
+  return {
+    retry,
+
+    /** Retries a job that just finished when one of its step's automatic rules applies; the new attempt or null. */
+    async retryAutomatically(job: Job, jobs: readonly Job[]): Promise<Job | null> {
+      return automaticRetryRule(job, jobs) ? retry(job, jobs, "automatic", null) : null;
+    },
+
+    /**
+     * Completes retries a crash interrupted: an attempt whose source is not marked retried yet marks it. Returns
+     * whether anything changed. The caller holds the build's lock.
+     */
+    async heal(jobs: readonly Job[]): Promise<boolean> {
+      let healed = false;
+      for (const attempt of jobs) {
+        const source = attempt.retrySource && jobs.find((j) => j.id === attempt.retrySource?.jobId);
+        if (!source) continue;
+        // A retry that lost to another (its process died before removing its attempt) leaves an attempt nobody
+        // points to: it never ran, and goes.
+        if (source.retried && source.retriedInJobId !== attempt.id) {
+          if (attempt.state === "pending" && (await repo.deleteJob(attempt.id, "pending"))) healed = true;
+          continue;
+        }
+        if (source.retried) continue;
+        const marked = await repo.updateJob(
+          source.id,
+          source.state,
+          { retried: true, retriedInJobId: attempt.id, retryType: attempt.retrySource?.retryType ?? "automatic" },
+          { notRetried: true },
+        );
+        if (marked) healed = true;
+      }
+      return healed;
+    },
+
+    /**
+     * A person retries a job of a build (`PUT …/jobs/{id}/retry`): refused with Buildkite's reason when it may not
+     * be; the build reopens (a canceled one is no longer canceled, and its jobs the cancel stopped before they
+     * started are pending again).
+     */
+    async retryByHand(
+      pipelineId: string,
+      number: number,
+      jobId: string,
+      by: UserSnapshot | null,
+      reconcile: Reconcile,
+    ): Promise<BuildWithJobs & { job: Job }> {
+      const build = pipelineId !== "" && number > 0 ? await repo.findBuild(pipelineId, number) : null;
+      if (!build) throw notFound("build");
+      return ctx.withLock(build.id, async () => {
+        const jobs = await repo.jobsOf([build.id]);
+        const job = jobs.find((j) => j.id === jobId);
+        if (!job) throw notFound("job");
+        const problem = manualRetryProblem(job);
+        if (problem) throw failedPrecondition(problem);
+        const attempt = await retry(job, jobs, "manual", by);
+        // A canceled build resumes: the jobs its cancel stopped before they ever started wait to run again.
+        if (build.cancelRequested) {
+          for (const stopped of jobs) {
+            if (stopped.retried || stopped.state !== "canceled" || stopped.startedAt || stopped.id === job.id) continue;
+            const reopened = await repo.updateJob(stopped.id, "canceled", { state: "pending", finishedAt: null });
+            if (reopened) await ctx.publishJob(reopened, "canceled");
+          }
+        }
+        for (let i = 0; i < MAX_ATTEMPTS; i++) {
+          const current = await repo.findBuildById(build.id);
+          if (!current?.cancelRequested) break;
+          if (await repo.updateBuild(current.id, current.version, { cancelRequested: false, cancelReason: null }))
+            break;
+        }
+        const result = await reconcile(build.id);
+        return { ...result, job: result.jobs.find((j) => j.id === attempt.id) ?? attempt };
+      });
+    },
+  };
+}
+
+export type JobRetries = ReturnType<typeof createJobRetries>;

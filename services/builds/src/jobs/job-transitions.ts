@@ -1,0 +1,169 @@
+import { failedPrecondition, invalidFields, notFound } from "@conveyor/runtime";
+import { type BuildsContext, MAX_ATTEMPTS } from "../builds-context.js";
+import type { AgentSnapshot, Job } from "../domain/job.js";
+import { jobEnvironment } from "../domain/job-env.js";
+import { stampsFor } from "../domain/job-stamps.js";
+import { applyJobEvent, isFinishedJobState, type JobEvent } from "../domain/state-machine.js";
+import type { BuildWithJobs, Reconcile } from "../lifecycle/reconcile.js";
+import type { JobUpdate } from "../store/build-repository.js";
+import type { JobRetries } from "./job-retries.js";
+
+/** The longest timeout a job may be given: a week. */
+const MAX_TIMEOUT_MINUTES = 7 * 24 * 60;
+
+/** Details of a transition beyond the event itself. */
+export interface TransitionOptions {
+  /** When it happened; now when absent. */
+  at?: Date;
+  /** For assign: the agent taking the job. */
+  agent?: AgentSnapshot;
+  /** The event applies only while the job is held by this agent. */
+  agentId?: string;
+  /** For finish: how the process ended. */
+  signal?: string;
+  signalReason?: string;
+}
+
+/** A job after a transition, with its build and the build's jobs. */
+export interface TransitionResult extends BuildWithJobs {
+  job: Job;
+}
+
+/** Moving single jobs through their states, for agents (assign, accept, start, finish) and the sweepers. */
+export function createJobTransitions(ctx: BuildsContext, reconcile: Reconcile, retries: JobRetries) {
+  const { repo, now, withLock } = ctx;
+
+  /** States a started agent job can be in while its agent still runs it. */
+  const STARTED_STATES: ReadonlySet<string> = new Set(["running", "canceling", "timing_out"]);
+
+  /** Applies `event` to a job under its build's lock, stores it with a compare-and-set, then reconciles the build. */
+  const apply = async (jobId: string, event: JobEvent, opts: TransitionOptions = {}): Promise<TransitionResult> => {
+    const found = jobId === "" ? null : await repo.findJob(jobId);
+    if (!found) throw notFound("job");
+    return withLock(found.buildId, async () => {
+      for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
+        // A job goes to an agent only once its build stands: a creation stores its jobs first (build-creation.ts),
+        // and those of a creation cut off stand without a build until the creation repair removes them.
+        const [job, itsBuild] = await Promise.all([
+          repo.findJob(jobId),
+          event.type === "assign" && attempt === 0 ? repo.findBuildById(found.buildId) : undefined,
+        ]);
+        if (!job) throw notFound("job");
+        if (itsBuild === null) throw failedPrecondition("The job's build is still being created");
+        if (opts.agentId !== undefined && job.agent?.id !== opts.agentId) {
+          throw failedPrecondition("The job is not assigned to this agent");
+        }
+        const result = applyJobEvent(job, event);
+        if (!result.ok) {
+          // An agent repeats a start or finish when its call failed, for example because the process serving it
+          // was killed (several replicas, SIGKILL) after the job's compare-and-set and before the build was
+          // reconciled: the repeat is refused, since the job moved already, but the build is brought in line with
+          // its jobs first (a compare-and-set like any reconcile, so safe beside another replica's). An automatic
+          // retry the dead process did not make is not made up: only the process that stored the failure knows
+          // it is not under way in another replica.
+          if (event.type === "start" || event.type === "finish") {
+            const reconciled = await reconcile(job.buildId);
+            // A repeated start of the job this agent runs (the answer to its first was lost) answers the same:
+            // Buildkite's agent gives a job up when its start is refused, and the job would then fail as lost.
+            if (event.type === "start" && opts.agentId !== undefined && STARTED_STATES.has(job.state)) {
+              return { job: reconciled.jobs.find((j) => j.id === job.id) ?? job, ...reconciled };
+            }
+          }
+          throw failedPrecondition(result.reason);
+        }
+        const next = result.job;
+        const at = opts.at ?? now();
+        const update: JobUpdate = {
+          state: next.state,
+          exitStatus: next.exitStatus,
+          softFailed: next.softFailed,
+          ...stampsFor(job, next.state, at),
+        };
+        // The server enforces timeouts (§C6): a running job's deadline is set when it starts.
+        if (event.type === "start" && job.timeoutInMinutes !== null)
+          update.deadlineAt = new Date(at.getTime() + job.timeoutInMinutes * 60_000);
+        if (event.type === "assign") update.agent = opts.agent ?? null;
+        if (event.type === "unassign") Object.assign(update, { agent: null, assignedAt: null });
+        if (event.type === "finish") {
+          update.signal = opts.signal || null;
+          update.signalReason = opts.signalReason || null;
+        }
+        await ctx.markCounts(job.pipelineId);
+        const updated = await repo.updateJob(job.id, job.state, update, { agentId: opts.agentId });
+        if (!updated) continue;
+        await ctx.publishJob(updated, job.state);
+        if (updated.state === "failed" || updated.state === "timed_out") {
+          await retries.retryAutomatically(updated, await repo.jobsOf([job.buildId]));
+        }
+        const { build, jobs } = await reconcile(job.buildId);
+        // Announced after the reconcile, so that its writes find the outbox entry recorded above still standing.
+        ctx.publishCounts(job.pipelineId);
+        return { job: jobs.find((j) => j.id === job.id) ?? updated, build, jobs };
+      }
+      throw new Error(`job ${jobId} kept changing under ${MAX_ATTEMPTS} attempts`);
+    });
+  };
+
+  return {
+    apply,
+
+    /** Gives a scheduled job to an agent; FailedPrecondition when it is no longer scheduled. */
+    assign: (jobId: string, agent: AgentSnapshot) => apply(jobId, { type: "assign" }, { agent }),
+
+    /**
+     * The agent a job is assigned to accepts it: the job with the environment it runs with. Accepting again a job
+     * the same agent already accepted answers the same (the agent retries when an answer is lost).
+     */
+    async accept(jobId: string, agentId: string) {
+      const current = jobId === "" ? null : await repo.findJob(jobId);
+      if (current?.state === "accepted" && current.agent?.id === agentId) {
+        const build = await repo.findBuildById(current.buildId);
+        if (build) return { job: current, build, jobs: [], env: jobEnvironment(build, current) };
+      }
+      const result = await apply(jobId, { type: "accept" }, { agentId });
+      return { ...result, env: jobEnvironment(result.build, result.job) };
+    },
+
+    /** Changes an unfinished command job's timeout (`buildkite-agent job update timeout N`). */
+    async setTimeout(jobId: string, minutes: number): Promise<Job> {
+      if (!Number.isInteger(minutes) || minutes < 1 || minutes > MAX_TIMEOUT_MINUTES)
+        throw invalidFields([{ field: "timeout_in_minutes", code: `must be from 1 to ${MAX_TIMEOUT_MINUTES}` }]);
+      const found = jobId === "" ? null : await repo.findJob(jobId);
+      if (!found) throw notFound("job");
+      return withLock(found.buildId, async () => {
+        for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
+          const job = await repo.findJob(jobId);
+          if (!job) throw notFound("job");
+          if (job.type !== "script" || isFinishedJobState(job.state))
+            throw failedPrecondition("Only unfinished command jobs can be updated");
+          // A running job's deadline moves with its timeout, counted from when it started.
+          const deadlineAt = job.startedAt ? new Date(job.startedAt.getTime() + minutes * 60_000) : null;
+          const updated = await repo.updateJob(job.id, job.state, { timeoutInMinutes: minutes, deadlineAt });
+          if (updated) return updated;
+        }
+        throw new Error(`job ${jobId} kept changing under ${MAX_ATTEMPTS} attempts`);
+      });
+    },
+
+    /**
+     * Puts jobs assigned before `before` and never accepted back to scheduled (their agent died or never heard of
+     * them), at most `limit` per call; returns how many went back.
+     */
+    async requeueStale(before: Date, limit: number): Promise<number> {
+      let requeued = 0;
+      for (const job of await repo.staleAssignments(before, limit)) {
+        try {
+          await apply(job.id, { type: "unassign" }, job.agent ? { agentId: job.agent.id } : {});
+          requeued++;
+          ctx.logger.info({ jobId: job.id, agentId: job.agent?.id }, "unaccepted job assignment returned to the queue");
+        } catch (err) {
+          // It moved on meanwhile (accepted, canceled): nothing to do.
+          ctx.logger.debug({ err, jobId: job.id }, "stale assignment changed before it was requeued");
+        }
+      }
+      return requeued;
+    },
+  };
+}
+
+export type JobTransitions = ReturnType<typeof createJobTransitions>;

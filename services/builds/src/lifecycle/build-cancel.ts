@@ -1,0 +1,81 @@
+import { failedPrecondition, notFound, SUBJECTS } from "@conveyor/runtime";
+import { type BuildsContext, MAX_ATTEMPTS } from "../builds-context.js";
+import type { Build } from "../domain/build.js";
+import { stampsFor } from "../domain/job-stamps.js";
+import { cancelPlan } from "../domain/state-machine.js";
+import type { BuildState, JobState } from "../domain/types.js";
+import type { BuildWithJobs, Reconcile } from "./reconcile.js";
+
+const CANCELABLE: BuildState[] = ["scheduled", "running", "failing"];
+/** Jobs a superseded, not-yet-started build drops. */
+const SKIPPABLE: JobState[] = ["pending", "waiting", "scheduled", "assigned", "blocked", "limited"];
+
+/** Canceling builds: on request, and when a newer build supersedes them. */
+export function createBuildCancel(ctx: BuildsContext, reconcile: Reconcile) {
+  const { repo, now } = ctx;
+
+  /** Cancels a build: queued jobs at once, jobs on agents via canceling. Callers hold the build's lock. */
+  const cancel = async (build: Build, reason: string): Promise<BuildWithJobs> => {
+    for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
+      const current = attempt === 0 ? build : await repo.findBuildById(build.id);
+      if (!current) throw notFound("build");
+      if (!current.cancelRequested) {
+        const marked = await repo.updateBuild(current.id, current.version, {
+          cancelRequested: true,
+          cancelReason: reason || null,
+        });
+        if (!marked) continue;
+      }
+      const jobs = await repo.jobsOf([current.id]);
+      const plan = cancelPlan(jobs);
+      const at = now();
+      if (plan.cancel.length + plan.canceling.length > 0) await ctx.markCounts(current.pipelineId);
+      for (const job of jobs) {
+        const to = plan.cancel.includes(job.id) ? "canceled" : plan.canceling.includes(job.id) ? "canceling" : null;
+        if (!to) continue;
+        const updated = await repo.updateJob(job.id, job.state, { state: to, ...stampsFor(job, to, at) });
+        if (updated) await ctx.publishJob(updated, job.state);
+      }
+      const reconciled = await reconcile(current.id);
+      ctx.publishCounts(current.pipelineId);
+      return reconciled;
+    }
+    throw new Error(`build ${build.id} could not be canceled under contention`);
+  };
+
+  /** Cancel of one build on request, under its lock: 422 with the reason when it cannot be canceled. */
+  const cancelOnRequest = async (pipelineId: string, number: number, reason: string): Promise<BuildWithJobs> => {
+    const build = await repo.findBuild(pipelineId, number);
+    if (!build) throw notFound("build");
+    // A build waiting at a block step shows its blocked_state (passed by default) but is not finished.
+    const cancelable = CANCELABLE.includes(build.state) || build.blocked;
+    if (!cancelable || build.finishedAt)
+      throw failedPrecondition(`Build can't be canceled because it's ${build.state}`);
+    if (build.cancelRequested) return reconcile(build.id);
+    return cancel(build, reason);
+  };
+
+  /** Marks a not-yet-started build skipped, with its unstarted jobs. Callers hold the build's lock. */
+  const skip = async (id: string) => {
+    const build = await repo.findBuildById(id);
+    if (build?.state !== "scheduled" || build.startedAt) return;
+    const jobs = await repo.jobsOf([id]);
+    const at = now();
+    await ctx.markCounts(build.pipelineId);
+    for (const job of jobs) {
+      if (!SKIPPABLE.includes(job.state)) continue;
+      const updated = await repo.updateJob(job.id, job.state, { state: "skipped", finishedAt: at });
+      if (updated) await ctx.publishJob(updated, job.state);
+    }
+    const updated = await repo.updateBuild(id, build.version, { state: "skipped", blocked: false, finishedAt: at });
+    if (updated) {
+      await ctx.publishBuild(SUBJECTS.builds.buildStateChanged, updated, build.state);
+      await ctx.publishBuild(SUBJECTS.builds.buildFinished, updated, build.state);
+    }
+    ctx.publishCounts(build.pipelineId);
+  };
+
+  return { cancel, cancelOnRequest, skip };
+}
+
+export type BuildCancel = ReturnType<typeof createBuildCancel>;

@@ -1,0 +1,97 @@
+import { notFound, SUBJECTS } from "@conveyor/runtime";
+import { type BuildsContext, MAX_ATTEMPTS } from "../builds-context.js";
+import type { Build } from "../domain/build.js";
+import type { Job } from "../domain/job.js";
+import { stampsFor } from "../domain/job-stamps.js";
+import { advance, deriveBuildState } from "../domain/state-machine.js";
+
+/** A build with its jobs, as they are after a change. */
+export interface BuildWithJobs {
+  build: Build;
+  jobs: Job[];
+}
+
+export type Reconcile = (buildId: string) => Promise<BuildWithJobs>;
+
+/**
+ * Brings a build in line with its jobs: schedules jobs whose dependencies finished, then derives the build's
+ * state. Every write is conditioned on what was read (job state, build version); on a lost race it reads again.
+ * Callers hold the build's lock.
+ */
+export function createReconcile(
+  ctx: BuildsContext,
+  hooks: {
+    heal?(jobs: readonly Job[]): Promise<boolean>;
+    /** Told of the build and its jobs after every reconcile; must not wait for anything (the lock is held). */
+    settled?(build: Build, jobs: readonly Job[]): void;
+  } = {},
+): Reconcile {
+  const { repo, now } = ctx;
+  return async (buildId) => {
+    for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
+      const build = await repo.findBuildById(buildId);
+      if (!build) throw notFound("build");
+      let jobs = await repo.jobsOf([buildId]);
+      // Work a crash left half done (a retry whose old attempt is not marked yet) is finished first.
+      if (hooks.heal && (await hooks.heal(jobs))) continue;
+      const at = now();
+      const advanced = advance(jobs);
+      // A write below changes the pipeline's counters: the outbox notes it first (free while the note stands).
+      if (advanced.some((next) => jobs.find((j) => j.id === next.id)?.state !== next.state))
+        await ctx.markCounts(build.pipelineId);
+      let raced = false;
+      const changedJobs: Array<[Job, string]> = [];
+      for (const next of advanced) {
+        const current = jobs.find((j) => j.id === next.id);
+        if (!current || current.state === next.state) continue;
+        const updated = await repo.updateJob(current.id, current.state, {
+          state: next.state,
+          ...stampsFor(current, next.state, at),
+        });
+        if (!updated) {
+          raced = true;
+          break;
+        }
+        changedJobs.push([updated, current.state]);
+      }
+      for (const [job, previous] of changedJobs) await ctx.publishJob(job, previous);
+      if (raced) continue;
+      if (changedJobs.length > 0) jobs = await repo.jobsOf([buildId]);
+
+      const derived = deriveBuildState(jobs, { cancelRequested: build.cancelRequested });
+      const startedAt = build.startedAt ?? earliest(jobs.map((j) => j.startedAt));
+      const finishedAt = derived.finished ? (build.finishedAt ?? at) : null;
+      if (
+        derived.state === build.state &&
+        derived.blocked === build.blocked &&
+        startedAt?.getTime() === build.startedAt?.getTime() &&
+        finishedAt?.getTime() === build.finishedAt?.getTime()
+      ) {
+        if (changedJobs.length > 0) ctx.publishCounts(build.pipelineId);
+        hooks.settled?.(build, jobs);
+        return { build, jobs };
+      }
+      await ctx.markCounts(build.pipelineId);
+      const updated = await repo.updateBuild(build.id, build.version, {
+        state: derived.state,
+        blocked: derived.blocked,
+        startedAt,
+        finishedAt,
+      });
+      if (!updated) continue;
+      if (updated.state !== build.state)
+        await ctx.publishBuild(SUBJECTS.builds.buildStateChanged, updated, build.state);
+      if (updated.finishedAt && !build.finishedAt)
+        await ctx.publishBuild(SUBJECTS.builds.buildFinished, updated, build.state);
+      ctx.publishCounts(build.pipelineId);
+      hooks.settled?.(updated, jobs);
+      return { build: updated, jobs };
+    }
+    throw new Error(`build ${buildId} kept changing under ${MAX_ATTEMPTS} reconciliations`);
+  };
+}
+
+function earliest(dates: Array<Date | null>): Date | null {
+  const times = dates.filter((d): d is Date => d !== null).map((d) => d.getTime());
+  return times.length === 0 ? null : new Date(Math.min(...times));
+}

@@ -1,0 +1,159 @@
+/**
+ * The build repository with every write followed by its touch (touch-bus.ts): a write resolves only once what it
+ * changed is known to every replica's read cache, so whatever is acknowledged after it can never be hidden by a
+ * kept answer. Reads pass through unchanged. A write that failed may still have been applied: it touches too (the
+ * whole cache, when the build it changed cannot be told).
+ *
+ * A build being created (build-creation.ts) is claimed, then its jobs are stored, then the build. Only the build's
+ * insert touches: no read finds the jobs of a build not stored yet (every read of jobs goes through their build, and
+ * a build not found is not kept), nothing is acknowledged to anyone before the build stands, and its touch drops
+ * the build with its jobs and stamps its lists. The jobs of a creation cut off are removed by the repair, whose
+ * writes touch.
+ */
+
+import type { Build } from "../domain/build.js";
+import type { Job } from "../domain/job.js";
+import type { BuildRepository } from "../store/build-repository.js";
+import type { Touch } from "./read-cache.js";
+
+type Publish = (t: Touch) => Promise<void>;
+
+const NOTHING: Touch = { builds: [], pipelines: [], organizations: [] };
+const EVERYTHING: Touch = { ...NOTHING, everything: true };
+
+/** Builds this process has claimed, at most (beyond it, their jobs' inserts touch as any other: safe, only slower). */
+const MAX_CLAIMED = 10_000;
+
+/** A change of builds themselves: their lists may change too. */
+const ofBuilds = (builds: readonly Pick<Build, "id" | "pipelineId" | "organizationId">[]): Touch => ({
+  builds: [...new Set(builds.map((b) => b.id))],
+  pipelines: [...new Set(builds.map((b) => b.pipelineId))],
+  organizations: [...new Set(builds.map((b) => b.organizationId))],
+});
+/** A change of jobs only: their builds' answers change, no build document and no list does. */
+const ofJobs = (jobs: readonly Pick<Job, "buildId">[]): Touch => ({
+  ...NOTHING,
+  jobsOf: [...new Set(jobs.map((j) => j.buildId))],
+});
+
+export function withTouches(inner: BuildRepository, publish: Publish): BuildRepository {
+  /** Runs a write, then publishes its touch: the one computed from its result, or `onError`'s when it failed. */
+  const touching = async <T>(write: () => Promise<T>, touchOf: (result: T) => Touch, onError: Touch): Promise<T> => {
+    let result: T;
+    try {
+      result = await write();
+    } catch (err) {
+      await publish(onError).catch(() => {});
+      throw err;
+    }
+    const t = touchOf(result);
+    if (t.everything || t.allLists || t.builds.length > 0 || (t.jobsOf?.length ?? 0) > 0) await publish(t);
+    return result;
+  };
+  /** Builds this process claimed (creation-claims.ts) and has not stored yet. */
+  const claimed = new Set<string>();
+  /** The build of a job, for writes that name only the job. */
+  const jobTouch = async (id: string): Promise<Touch> => {
+    const job = await inner.findJob(id);
+    return job ? ofJobs([job]) : NOTHING;
+  };
+
+  return {
+    ...inner,
+    async insertClaim(claim) {
+      await inner.insertClaim(claim);
+      if (claimed.size < MAX_CLAIMED) claimed.add(claim.buildId);
+    },
+    insertBuild(b) {
+      // Whatever it answers, the creation is over: later writes of its jobs touch.
+      claimed.delete(b.id);
+      return touching(
+        () => inner.insertBuild(b),
+        () => ofBuilds([b]),
+        ofBuilds([b]),
+      );
+    },
+    deleteJobs: (buildId, ids) =>
+      touching(
+        () => inner.deleteJobs(buildId, ids),
+        () => ofJobs([{ buildId }]),
+        ofJobs([{ buildId }]),
+      ),
+    removeBuilds: (ids) =>
+      touching(
+        () => inner.removeBuilds(ids),
+        () => ({ ...NOTHING, builds: [...ids], allLists: true }),
+        { ...NOTHING, builds: [...ids], allLists: true },
+      ),
+    async insertJobs(list) {
+      if (list.length === 0 || !list.every((j) => claimed.has(j.buildId))) {
+        return touching(
+          () => inner.insertJobs(list),
+          () => ofJobs(list),
+          ofJobs(list),
+        );
+      }
+      try {
+        await inner.insertJobs(list);
+      } catch (err) {
+        // The creation fails: its claim stays for the repair, whose removal of the jobs touches.
+        for (const j of list) claimed.delete(j.buildId);
+        throw err;
+      }
+    },
+    async removeClaim(buildId) {
+      claimed.delete(buildId);
+      await inner.removeClaim(buildId);
+    },
+    insertMissingJobs: (list) =>
+      touching(
+        () => inner.insertMissingJobs(list),
+        () => ofJobs(list),
+        ofJobs(list),
+      ),
+    async deleteJob(id, state) {
+      const t = await jobTouch(id);
+      return touching(
+        () => inner.deleteJob(id, state),
+        (deleted) => (deleted ? t : NOTHING),
+        t,
+      );
+    },
+    async addDependencies(id, dependsOn) {
+      const t = await jobTouch(id);
+      return touching(
+        () => inner.addDependencies(id, dependsOn),
+        (added) => (added ? t : NOTHING),
+        t,
+      );
+    },
+    async setStepIndexes(positions) {
+      if (positions.length === 0) return;
+      const touches = await Promise.all([...new Set(positions.map((p) => p.id))].map(jobTouch));
+      const t = { ...NOTHING, jobsOf: [...new Set(touches.flatMap((x) => x.jobsOf ?? []))] };
+      return touching(
+        () => inner.setStepIndexes(positions),
+        () => t,
+        t,
+      );
+    },
+    updateBuild: (id, version, update) =>
+      touching(
+        () => inner.updateBuild(id, version, update),
+        (b) => (b ? ofBuilds([b]) : NOTHING),
+        { ...NOTHING, builds: [id], allLists: true },
+      ),
+    updateJob: (id, from, update, guard) =>
+      touching(
+        () => inner.updateJob(id, from, update, guard),
+        (j) => (j ? ofJobs([j]) : NOTHING),
+        EVERYTHING,
+      ),
+    setHeaderTimes: (id, times, guard) =>
+      touching(
+        () => inner.setHeaderTimes(id, times, guard),
+        (j) => (j ? ofJobs([j]) : NOTHING),
+        EVERYTHING,
+      ),
+  };
+}

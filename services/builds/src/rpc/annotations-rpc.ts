@@ -1,0 +1,139 @@
+import type { MessageInitShape } from "@bufbuild/protobuf";
+import { Code, ConnectError, type ServiceImpl } from "@connectrpc/connect";
+import type { AnnotationSchema, AnnotationsService } from "@conveyor/proto/annotations";
+import { createKeyedLock, failedPrecondition, newId, notFound, pageWindow, toTimestamp } from "@conveyor/runtime";
+import { renderAnnotationHtml } from "../domain/annotation-html.js";
+import {
+  type AnnotateChange,
+  type Annotation,
+  annotateChange,
+  annotatedContent,
+  annotationTarget,
+  roomProblem,
+} from "../domain/annotations.js";
+import { requireRunningJob } from "../jobs/running-job.js";
+import type { AnnotationOwner, AnnotationRepository } from "../store/annotation-repository.js";
+import type { BuildRepository } from "../store/build-repository.js";
+
+export interface AnnotationsDeps {
+  annotations: AnnotationRepository;
+  /** Where builds and jobs are looked up (read only). */
+  builds: Pick<BuildRepository, "findBuild" | "findBuildById" | "findJob">;
+  now?: () => Date;
+  /** Markdown to safe HTML; renderAnnotationHtml unless a test hands in another. */
+  render?: (markdown: string) => string;
+}
+
+/** How often an annotate retries when other writers keep changing the same annotation (other processes). */
+const MAX_ATTEMPTS = 10;
+
+/** Bad input, said in a sentence: the gateway answers 422 with it as the message, which the agent prints. */
+function invalid(problem: string): ConnectError {
+  return new ConnectError(problem, Code.InvalidArgument);
+}
+
+/** A stored annotation as the Annotation message (never its Markdown). */
+export function annotationMessage(a: Annotation): MessageInitShape<typeof AnnotationSchema> {
+  return {
+    id: a.id,
+    buildId: a.buildId,
+    jobId: a.jobId ?? "",
+    scope: a.scope,
+    context: a.context,
+    style: a.style,
+    priority: a.priority,
+    bodyHtml: a.bodyHtml,
+    createdAt: toTimestamp(a.createdAt),
+    updatedAt: toTimestamp(a.updatedAt),
+  };
+}
+
+/** AnnotationsService: annotate, remove and list, over the annotations repository and the builds it reads. */
+export function createAnnotationsService(deps: AnnotationsDeps): ServiceImpl<typeof AnnotationsService> {
+  const { annotations, builds } = deps;
+  const now = deps.now ?? (() => new Date());
+  const render = deps.render ?? renderAnnotationHtml;
+  // One writer per annotation at a time in this process; the version check guards against other processes.
+  const withLock = createKeyedLock();
+
+  /** The annotation a change lands on, written: created, replaced, appended to or restyled. */
+  const write = async (buildId: string, owner: AnnotationOwner, change: AnnotateChange): Promise<Annotation> => {
+    for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
+      const existing = await annotations.find(buildId, owner, change.context);
+      if (!existing) {
+        const room = roomProblem(await annotations.count(buildId));
+        if (room) throw failedPrecondition(room);
+      }
+      const content = annotatedContent(existing, change, render);
+      if (!content.ok) throw invalid(content.problem);
+      const at = now();
+      if (existing) {
+        const updated = await annotations.update(existing.id, existing.version, content.value, at);
+        if (updated) return updated;
+        continue;
+      }
+      const created: Annotation = {
+        id: newId(),
+        buildId,
+        jobId: owner,
+        scope: change.scope,
+        context: change.context,
+        ...content.value,
+        createdAt: at,
+        updatedAt: at,
+        version: 1,
+      };
+      if (await annotations.insert(created)) return created;
+    }
+    throw new ConnectError("the annotation kept changing while it was written: try again", Code.Aborted);
+  };
+
+  return {
+    async annotateBuild(req) {
+      const change = annotateChange({
+        body: req.body,
+        context: req.context,
+        style: req.style,
+        append: req.append,
+        priority: req.priority,
+        scope: req.scope,
+      });
+      if (!change.ok) throw invalid(change.problem);
+      if (change.value.scope === "job" && req.jobId === "")
+        throw invalid("A job-scoped annotation needs the job it belongs to");
+      const build = req.buildId === "" ? null : await builds.findBuildById(req.buildId);
+      if (!build) throw notFound("build");
+      if (req.jobId !== "") await requireRunningJob(builds, req.jobId, build.id);
+      const owner = change.value.scope === "job" ? req.jobId : null;
+      const annotation = await withLock(`${build.id}/${owner ?? ""}/${change.value.context}`, () =>
+        write(build.id, owner, change.value),
+      );
+      return { annotation: annotationMessage(annotation) };
+    },
+
+    async removeAnnotation(req) {
+      const target = annotationTarget(req.context, req.scope);
+      if (!target.ok) throw invalid(target.problem);
+      if (target.value.scope === "job" && req.jobId === "")
+        throw invalid("A job-scoped annotation needs the job it belongs to");
+      if (req.jobId !== "") await requireRunningJob(builds, req.jobId, req.buildId);
+      const owner = target.value.scope === "job" ? req.jobId : null;
+      const key = `${req.buildId}/${owner ?? ""}/${target.value.context}`;
+      const removed = await withLock(key, () => annotations.remove(req.buildId, owner, target.value.context));
+      if (!removed) throw notFound("annotation");
+      return {};
+    },
+
+    async listAnnotations(req) {
+      const build = req.pipelineId !== "" && req.number > 0 ? await builds.findBuild(req.pipelineId, req.number) : null;
+      if (!build) throw notFound("build");
+      if (req.jobId !== "") {
+        const job = await builds.findJob(req.jobId);
+        if (job?.buildId !== build.id) throw notFound("job");
+      }
+      const { skip, perPage } = pageWindow(req.page, req.perPage);
+      const page = await annotations.list(build.id, req.jobId === "" ? null : req.jobId, skip, perPage + 1);
+      return { annotations: page.slice(0, perPage).map(annotationMessage), hasMore: page.length > perPage };
+    },
+  };
+}

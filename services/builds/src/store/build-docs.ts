@@ -1,0 +1,119 @@
+/** How builds and jobs are stored in MongoDB, and the conversions both ways. */
+
+import type { Build } from "../domain/build.js";
+import { type Job, queueOf } from "../domain/job.js";
+import type { BuildUpdate, CreationClaim } from "./build-repository.js";
+/**
+ * How a build is stored: user maps (env, meta-data, the pipeline's env) whose keys may hold dots are JSON text,
+ * which document stores restrict; `metaPairs` ("key=value") serve the meta_data filter.
+ */
+export type BuildDoc = Omit<Build, "id" | "env" | "metaData" | "pipeline"> & {
+  _id: string;
+  envJson: string;
+  metaDataJson: string;
+  metaPairs: string[];
+  pipelineInfo?: Omit<Build["pipeline"], "env">;
+  pipelineEnvJson?: string;
+};
+
+/** How a job is stored: maps and nested step data as JSON text, for the same reason. */
+export type JobDoc = Omit<Job, "id" | "env" | "softFail" | "step" | "trigger" | "queue" | "signal" | "signalReason"> & {
+  _id: string;
+  envJson: string;
+  softFailJson: string;
+  stepJson: string;
+  triggerJson: string | null;
+  /** Absent on jobs stored before queues were recorded. */
+  queue?: string | null;
+  signal?: string | null;
+  signalReason?: string | null;
+  /** How many header times the job holds (their compare-and-set); absent on jobs given none since it was kept. */
+  headerTimesHeld?: number | null;
+};
+
+const metaPairs = (metaData: Record<string, string>) => Object.entries(metaData).map(([k, v]) => `${k}=${v}`);
+
+/** A creation's claim as stored: its build id is its _id, so one claim stands per build. */
+export type ClaimDoc = Omit<CreationClaim, "buildId"> & { _id: string };
+
+export function toBuildDoc(b: Build): BuildDoc {
+  const { id, env, metaData, pipeline, ...rest } = b;
+  const { env: pipelineEnv, ...pipelineInfo } = pipeline;
+  return {
+    ...rest,
+    _id: id,
+    envJson: JSON.stringify(env),
+    metaDataJson: JSON.stringify(metaData),
+    metaPairs: metaPairs(metaData),
+    pipelineInfo,
+    pipelineEnvJson: JSON.stringify(pipelineEnv),
+  };
+}
+
+export function fromBuildDoc(d: BuildDoc): Build {
+  const { _id, envJson, metaDataJson, metaPairs: _pairs, pipelineInfo, pipelineEnvJson, ...rest } = d;
+  return {
+    ...rest,
+    id: _id,
+    env: JSON.parse(envJson) as Record<string, string>,
+    metaData: JSON.parse(metaDataJson) as Record<string, string>,
+    pipeline: {
+      name: pipelineInfo?.name ?? d.pipelineSlug,
+      repository: pipelineInfo?.repository ?? "",
+      defaultBranch: pipelineInfo?.defaultBranch ?? "",
+      providerId: pipelineInfo?.providerId ?? "git",
+      organizationSlug: pipelineInfo?.organizationSlug ?? "",
+      env: pipelineEnvJson ? (JSON.parse(pipelineEnvJson) as Record<string, string>) : {},
+      timeouts: pipelineInfo?.timeouts ?? { default: null, maximum: null },
+    },
+    triggeredFrom: d.triggeredFrom ?? null,
+  };
+}
+
+export function toJobDoc(j: Job): JobDoc {
+  const { id, env, softFail, step, trigger, ...rest } = j;
+  return {
+    ...rest,
+    _id: id,
+    envJson: JSON.stringify(env),
+    softFailJson: JSON.stringify(softFail),
+    stepJson: JSON.stringify(step),
+    triggerJson: trigger ? JSON.stringify(trigger) : null,
+  };
+}
+
+export function fromJobDoc(d: JobDoc): Job {
+  const { _id, envJson, softFailJson, stepJson, triggerJson, headerTimesHeld: _held, ...rest } = d;
+  return {
+    ...rest,
+    id: _id,
+    env: JSON.parse(envJson) as Job["env"],
+    softFail: JSON.parse(softFailJson) as Job["softFail"],
+    step: JSON.parse(stepJson) as Job["step"],
+    trigger: triggerJson ? (JSON.parse(triggerJson) as Job["trigger"]) : null,
+    queue: d.queue !== undefined ? d.queue : d.type === "script" ? queueOf(d.agentQueryRules) : null,
+    signal: d.signal ?? null,
+    signalReason: d.signalReason ?? null,
+    assignedAt: d.assignedAt ?? null,
+    headerTimes: d.headerTimes ?? {},
+    retriedInJobId: d.retriedInJobId ?? null,
+    retriesCount: d.retriesCount ?? 0,
+    retryType: d.retryType ?? null,
+    retrySource: d.retrySource ?? null,
+    retriedBy: d.retriedBy ?? null,
+    unblockedBy: d.unblockedBy ?? null,
+    deadlineAt: d.deadlineAt ?? null,
+    triggeredBuild: d.triggeredBuild ?? null,
+    unblockFields: d.unblockFields ?? null,
+    agent: d.agent ? { ...d.agent, metaData: d.agent.metaData ?? [] } : null,
+    clusterId: d.clusterId ?? null,
+  };
+}
+
+/** A build update as stored: meta-data becomes its JSON text and pairs. */
+export function storedBuildUpdate(update: BuildUpdate): Partial<BuildDoc> {
+  const { metaData, ...rest } = update;
+  return metaData === undefined
+    ? rest
+    : { ...rest, metaDataJson: JSON.stringify(metaData), metaPairs: metaPairs(metaData) };
+}

@@ -1,0 +1,61 @@
+import { isDuplicateKeyError } from "@conveyor/runtime";
+import type { Collection, Db } from "mongodb";
+import type { UploadPlan } from "../domain/pipeline-upload.js";
+
+/** One pipeline upload of a build, by the upload's uuid: what it adds, then that it was applied. */
+export interface UploadRecord {
+  /** `{buildId}:{uuid}`: the agent sends the same uuid when it retries an upload. */
+  id: string;
+  buildId: string;
+  jobId: string;
+  state: "processing" | "applied";
+  /** What the upload changes, kept until it is applied so that a replay after a crash applies the same. */
+  plan: UploadPlan | null;
+  /** The step id of each of the plan's jobs (parallel jobs of a step share one). */
+  stepIds: string[];
+  jobsAdded: number;
+  createdAt: Date;
+}
+
+/** Persistence of pipeline uploads (idempotence and crash recovery). */
+export interface PipelineUploadRepository {
+  find(id: string): Promise<UploadRecord | null>;
+  /** Stores a new upload; false when one with the same id exists. */
+  insert(record: UploadRecord): Promise<boolean>;
+  /** Marks an upload applied and drops its plan. */
+  markApplied(id: string): Promise<void>;
+  /** Removes the upload records of these builds (their pipeline was deleted). */
+  removeOfBuilds(buildIds: readonly string[]): Promise<void>;
+}
+
+type UploadDoc = Omit<UploadRecord, "id" | "plan"> & { _id: string; planJson: string | null };
+
+/** The MongoDB implementation; creates its indexes before returning. */
+export async function createMongoPipelineUploadRepository(db: Db): Promise<PipelineUploadRepository> {
+  const uploads: Collection<UploadDoc> = db.collection("pipeline_uploads");
+  await uploads.createIndex({ buildId: 1 }, { name: "build_uploads" });
+  return {
+    async find(id) {
+      const doc = await uploads.findOne({ _id: id });
+      if (!doc) return null;
+      const { _id, planJson, ...rest } = doc;
+      return { ...rest, id: _id, plan: planJson ? (JSON.parse(planJson) as UploadPlan) : null };
+    },
+    async insert(record) {
+      const { id, plan, ...rest } = record;
+      try {
+        await uploads.insertOne({ ...rest, _id: id, planJson: plan ? JSON.stringify(plan) : null });
+        return true;
+      } catch (err) {
+        if (isDuplicateKeyError(err)) return false;
+        throw err;
+      }
+    },
+    async markApplied(id) {
+      await uploads.updateOne({ _id: id }, { $set: { state: "applied", planJson: null } });
+    },
+    async removeOfBuilds(buildIds) {
+      if (buildIds.length > 0) await uploads.deleteMany({ buildId: { $in: [...buildIds] } });
+    },
+  };
+}
