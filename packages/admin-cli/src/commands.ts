@@ -9,7 +9,7 @@ import {
   type TeamsService,
 } from "@conveyor/proto/identity";
 import { type Client, isoTime } from "@conveyor/runtime";
-import { type CliArgs, optionalFlag, requireFlag, UsageError } from "./args.js";
+import { type CliArgs, type FlagTypes, optionalFlag, requireFlag, UsageError } from "./args.js";
 
 /** The clients a command may use; created lazily so a usage error never needs a running stack. */
 export interface CommandContext {
@@ -32,10 +32,18 @@ async function resolveOrganizationId(ctx: CommandContext, ref: string): Promise<
   return organization.id;
 }
 
+/** One command: its usage line, the flags it takes (every one its usage names), and what it does. */
+export interface CommandSpec {
+  usage: string;
+  flags: FlagTypes;
+  run: Command;
+}
+
 /** Every command, keyed "<noun> <verb>" (or "<noun> <noun> <verb>"). */
-export const COMMANDS: Record<string, { usage: string; run: Command }> = {
+export const COMMANDS: Record<string, CommandSpec> = {
   "org create": {
     usage: "org create --name NAME [--slug SLUG] [--teams-enabled]",
+    flags: { name: "string", slug: "string", "teams-enabled": "boolean" },
     async run(args, ctx) {
       const { organization: o } = await ctx.identity().createOrganization({
         name: requireFlag(args, "name"),
@@ -49,6 +57,7 @@ export const COMMANDS: Record<string, { usage: string; run: Command }> = {
   },
   "user create": {
     usage: "user create --name NAME --email EMAIL",
+    flags: { name: "string", email: "string" },
     async run(args, ctx) {
       const { user: u } = await ctx
         .identity()
@@ -58,6 +67,7 @@ export const COMMANDS: Record<string, { usage: string; run: Command }> = {
   },
   "member add": {
     usage: "member add --org SLUG --user USER_ID [--role admin|member]",
+    flags: { org: "string", user: "string", role: "string" },
     async run(args, ctx) {
       const role = optionalFlag(args, "role") ?? "member";
       if (role !== "admin" && role !== "member") throw new UsageError("--role must be admin or member");
@@ -78,6 +88,7 @@ export const COMMANDS: Record<string, { usage: string; run: Command }> = {
   },
   "token create": {
     usage: "token create --user USER_ID --scopes a,b,c [--orgs slug1,slug2] [--description TEXT]",
+    flags: { user: "string", scopes: "string", orgs: "string", description: "string" },
     async run(args, ctx) {
       const list = (v: string | undefined) =>
         (v ?? "")
@@ -104,6 +115,7 @@ export const COMMANDS: Record<string, { usage: string; run: Command }> = {
   },
   "token revoke": {
     usage: "token revoke --token TOKEN",
+    flags: { token: "string" },
     async run(args, ctx) {
       const { token: t } = await ctx.identity().revokeAccessToken({ secret: requireFlag(args, "token") });
       return t && { id: t.id, user_id: t.userId, revoked_at: isoTime(t.revokedAt) };
@@ -111,6 +123,7 @@ export const COMMANDS: Record<string, { usage: string; run: Command }> = {
   },
   "team create": {
     usage: "team create --org SLUG --name NAME [--privacy visible|secret] [--description TEXT]",
+    flags: { org: "string", name: "string", privacy: "string", description: "string" },
     async run(args, ctx) {
       const privacy = optionalFlag(args, "privacy") ?? "visible";
       if (privacy !== "visible" && privacy !== "secret") throw new UsageError("--privacy must be visible or secret");
@@ -135,6 +148,7 @@ export const COMMANDS: Record<string, { usage: string; run: Command }> = {
   },
   "team member add": {
     usage: "team member add --org SLUG --team TEAM_ID --user USER_ID [--role member|maintainer]",
+    flags: { org: "string", team: "string", user: "string", role: "string" },
     async run(args, ctx) {
       const role = optionalFlag(args, "role") ?? "member";
       if (role !== "member" && role !== "maintainer") throw new UsageError("--role must be member or maintainer");
@@ -158,6 +172,7 @@ export const COMMANDS: Record<string, { usage: string; run: Command }> = {
   },
   "suite create": {
     usage: "suite create --org SLUG --name NAME",
+    flags: { org: "string", name: "string" },
     async run(args, ctx) {
       const { suite: s } = await ctx.teams().createSuite({
         organization: requireFlag(args, "org"),
@@ -176,6 +191,7 @@ export const COMMANDS: Record<string, { usage: string; run: Command }> = {
   },
   "registry create": {
     usage: "registry create --org SLUG --name NAME [--ecosystem npm|oci|…]",
+    flags: { org: "string", name: "string", ecosystem: "string" },
     async run(args, ctx) {
       const { registry: r } = await ctx.registries().createRegistry({
         organization: requireFlag(args, "org"),
@@ -196,6 +212,7 @@ export const COMMANDS: Record<string, { usage: string; run: Command }> = {
   },
   "cluster create": {
     usage: "cluster create --org SLUG --name NAME [--description TEXT]",
+    flags: { org: "string", name: "string", description: "string" },
     async run(args, ctx) {
       const organizationId = await resolveOrganizationId(ctx, requireFlag(args, "org"));
       const { cluster: c } = await ctx.agents().createCluster({
@@ -216,6 +233,7 @@ export const COMMANDS: Record<string, { usage: string; run: Command }> = {
   },
   "cluster list": {
     usage: "cluster list --org SLUG",
+    flags: { org: "string" },
     async run(args, ctx) {
       const organizationId = await resolveOrganizationId(ctx, requireFlag(args, "org"));
       const { clusters } = await ctx.agents().listClusters({ organizationId });
@@ -231,6 +249,7 @@ export const COMMANDS: Record<string, { usage: string; run: Command }> = {
   },
   "agent-token create": {
     usage: "agent-token create --org SLUG [--cluster CLUSTER_ID] [--description TEXT]",
+    flags: { org: "string", cluster: "string", description: "string" },
     async run(args, ctx) {
       const organizationId = await resolveOrganizationId(ctx, requireFlag(args, "org"));
       const { token: t, secret } = await ctx.agents().createAgentToken({
@@ -243,6 +262,7 @@ export const COMMANDS: Record<string, { usage: string; run: Command }> = {
   },
   "agent-token list": {
     usage: "agent-token list --org SLUG [--cluster CLUSTER_ID]",
+    flags: { org: "string", cluster: "string" },
     async run(args, ctx) {
       const organizationId = await resolveOrganizationId(ctx, requireFlag(args, "org"));
       const { tokens } = await ctx
@@ -253,6 +273,7 @@ export const COMMANDS: Record<string, { usage: string; run: Command }> = {
   },
   "artifacts retention get": {
     usage: "artifacts retention get --org SLUG",
+    flags: { org: "string" },
     async run(args, ctx) {
       const organizationId = await resolveOrganizationId(ctx, requireFlag(args, "org"));
       const r = await ctx.artifacts().getArtifactRetention({ organizationId });
@@ -261,6 +282,7 @@ export const COMMANDS: Record<string, { usage: string; run: Command }> = {
   },
   "artifacts retention set": {
     usage: "artifacts retention set --org SLUG --days N (1 to 3650; 0 for the service default)",
+    flags: { org: "string", days: "string" },
     async run(args, ctx) {
       const organizationId = await resolveOrganizationId(ctx, requireFlag(args, "org"));
       const raw = requireFlag(args, "days");
@@ -271,6 +293,7 @@ export const COMMANDS: Record<string, { usage: string; run: Command }> = {
   },
   "agent-token revoke": {
     usage: "agent-token revoke --org SLUG --id TOKEN_ID",
+    flags: { org: "string", id: "string" },
     async run(args, ctx) {
       const organizationId = await resolveOrganizationId(ctx, requireFlag(args, "org"));
       const { token } = await ctx.agents().revokeAgentToken({ organizationId, id: requireFlag(args, "id") });
@@ -289,6 +312,11 @@ function agentTokenJson(t: AgentToken) {
     created_at: isoTime(t.createdAt),
     revoked_at: isoTime(t.revokedAt),
   };
+}
+
+/** Every flag any command takes, and `--help`, which every command takes. */
+export function allFlags(): FlagTypes {
+  return Object.assign({ help: "boolean" }, ...Object.values(COMMANDS).map((c) => c.flags));
 }
 
 /** The help text listing every command. */

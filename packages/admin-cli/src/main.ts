@@ -2,8 +2,8 @@ import { AgentsService } from "@conveyor/proto/agents";
 import { ArtifactsService } from "@conveyor/proto/artifacts";
 import { IdentityService, RegistriesService, TeamsService } from "@conveyor/proto/identity";
 import { createEnvReader, createServiceClient, defaultServiceUrl } from "@conveyor/runtime";
-import { parseArgs } from "./args.js";
-import { COMMANDS, type CommandContext, usage } from "./commands.js";
+import { checkFlags, parseArgs } from "./args.js";
+import { allFlags, COMMANDS, type CommandContext, usage } from "./commands.js";
 import { describeError } from "./describe-error.js";
 
 const env = createEnvReader(process.env);
@@ -19,7 +19,7 @@ const ctx: CommandContext = {
   artifacts: () => createServiceClient(ArtifactsService, artifactsUrl, grpc),
 };
 
-const args = parseArgs(process.argv.slice(2));
+const args = parseArgs(process.argv.slice(2), allFlags());
 // Most commands are "<noun> <verb>"; a few name a part of a noun first, as in "team member add".
 const key = [3, 2].map((n) => args.words.slice(0, n).join(" ")).find((k) => k in COMMANDS) ?? "";
 const command = COMMANDS[key];
@@ -32,6 +32,7 @@ if (!command) {
   process.exit(2);
 }
 try {
+  checkFlags(args, key.split(" ").length, { ...command.flags, help: "boolean" });
   const result = await command.run(args, ctx);
   process.stdout.write(`${JSON.stringify(result)}\n`);
 } catch (err) {
