@@ -1,8 +1,11 @@
 import { Code, ConnectError, createClient, createRouterTransport } from "@connectrpc/connect";
 import { IdentityService, Role } from "@conveyor/proto/identity";
 import { type EventPublisher, fieldErrorsOf, SUBJECTS } from "@conveyor/runtime";
-import { createIdentityService } from "./identity-service.js";
-import { createMemoryIdentityRepository } from "./memory-identity-repository.js";
+import { createIdentityServices, routeIdentityServices } from "./identity-service.js";
+import { createMemoryIdentityRepository } from "./store/memory-identity-repository.js";
+import { createMemoryRegistryRepository } from "./store/memory-registry-repository.js";
+import { createMemoryRuleRepository } from "./store/memory-rule-repository.js";
+import { createMemoryTeamRepository } from "./store/memory-team-repository.js";
 
 function setup() {
   const published: string[] = [];
@@ -11,8 +14,14 @@ function setup() {
       published.push(subject);
     },
   };
-  const service = createIdentityService({ repo: createMemoryIdentityRepository(), events });
-  const transport = createRouterTransport(({ service: register }) => register(IdentityService, service));
+  const services = createIdentityServices({
+    identity: createMemoryIdentityRepository(),
+    teams: createMemoryTeamRepository(),
+    rules: createMemoryRuleRepository(),
+    registries: createMemoryRegistryRepository(),
+    events,
+  });
+  const transport = createRouterTransport((router) => routeIdentityServices(router, services));
   return { client: createClient(IdentityService, transport), published };
 }
 

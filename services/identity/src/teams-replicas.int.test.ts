@@ -2,10 +2,11 @@ import { createClient, createRouterTransport } from "@connectrpc/connect";
 import { IdentityService, Role, TeamMemberRole, TeamsService } from "@conveyor/proto/identity";
 import { createLeaseLock, type LeaseDoc } from "@conveyor/runtime";
 import { type Db, MongoClient } from "mongodb";
-import { createMongoIdentityRepository } from "./identity-repository.js";
-import { createIdentityService } from "./identity-service.js";
-import { createMongoTeamRepository } from "./team-repository.js";
-import { createTeamsService } from "./teams-service.js";
+import { createIdentityServices, routeIdentityServices } from "./identity-service.js";
+import { createMongoIdentityRepository } from "./store/identity-repository.js";
+import { createMongoRegistryRepository } from "./store/registry-repository.js";
+import { createMongoRuleRepository } from "./store/rule-repository.js";
+import { createMongoTeamRepository } from "./store/team-repository.js";
 
 // The last-maintainer rule with two replicas of the identity service on one database (CONVEYOR_REPLICAS,
 // Kubernetes): each replica has its own process-local locks, so only the lease lock in MongoDB can hold the rule
@@ -15,16 +16,15 @@ let db: Db;
 const events = { async publish() {} };
 
 async function replica() {
-  const identity = await createMongoIdentityRepository(db);
-  const teams = await createMongoTeamRepository(db);
-  const transport = createRouterTransport((router) =>
-    router
-      .service(IdentityService, createIdentityService({ repo: identity, events }))
-      .service(
-        TeamsService,
-        createTeamsService({ identity, teams, lock: createLeaseLock(db.collection<LeaseDoc>("locks")) }),
-      ),
-  );
+  const services = createIdentityServices({
+    identity: await createMongoIdentityRepository(db),
+    teams: await createMongoTeamRepository(db),
+    rules: await createMongoRuleRepository(db),
+    registries: await createMongoRegistryRepository(db),
+    events,
+    lock: createLeaseLock(db.collection<LeaseDoc>("locks")),
+  });
+  const transport = createRouterTransport((router) => routeIdentityServices(router, services));
   return { ids: createClient(IdentityService, transport), teams: createClient(TeamsService, transport) };
 }
 

@@ -2,14 +2,11 @@
 import { type Code, ConnectError, createClient, createRouterTransport } from "@connectrpc/connect";
 import { IdentityService, RegistriesService, Role, RulesService, TeamsService } from "@conveyor/proto/identity";
 import type { EventPublisher } from "@conveyor/runtime";
-import { createIdentityService } from "./identity-service.js";
-import { createMemoryIdentityRepository } from "./memory-identity-repository.js";
-import { createMemoryRegistryRepository } from "./memory-registry-repository.js";
-import { createMemoryRuleRepository } from "./memory-rule-repository.js";
-import { createMemoryTeamRepository } from "./memory-team-repository.js";
-import { createRegistriesService } from "./registries-service.js";
-import { createRulesService } from "./rules-service.js";
-import { createTeamsService } from "./teams-service.js";
+import { createIdentityServices, routeIdentityServices } from "./identity-service.js";
+import { createMemoryIdentityRepository } from "./store/memory-identity-repository.js";
+import { createMemoryRegistryRepository } from "./store/memory-registry-repository.js";
+import { createMemoryRuleRepository } from "./store/memory-rule-repository.js";
+import { createMemoryTeamRepository } from "./store/memory-team-repository.js";
 
 const events: EventPublisher = { async publish() {} };
 
@@ -22,13 +19,15 @@ export function setup() {
     clock += 1000;
     return new Date(clock);
   };
-  const transport = createRouterTransport((router) =>
-    router
-      .service(IdentityService, createIdentityService({ repo: identity, events, now }))
-      .service(TeamsService, createTeamsService({ identity, teams: createMemoryTeamRepository(), now }))
-      .service(RulesService, createRulesService({ identity, rules: createMemoryRuleRepository(), now }))
-      .service(RegistriesService, createRegistriesService({ identity, registries: registryRepo, now })),
-  );
+  const services = createIdentityServices({
+    identity,
+    teams: createMemoryTeamRepository(),
+    rules: createMemoryRuleRepository(),
+    registries: registryRepo,
+    events,
+    now,
+  });
+  const transport = createRouterTransport((router) => routeIdentityServices(router, services));
   return {
     ids: createClient(IdentityService, transport),
     teams: createClient(TeamsService, transport),

@@ -1,7 +1,7 @@
 import { Code, type ConnectError } from "@connectrpc/connect";
 import { PipelineAccessLevel, SuiteAccessLevel, TeamMemberRole, TeamPrivacy } from "@conveyor/proto/identity";
 import { fieldErrorsOf, newId } from "@conveyor/runtime";
-import { failure, setup, world } from "./test-support.js";
+import { failure, setup, world } from "../test-support.js";
 
 describe("teams service", () => {
   it("creates teams with a slug, visible by default, and refuses a taken name", async () => {

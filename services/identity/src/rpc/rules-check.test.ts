@@ -1,5 +1,5 @@
 import { newId } from "@conveyor/runtime";
-import { world } from "./test-support.js";
+import { world } from "../test-support.js";
 
 describe("rules service: CheckRule", () => {
   it("allows what an unconditional rule of the type allows, in its direction and organization only", async () => {

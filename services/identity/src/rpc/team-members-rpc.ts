@@ -4,11 +4,18 @@
 
 import { Code, ConnectError, type ServiceImpl } from "@connectrpc/connect";
 import { Role, type TeamsService } from "@conveyor/proto/identity";
-import { failedPrecondition, isUuid, newId, notFound, pageWindow, toTimestamp } from "@conveyor/runtime";
-import { DuplicateError, type UserDoc } from "./identity-repository.js";
-import { userMessage } from "./identity-service.js";
-import { ROLE_NAMES, ROLES } from "./team-message.js";
-import type { TeamMemberDoc } from "./team-repository.js";
+import {
+  failedPrecondition,
+  isUuid,
+  newId,
+  notFound,
+  pageWindow,
+  TEAM_MEMBER_ROLES,
+  toTimestamp,
+} from "@conveyor/runtime";
+import { DuplicateError, type UserDoc } from "../store/identity-repository.js";
+import type { TeamMemberDoc } from "../store/team-repository.js";
+import { userMessage } from "./identity-message.js";
 import { LAST_MAINTAINER, ROLE_PROBLEM, type TeamsContext, validationFailed } from "./teams-context.js";
 
 type TeamMemberRpcs = Pick<
@@ -23,7 +30,7 @@ export function createTeamMemberRpcs(ctx: TeamsContext): TeamMemberRpcs {
   const memberMessage = (m: TeamMemberDoc, user: UserDoc | null) => ({
     teamId: m.teamId,
     user: user ? userMessage(user) : { id: m.userId, name: m.userName },
-    role: ROLES[m.role],
+    role: TEAM_MEMBER_ROLES.valueOf(m.role),
     createdAt: toTimestamp(m.createdAt),
   });
 
@@ -53,7 +60,7 @@ export function createTeamMemberRpcs(ctx: TeamsContext): TeamMemberRpcs {
 
     async addTeamMember(req) {
       const team = await manageableTeam(req);
-      const role = ROLE_NAMES[req.role];
+      const role = TEAM_MEMBER_ROLES.nameOf(req.role);
       const problems: string[] = [];
       let user: UserDoc | null = null;
       if (req.userId.trim() === "") problems.push("User can't be blank");
@@ -93,7 +100,7 @@ export function createTeamMemberRpcs(ctx: TeamsContext): TeamMemberRpcs {
 
     async updateTeamMember(req) {
       const team = await manageableTeam(req);
-      const role = ROLE_NAMES[req.role];
+      const role = TEAM_MEMBER_ROLES.nameOf(req.role);
       await requireMember(team._id, req.userId);
       if (!role) throw validationFailed([ROLE_PROBLEM]);
       return withLock(team._id, async () => {

@@ -1,6 +1,6 @@
 import { Code } from "@connectrpc/connect";
 import { newId } from "@conveyor/runtime";
-import { failure, world } from "./test-support.js";
+import { failure, world } from "../test-support.js";
 
 describe("rules service", () => {
   it("creates, lists, gets and deletes rules; refuses unknown types, blanks and duplicates", async () => {

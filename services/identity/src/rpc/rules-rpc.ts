@@ -9,19 +9,20 @@ import {
   permissionDenied,
   toTimestamp,
 } from "@conveyor/runtime";
-import { canManageOrganizationSettings } from "./access-policy.js";
+import { canManageOrganizationSettings } from "../domain/access-policy.js";
+import { DuplicateError, type IdentityRepository, type UserDoc } from "../store/identity-repository.js";
+import type { RuleDoc, RuleRepository } from "../store/rule-repository.js";
 import { createActors } from "./actors.js";
-import { DuplicateError, type IdentityRepository, type UserDoc } from "./identity-repository.js";
-import { userMessage } from "./identity-service.js";
-import type { RuleDoc, RuleRepository } from "./rule-repository.js";
+import { userMessage } from "./identity-message.js";
 
 /** The rule types that exist, "<source_type>.<action>.<target_type>". */
-export const RULE_TYPES = ["pipeline.trigger_build.pipeline", "pipeline.artifacts_read.pipeline"] as const;
+const RULE_TYPES = ["pipeline.trigger_build.pipeline", "pipeline.artifacts_read.pipeline"] as const;
 
-export interface RulesServiceDeps {
+/** What the rules RPCs work with. */
+export interface RuleRpcsDeps {
   identity: IdentityRepository;
   rules: RuleRepository;
-  now?: () => Date;
+  now: () => Date;
 }
 
 const ruleMessage = (r: RuleDoc, creator: UserDoc | undefined) => ({
@@ -39,10 +40,9 @@ const ruleMessage = (r: RuleDoc, creator: UserDoc | undefined) => ({
   ...(creator ? { createdBy: userMessage(creator) } : {}),
 });
 
-/** The rules service: rules allowing actions between resources of an organization. */
-export function createRulesService(deps: RulesServiceDeps): ServiceImpl<typeof RulesService> {
-  const { identity, rules } = deps;
-  const now = deps.now ?? (() => new Date());
+/** The rules service's RPCs: rules allowing actions between resources of an organization. */
+export function createRuleRpcs(deps: RuleRpcsDeps): ServiceImpl<typeof RulesService> {
+  const { identity, rules, now } = deps;
 
   const { actorOf } = createActors(identity);
 

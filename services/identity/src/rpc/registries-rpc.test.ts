@@ -1,6 +1,6 @@
 import { Code } from "@connectrpc/connect";
 import { hashSecret, newId } from "@conveyor/runtime";
-import { failure, world } from "./test-support.js";
+import { failure, world } from "../test-support.js";
 
 describe("registries service", () => {
   it("issues tokens stored as hashes, shows the secret once, updates and deletes them", async () => {
@@ -16,7 +16,9 @@ describe("registries service", () => {
     expect(created.secret).toMatch(/^bkpt_[0-9a-f]{40}$/);
     expect(created.token).toMatchObject({ description: "CI", createdBy: { id: w.admin } });
     const id = created.token?.id ?? "";
-    expect(await w.registryRepo.findTokenByHash(hashSecret(created.secret))).toMatchObject({ _id: id });
+    const stored = await w.registryRepo.findToken(registry?.id ?? "", id);
+    expect(stored?.hash).toBe(hashSecret(created.secret));
+    expect(JSON.stringify(stored)).not.toContain(created.secret);
     const got = await w.registries.getRegistryToken({ ...base, id });
     expect(JSON.stringify(got, (_k, v) => (typeof v === "bigint" ? String(v) : v))).not.toContain(created.secret);
     expect((await w.registries.updateRegistryToken({ ...base, id, description: "Deploys" })).token?.description).toBe(
@@ -35,6 +37,6 @@ describe("registries service", () => {
     expect((await failure(w.registries.getRegistryToken({ ...base, id: newId() }))).message).toBe("No token found");
     await w.registries.deleteRegistryToken({ ...base, id });
     expect((await w.registries.listRegistryTokens(base)).totalCount).toBe(0);
-    expect(await w.registryRepo.findTokenByHash(hashSecret(created.secret))).toBeNull();
+    expect(await w.registryRepo.findToken(registry?.id ?? "", id)).toBeNull();
   });
 });

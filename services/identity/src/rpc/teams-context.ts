@@ -5,14 +5,23 @@
 
 import { Code, ConnectError } from "@connectrpc/connect";
 import { type PipelineAccessLevel, TeamMemberRole } from "@conveyor/proto/identity";
-import { createKeyedLock, isUuid, type KeyedLock, notFound, permissionDenied } from "@conveyor/runtime";
-import { canManageTeam, canSeeTeam } from "./access-policy.js";
+import {
+  createKeyedLock,
+  isUuid,
+  type KeyedLock,
+  notFound,
+  PIPELINE_ACCESS_LEVELS,
+  permissionDenied,
+  TEAM_MEMBER_ROLES,
+} from "@conveyor/runtime";
+import { canManageTeam, canSeeTeam } from "../domain/access-policy.js";
+import type { IdentityRepository } from "../store/identity-repository.js";
+import type { TeamRepository } from "../store/team-repository.js";
 import { createActors } from "./actors.js";
-import type { IdentityRepository } from "./identity-repository.js";
-import { LEVELS, PRIVACIES, ROLES } from "./team-message.js";
-import type { TeamRepository } from "./team-repository.js";
+import { privacyOf } from "./team-message.js";
 
-export interface TeamsServiceDeps {
+/** What the teams service is made of. */
+export interface TeamsContextDeps {
   identity: IdentityRepository;
   teams: TeamRepository;
   /**
@@ -20,7 +29,7 @@ export interface TeamsServiceDeps {
    * absent; main.ts gives a lease lock in MongoDB, so that the rule holds across replicas.
    */
   lock?: KeyedLock;
-  now?: () => Date;
+  now: () => Date;
 }
 
 /** InvalidArgument in the form the team association routes answer: "Validation failed: <reasons>". */
@@ -34,9 +43,8 @@ export const SUITE_LEVEL_PROBLEM = "Access level must be a list of read and edit
 export const LAST_MAINTAINER = "a team needs at least one maintainer";
 
 /** The dependencies and lookups every part of the teams service works with; one per service. */
-export function createTeamsContext(deps: TeamsServiceDeps) {
-  const { identity, teams } = deps;
-  const now = deps.now ?? (() => new Date());
+export function createTeamsContext(deps: TeamsContextDeps) {
+  const { identity, teams, now } = deps;
   // Serializes read-check-write sections per team (the last-maintainer rule); see createKeyedLock for why.
   const withLock = deps.lock ?? createKeyedLock();
 
@@ -47,7 +55,7 @@ export function createTeamsContext(deps: TeamsServiceDeps) {
     const team = isUuid(req.teamId) ? await teams.findTeam(req.organizationId, req.teamId) : null;
     if (!team) throw notFound("team");
     const actor = await actorOf(req.organizationId, req.actorId, team._id);
-    if (!canSeeTeam(actor, PRIVACIES[team.privacy])) throw notFound("team");
+    if (!canSeeTeam(actor, privacyOf(team))) throw notFound("team");
     return { team, actor };
   };
 
@@ -68,11 +76,14 @@ export function createTeamsContext(deps: TeamsServiceDeps) {
             memberships.map((m) => m.teamId),
             pipelineIds,
           );
-    const roleInTeam = new Map(memberships.map((m) => [m.teamId, ROLES[m.role]]));
+    const roleInTeam = new Map(memberships.map((m) => [m.teamId, TEAM_MEMBER_ROLES.valueOf(m.role)]));
     const grants = new Map<string, Array<{ level: PipelineAccessLevel; teamRole: TeamMemberRole }>>();
     for (const link of links) {
       const list = grants.get(link.pipelineId) ?? [];
-      list.push({ level: LEVELS[link.accessLevel], teamRole: roleInTeam.get(link.teamId) ?? TeamMemberRole.MEMBER });
+      list.push({
+        level: PIPELINE_ACCESS_LEVELS.valueOf(link.accessLevel),
+        teamRole: roleInTeam.get(link.teamId) ?? TeamMemberRole.MEMBER,
+      });
       grants.set(link.pipelineId, list);
     }
     return grants;

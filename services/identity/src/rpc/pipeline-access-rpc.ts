@@ -5,7 +5,7 @@
 
 import type { ServiceImpl } from "@connectrpc/connect";
 import { PipelineAccessLevel, Role, type TeamsService } from "@conveyor/proto/identity";
-import { invalidFields, isUuid, newId } from "@conveyor/runtime";
+import { invalidFields, isUuid, newId, PIPELINE_ACCESS_LEVELS } from "@conveyor/runtime";
 import {
   accessOfLevel,
   canGivePipelineToTeam,
@@ -13,10 +13,10 @@ import {
   highestLevel,
   organizationPipelineAccess,
   pipelineAccessLevel,
-} from "./access-policy.js";
-import { DuplicateError } from "./identity-repository.js";
-import { LEVEL_NAMES, PRIVACIES, teamPipelineMessage } from "./team-message.js";
-import type { TeamPipelineDoc } from "./team-repository.js";
+} from "../domain/access-policy.js";
+import { DuplicateError } from "../store/identity-repository.js";
+import type { TeamPipelineDoc } from "../store/team-repository.js";
+import { privacyOf, teamPipelineMessage } from "./team-message.js";
 import { LEVEL_PROBLEM, type TeamsContext } from "./teams-context.js";
 
 type PipelineAccessRpcs = Pick<
@@ -38,7 +38,7 @@ export function createPipelineAccessRpcs(ctx: TeamsContext): PipelineAccessRpcs 
       for (const id of ids) {
         const team = found.get(id);
         const actor = team ? await actorOf(req.organizationId, req.actorId, team._id) : undefined;
-        if (!team || !actor || !canSeeTeam(actor, PRIVACIES[team.privacy])) {
+        if (!team || !actor || !canSeeTeam(actor, privacyOf(team))) {
           problems.push({ field: "teams", code: `has no team ${id} in this organization` });
         } else if (!canGivePipelineToTeam(actor)) {
           problems.push({ field: "teams", code: `can only include teams you are a member of, not ${team.name}` });
@@ -62,7 +62,7 @@ export function createPipelineAccessRpcs(ctx: TeamsContext): PipelineAccessRpcs 
       const problems = [];
       for (const [id, level] of entries) {
         if (!found.has(id)) problems.push({ field: "teams", code: `has no team ${id} in this organization` });
-        else if (!LEVEL_NAMES[level]) problems.push({ field: `teams.${id}`, code: LEVEL_PROBLEM });
+        else if (!PIPELINE_ACCESS_LEVELS.nameOf(level)) problems.push({ field: `teams.${id}`, code: LEVEL_PROBLEM });
       }
       if (problems.length > 0) throw invalidFields(problems);
       const links: TeamPipelineDoc[] = [];
@@ -72,7 +72,7 @@ export function createPipelineAccessRpcs(ctx: TeamsContext): PipelineAccessRpcs 
           teamId: id,
           organizationId: req.organizationId,
           pipelineId: req.pipelineId.toLowerCase(),
-          accessLevel: LEVEL_NAMES[level] ?? "read_only",
+          accessLevel: PIPELINE_ACCESS_LEVELS.nameOf(level) ?? "read_only",
           createdAt: now(),
         };
         try {

@@ -1,10 +1,6 @@
+import type { PipelineLevelName, SuiteLevelName, TeamPrivacyName, TeamRoleName } from "@conveyor/runtime";
 import type { Collection, Db } from "mongodb";
 import { insertUnique, type Page } from "./identity-repository.js";
-
-export type TeamPrivacyName = "visible" | "secret";
-export type TeamRoleName = "member" | "maintainer";
-export type PipelineLevelName = "read_only" | "build_and_read" | "manage_build_and_read";
-export type SuiteLevelName = "read" | "edit";
 
 export interface TeamDoc {
   _id: string;

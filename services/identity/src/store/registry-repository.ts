@@ -28,7 +28,6 @@ export interface RegistryRepository {
   findRegistry(organizationId: string, by: { id?: string; slug?: string }): Promise<RegistryDoc | null>;
   insertToken(token: RegistryTokenDoc): Promise<void>;
   findToken(registryId: string, id: string): Promise<RegistryTokenDoc | null>;
-  findTokenByHash(hash: string): Promise<RegistryTokenDoc | null>;
   listTokens(registryId: string, skip: number, limit: number): Promise<Page<RegistryTokenDoc>>;
   /** Returns the token as stored afterwards, or null when there is none. */
   setTokenDescription(registryId: string, id: string, description: string): Promise<RegistryTokenDoc | null>;
@@ -50,7 +49,6 @@ export async function createMongoRegistryRepository(db: Db): Promise<RegistryRep
       registries.findOne(by.id ? { _id: by.id, organizationId } : { slug: by.slug ?? "", organizationId }),
     insertToken: (token) => insertUnique(tokens, token, "token"),
     findToken: (registryId, id) => tokens.findOne({ _id: id, registryId }),
-    findTokenByHash: (hash) => tokens.findOne({ hash }),
     async listTokens(registryId, skip, limit) {
       const [items, total] = await Promise.all([
         tokens.find({ registryId }).sort({ createdAt: 1, _id: 1 }).skip(skip).limit(limit).toArray(),

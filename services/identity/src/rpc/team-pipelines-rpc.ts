@@ -4,11 +4,11 @@
 
 import { Code, ConnectError, type ServiceImpl } from "@connectrpc/connect";
 import { Role, TeamMemberRole, type TeamsService } from "@conveyor/proto/identity";
-import { isUuid, newId, notFound, pageWindow } from "@conveyor/runtime";
-import { type Actor, organizationPipelineAccess } from "./access-policy.js";
-import { DuplicateError } from "./identity-repository.js";
-import { LEVEL_NAMES, teamPipelineMessage } from "./team-message.js";
-import type { TeamPipelineDoc } from "./team-repository.js";
+import { isUuid, newId, notFound, PIPELINE_ACCESS_LEVELS, pageWindow } from "@conveyor/runtime";
+import { type Actor, organizationPipelineAccess } from "../domain/access-policy.js";
+import { DuplicateError } from "../store/identity-repository.js";
+import type { TeamPipelineDoc } from "../store/team-repository.js";
+import { teamPipelineMessage } from "./team-message.js";
 import { LEVEL_PROBLEM, type TeamsContext, validationFailed } from "./teams-context.js";
 
 type TeamPipelineRpcs = Pick<
@@ -61,7 +61,7 @@ export function createTeamPipelineRpcs(ctx: TeamsContext): TeamPipelineRpcs {
 
     async addTeamPipeline(req) {
       const team = await manageableTeam(req);
-      const level = LEVEL_NAMES[req.accessLevel];
+      const level = PIPELINE_ACCESS_LEVELS.nameOf(req.accessLevel);
       const problems: string[] = [];
       if (!isUuid(req.pipelineId)) problems.push("Pipeline could not be found");
       if (!level) problems.push(LEVEL_PROBLEM);
@@ -94,7 +94,7 @@ export function createTeamPipelineRpcs(ctx: TeamsContext): TeamPipelineRpcs {
     async updateTeamPipeline(req) {
       const team = await manageableTeam(req);
       const current = await requireTeamPipeline(team._id, req.pipelineId);
-      const level = LEVEL_NAMES[req.accessLevel];
+      const level = PIPELINE_ACCESS_LEVELS.nameOf(req.accessLevel);
       if (!level) throw validationFailed([LEVEL_PROBLEM]);
       const updated = await teams.setTeamPipelineLevel(team._id, current.pipelineId, level);
       if (!updated) throw notFound("team pipeline");

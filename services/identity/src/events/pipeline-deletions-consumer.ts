@@ -1,7 +1,7 @@
 import { PipelineDeletedSchema } from "@conveyor/proto/pipelines";
 import { consumeEvents, decodeEvent, type Logger, type NatsHandle, SUBJECTS } from "@conveyor/runtime";
-import type { RuleRepository } from "./rule-repository.js";
-import type { TeamRepository } from "./team-repository.js";
+import type { RuleRepository } from "../store/rule-repository.js";
+import type { TeamRepository } from "../store/team-repository.js";
 
 /**
  * Drops the team associations and rules of pipelines the pipelines service deleted, so team pipeline lists and

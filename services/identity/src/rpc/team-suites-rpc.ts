@@ -5,10 +5,11 @@
 import { Code, ConnectError, type ServiceImpl } from "@connectrpc/connect";
 import type { TeamsService } from "@conveyor/proto/identity";
 import { isUuid, newId, notFound, pageWindow } from "@conveyor/runtime";
-import { DuplicateError } from "./identity-repository.js";
-import { insertNamed, nameAndSlug, requireOrganization } from "./organization-records.js";
-import { suiteLevelNames, suiteMessage, teamSuiteMessage } from "./team-message.js";
-import type { SuiteDoc, TeamSuiteDoc } from "./team-repository.js";
+import { suiteLevelNames } from "../domain/suite-levels.js";
+import { DuplicateError } from "../store/identity-repository.js";
+import type { SuiteDoc, TeamSuiteDoc } from "../store/team-repository.js";
+import { insertNamed, nameAndSlug, requireOrganization } from "./records.js";
+import { suiteMessage, teamSuiteMessage } from "./team-message.js";
 import { SUITE_LEVEL_PROBLEM, type TeamsContext, validationFailed } from "./teams-context.js";
 
 type TeamSuiteRpcs = Pick<

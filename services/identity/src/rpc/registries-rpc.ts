@@ -11,20 +11,21 @@ import {
   permissionDenied,
   toTimestamp,
 } from "@conveyor/runtime";
-import { canManageOrganizationSettings } from "./access-policy.js";
+import { canManageOrganizationSettings } from "../domain/access-policy.js";
+import type { IdentityRepository, UserDoc } from "../store/identity-repository.js";
+import type { RegistryDoc, RegistryRepository, RegistryTokenDoc } from "../store/registry-repository.js";
 import { createActors } from "./actors.js";
-import type { IdentityRepository, UserDoc } from "./identity-repository.js";
-import { userMessage } from "./identity-service.js";
-import { insertNamed, nameAndSlug, requireOrganization } from "./organization-records.js";
-import type { RegistryDoc, RegistryRepository, RegistryTokenDoc } from "./registry-repository.js";
+import { userMessage } from "./identity-message.js";
+import { insertNamed, nameAndSlug, requireOrganization } from "./records.js";
 
 /** Prefix of registry token secrets, so a leaked one is recognisable. */
-export const REGISTRY_TOKEN_PREFIX = "bkpt_";
+const REGISTRY_TOKEN_PREFIX = "bkpt_";
 
-export interface RegistriesServiceDeps {
+/** What the registries RPCs work with. */
+export interface RegistryRpcsDeps {
   identity: IdentityRepository;
   registries: RegistryRepository;
-  now?: () => Date;
+  now: () => Date;
 }
 
 const registryMessage = (r: RegistryDoc) => ({
@@ -45,10 +46,9 @@ const tokenMessage = (t: RegistryTokenDoc, creator: UserDoc | undefined) => ({
   ...(creator ? { createdBy: userMessage(creator) } : {}),
 });
 
-/** The registries service: package registries and the tokens that reach them. */
-export function createRegistriesService(deps: RegistriesServiceDeps): ServiceImpl<typeof RegistriesService> {
-  const { identity, registries } = deps;
-  const now = deps.now ?? (() => new Date());
+/** The registries service's RPCs: package registries and the tokens that reach them. */
+export function createRegistryRpcs(deps: RegistryRpcsDeps): ServiceImpl<typeof RegistriesService> {
+  const { identity, registries, now } = deps;
 
   const { actorOf } = createActors(identity);
 

@@ -25,7 +25,6 @@ export function createMemoryRegistryRepository(): RegistryRepository {
       tokens.push(copy(token));
     },
     findToken: async (registryId, id) => copy(tokens.find((t) => t.registryId === registryId && t._id === id) ?? null),
-    findTokenByHash: async (hash) => copy(tokens.find((t) => t.hash === hash) ?? null),
     async listTokens(registryId, skip, limit) {
       const mine = tokens
         .filter((t) => t.registryId === registryId)

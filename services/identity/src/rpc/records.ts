@@ -1,6 +1,23 @@
+/**
+ * The record lookups and inserts the RPC groups share: a user or an organization or NotFound, and the name, slug
+ * and insert of a new team, suite or registry.
+ */
+
 import { alreadyExists, invalidFields, isUuid, notFound } from "@conveyor/runtime";
-import { DuplicateError, type IdentityRepository, type OrganizationDoc } from "./identity-repository.js";
-import { deriveSlug, slugProblem } from "./slug.js";
+import { deriveSlug, slugProblem } from "../domain/slug.js";
+import {
+  DuplicateError,
+  type IdentityRepository,
+  type OrganizationDoc,
+  type UserDoc,
+} from "../store/identity-repository.js";
+
+/** A user by UUID, or NotFound. */
+export async function requireUser(identity: IdentityRepository, id: string): Promise<UserDoc> {
+  const user = isUuid(id) ? await identity.findUser(id) : null;
+  if (!user) throw notFound("user");
+  return user;
+}
 
 /** An organization by UUID or slug, or NotFound. */
 export async function requireOrganization(identity: IdentityRepository, ref: string): Promise<OrganizationDoc> {
