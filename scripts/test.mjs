@@ -2,17 +2,22 @@
 // the "stack" project (integration and end-to-end suites against an isolated stack on free ports that Jest's global
 // setup starts). .test-results/jest-<project>.json are Jest's reports, jest.json both combined.
 // Every step runs even if an earlier one failed; the exit code is non-zero if any failed.
-// .test-results/summary.json gets {passed, failed}: Jest's test counts plus one per check step.
+// .test-results/summary.json gets {passed, failed}: Jest's test counts plus one per check step, and {notRun,
+// notRunTests}: the tests that did not run because their precondition is missing (test/support/not-run.ts), with
+// their reasons; they are never among the passed (scripts/test-summary.mjs).
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { bin, installAndBuild, repoRoot, run, say, turboEnv } from "./prepare.mjs";
+import { jestCounts, notRunLines, readNotRun, summarize } from "./test-summary.mjs";
 
 const resultsDir = join(repoRoot, ".test-results");
 const summaryFile = join(resultsDir, "summary.json");
 const jestFile = join(resultsDir, "jest.json");
+const notRunFile = join(resultsDir, "not-run.jsonl");
 mkdirSync(resultsDir, { recursive: true });
 rmSync(summaryFile, { force: true });
 rmSync(jestFile, { force: true });
+rmSync(notRunFile, { force: true });
 
 /** @type {{name: string, ok: boolean, seconds: number, detail?: string}[]} */
 const steps = [];
@@ -39,6 +44,9 @@ await step("typecheck (turbo run typecheck, test/)", async () => {
     : 0;
   return code !== 0 ? code : testCode;
 });
+await step("the summary's own tests (node --test scripts/test-summary.test.mjs)", () =>
+  run(process.execPath, ["--test", join(repoRoot, "scripts", "test-summary.test.mjs")]),
+);
 
 /**
  * Runs one Jest project; resolves with its counts. Each project runs on its own, so that unit results still count
@@ -60,17 +68,13 @@ async function jestProject(project, label) {
     outputFile,
   ]);
   let report;
-  let counts = { passed: 0, failed: 1 };
   try {
     report = JSON.parse(readFileSync(outputFile, "utf8"));
-    // A suite that fails to load (a syntax error, a failing beforeAll) has no failed test; count it as one.
-    const brokenSuites = report.testResults.filter(
-      (r) => r.status === "failed" && r.assertionResults.every((a) => a.status !== "failed"),
-    ).length;
-    counts = { passed: report.numPassedTests, failed: report.numFailedTests + brokenSuites };
-  } catch {
-    // No report: Jest itself failed (for example the stack did not start); counted as one failure.
+  } catch (err) {
+    // No report: Jest itself failed (for example the stack did not start); jestCounts counts one failure.
+    say(`  no Jest report in ${outputFile}: ${err instanceof Error ? err.message : String(err)}`);
   }
+  const counts = jestCounts(report);
   if (code !== 0 && counts.failed === 0) counts.failed = 1;
   const seconds = Math.round((Date.now() - started) / 100) / 10;
   say(`── jest ${project}: ${counts.passed} passed, ${counts.failed} failed in ${seconds} s`);
@@ -105,22 +109,8 @@ for (const r of runs) {
 }
 writeFileSync(jestFile, JSON.stringify({ ...combined, success: runs.every((r) => r.code === 0) }));
 const jestCode = runs.some((r) => r.code !== 0) ? 1 : 0;
-const jest = { passed: runs[0].passed + runs[1].passed, failed: runs[0].failed + runs[1].failed };
 
-const checkPassed = steps.filter((s) => s.ok).length;
-const checkFailed = steps.filter((s) => !s.ok).length;
-const summary = {
-  passed: jest.passed + checkPassed,
-  failed: jest.failed + checkFailed,
-  steps,
-  jest: runs.map(({ project, code, seconds, passed, failed }) => ({
-    project,
-    exitCode: code,
-    seconds,
-    passed,
-    failed,
-  })),
-};
+const summary = summarize(steps, runs, readNotRun(notRunFile));
 writeFileSync(summaryFile, `${JSON.stringify(summary, null, 2)}\n`);
 
 process.stdout.write("\n");
@@ -128,6 +118,7 @@ for (const s of steps) say(`${s.ok ? "ok  " : "FAIL"} ${s.name} (${s.seconds} s)
 for (const r of runs) {
   say(`${r.code === 0 ? "ok  " : "FAIL"} jest ${r.project}: ${r.passed} passed, ${r.failed} failed (${r.seconds} s)`);
 }
+for (const line of notRunLines(summary)) say(line);
 const ok = summary.failed === 0 && jestCode === 0 && buildCode === 0;
 say(ok ? "all checks passed" : "some checks FAILED");
 process.exit(ok ? 0 : 1);

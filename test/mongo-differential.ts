@@ -1,9 +1,3 @@
-import { type ChildProcess, spawn } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
-import { createServer, Socket } from "node:net";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { ferretDbSqliteUrl } from "@conveyor/deploy";
 import {
   Binary,
   BSON,
@@ -23,91 +17,6 @@ import {
 // sort-pushdown.patch): random documents of every BSON type FerretDB stores, random indexes, and random queries,
 // counts, updates and deletes, run against a server with pushdown and against the same binary with
 // --test-disable-pushdown (FerretDB's own evaluation of every document), the answers compared exactly.
-
-/** A FerretDB process started by a test. */
-export interface FerretDbProcess {
-  url: string;
-  stop(): Promise<void>;
-}
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.unref();
-    server.on("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address();
-      server.close(() =>
-        typeof address === "object" && address ? resolve(address.port) : reject(new Error("no port")),
-      );
-    });
-  });
-}
-
-async function accepts(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = new Socket();
-    socket.once("connect", () => {
-      socket.destroy();
-      resolve(true);
-    });
-    socket.once("error", () => resolve(false));
-    socket.connect(port, "127.0.0.1");
-  });
-}
-
-/** Starts FerretDB (SQLite, a temporary folder, a free port); `--test-disable-pushdown` with disablePushdown. */
-export async function startFerretDb(bin: string, disablePushdown: boolean): Promise<FerretDbProcess> {
-  const dir = mkdtempSync(join(tmpdir(), "conveyor-ferretdb-"));
-  const port = await freePort();
-  const args = [
-    "--handler=sqlite",
-    `--sqlite-url=${ferretDbSqliteUrl(dir)}`,
-    `--listen-addr=127.0.0.1:${port}`,
-    "--telemetry=disable",
-    "--debug-addr=-",
-    "--state-dir=-",
-    "--log-level=error",
-  ];
-  if (disablePushdown) args.push("--test-disable-pushdown");
-  const proc: ChildProcess = spawn(bin, args, { stdio: ["ignore", "ignore", "pipe"] });
-  let stderr = "";
-  proc.stderr?.on("data", (chunk) => {
-    stderr = (stderr + String(chunk)).slice(-4000);
-  });
-  let exited = false;
-  const exit = new Promise<void>((resolve) =>
-    proc.once("exit", () => {
-      exited = true;
-      resolve();
-    }),
-  );
-  const stop = async () => {
-    if (!exited) {
-      proc.kill("SIGTERM");
-      let timer: NodeJS.Timeout | undefined;
-      await Promise.race([exit, new Promise((r) => (timer = setTimeout(r, 5000)))]);
-      clearTimeout(timer);
-      if (!exited) proc.kill("SIGKILL");
-    }
-    rmSync(dir, { recursive: true, force: true });
-  };
-  const deadline = Date.now() + 20_000;
-  while (!(await accepts(port))) {
-    if (exited || Date.now() > deadline) {
-      await stop();
-      throw new Error(`FerretDB did not start (${bin}): ${stderr}`);
-    }
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  return { url: `mongodb://127.0.0.1:${port}`, stop };
-}
-
-/** Whether a connected server is FerretDB. */
-export async function isFerretDb(client: MongoClient): Promise<boolean> {
-  const info = await client.db("admin").command({ buildInfo: 1 });
-  return "ferretdbVersion" in info || JSON.stringify(info).toLowerCase().includes("ferretdb");
-}
 
 /** A seeded random source (mulberry32). */
 export class Random {

@@ -80,7 +80,15 @@ export default async function globalSetup(_globalConfig: unknown, projectConfig:
   try {
     const { credentials } = await bootstrapStack(stack.info);
     const info = stack.info;
+    // Which MongoDB-wire server runs: the suites that need the bundled FerretDB are reported as not run with another
+    // (test/support/ferretdb.ts).
+    const { describeMongoServer, MONGO_SERVER_VAR } = await import("../support/ferretdb.js");
+    const { MongoClient } = await import("mongodb");
+    const mongo = await new MongoClient(info.mongodbUrl).connect();
+    const mongoServer = await describeMongoServer(mongo).finally(() => mongo.close());
+    log(`MongoDB-wire server: ${mongoServer}`);
     Object.assign(process.env, {
+      [MONGO_SERVER_VAR]: mongoServer,
       CONVEYOR_API_URL: info.apiUrl,
       CONVEYOR_AGENT_URL: info.agentUrl,
       CONVEYOR_API_TOKEN: credentials.apiToken.secret,
