@@ -81,7 +81,7 @@ export function createBuildDomain(
   unblock = createJobUnblock(ctx, reconcile, metaData);
   const upload = createPipelineUpload(ctx, reconcile, deps.uploads);
   triggers = createJobTriggers(ctx, creation, transitions, deps.triggers ?? NO_TRIGGER_LOOKUPS);
-  const repair = createCreationRepair(ctx, cancel, reconcile);
+  const repair = createCreationRepair(ctx);
   const sweeps = createJobSweeps(ctx, transitions, [triggers, gate, repair], deps.sweeps ?? DEFAULT_SWEEP_SETTINGS);
 
   const lookups = deps.triggers;

@@ -7,7 +7,7 @@
 import type { BuildsContext } from "../builds-context.js";
 import type { CreationClaim } from "../store/build-repository.js";
 
-/** A creation takes well under this; a claim (or a `creating` build) older than it was cut off. */
+/** A creation takes well under this; a claim older than it was cut off. */
 export const CREATING_GRACE_MS = 60_000;
 
 /**

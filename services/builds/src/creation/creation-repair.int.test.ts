@@ -12,13 +12,12 @@ import { createMongoConcurrencySlotRepository } from "../store/concurrency-slot-
 import { createMongoJobLogRepository } from "../store/job-log-repository.js";
 import { createMongoPipelineUploadRepository } from "../store/pipeline-upload-repository.js";
 import { pipelineFromYaml } from "../test-pipelines.js";
-import { aBuild, aJob } from "../test-support.js";
+import { aJob } from "../test-support.js";
 import { createBuildCreation, type NewBuild } from "./build-creation.js";
 import { CREATING_GRACE_MS } from "./creation-claims.js";
 
 // A creation cut off before its build was stored (claim, jobs, build: build-creation.ts), as a process killed there
-// or a database lost there leaves it, is cleared once the grace has passed; so is a build an earlier version left
-// `creating` (stored before its jobs).
+// or a database lost there leaves it, is cleared once the grace has passed.
 let mongo: MongoClient;
 let db: Db;
 let repo: BuildRepository;
@@ -55,68 +54,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await db.dropDatabase();
   await mongo.close();
-});
-
-/** A build left `creating` at `createdAt`, with `stored` of its `planned` jobs stored. */
-async function cutOff(planned: number | undefined, stored: number, createdAt: Date) {
-  const pipelineId = randomUUID();
-  const build = aBuild({
-    id: randomUUID(),
-    pipelineId,
-    number: 1,
-    state: "creating",
-    createdAt,
-    scheduledAt: createdAt,
-    ...(planned === undefined ? {} : { plannedJobs: planned }),
-  });
-  await repo.insertBuild(build);
-  const jobs = Array.from({ length: stored }, (_, i) =>
-    aJob({
-      id: randomUUID(),
-      buildId: build.id,
-      pipelineId,
-      buildNumber: 1,
-      stepIndex: i,
-      createdAt,
-      scheduledAt: createdAt,
-      runnableAt: createdAt,
-    }),
-  );
-  await repo.insertJobs(jobs);
-  return build;
-}
-
-describe("builds whose creation was cut off", () => {
-  it("are left alone within the grace, then completed from their jobs when every planned job was stored", async () => {
-    clock = new Date();
-    const build = await cutOff(2, 2, clock);
-    const service = await domain();
-    await service.sweepJobs();
-    expect((await repo.findBuildById(build.id))?.state).toBe("creating");
-
-    clock = new Date(clock.getTime() + CREATING_GRACE_MS + 1_000);
-    published.length = 0;
-    await service.sweepJobs();
-    const repaired = await repo.findBuildById(build.id);
-    expect(repaired?.state).toBe("scheduled");
-    expect(published).toContain("ci.builds.build_created");
-    expect((await repo.jobsOf([build.id])).map((j) => j.state)).toEqual(["scheduled", "scheduled"]);
-  });
-
-  it("are canceled with the jobs they have when jobs are missing, and end not_run with none", async () => {
-    clock = new Date();
-    const partial = await cutOff(3, 1, clock);
-    const empty = await cutOff(2, 0, clock);
-    const unknown = await cutOff(undefined, 1, clock);
-    clock = new Date(clock.getTime() + CREATING_GRACE_MS + 1_000);
-    await (await domain()).sweepJobs();
-    expect((await repo.findBuildById(partial.id))?.state).toBe("canceled");
-    expect((await repo.jobsOf([partial.id])).map((j) => j.state)).toEqual(["canceled"]);
-    expect((await repo.findBuildById(empty.id))?.state).toBe("not_run");
-    expect((await repo.findBuildById(unknown.id))?.state).toBe("canceled");
-    // Nothing is left creating, and a second pass changes nothing.
-    expect(await repo.creatingBefore(clock, 10)).toEqual([]);
-  });
 });
 
 /** A creation claimed with `stored` jobs and no build, at `createdAt`, as one cut off before its build leaves it. */

@@ -66,11 +66,6 @@ export interface Build {
   finishedAt: Date | null;
   /** Incremented by every update: the compare-and-set guard. */
   version: number;
-  /**
-   * How many jobs its creation stored, on builds an earlier version stored `creating` before their jobs: one found
-   * `creating` long after with fewer was cut off (creation-repair.ts). New builds are stored whole and have none.
-   */
-  plannedJobs?: number;
 }
 
 /** What conditionals (`if:`) of a build's steps read: the build, its pipeline and organization. */

@@ -68,18 +68,6 @@ export interface TouchBacklogDoc {
   at: Date;
 }
 
-/** For one process with no other replica (unit tests): touches apply at once and the cache is always current. */
-export function createLocalTouchBus(cache: ReadCache): TouchBus {
-  return {
-    async publish(t) {
-      cache.touch(t);
-    },
-    barrier: async () => true,
-    relay: async () => {},
-    stop: async () => {},
-  };
-}
-
 /** `work`, or a rejection once `ms` have passed. */
 function within<T>(work: Promise<T>, ms: number): Promise<T> {
   let timer: NodeJS.Timeout | undefined;

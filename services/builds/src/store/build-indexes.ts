@@ -3,14 +3,18 @@ import type { BuildDoc, ClaimDoc, JobDoc } from "./build-docs.js";
 
 /**
  * The indexes of the builds and jobs collections: what each list, dispatch query, sweeper and repair reads by.
- * Each index costs every write of a document (13 entries per build on the bundled FerretDB), so one is added only
+ * Each index costs every write of a document (12 entries per build on the bundled FerretDB), so one is added only
  * for a query that would otherwise scan.
  */
 
-/** Indexes an earlier version made that nothing reads by any more; dropped at start. */
-const RETIRED_BUILD_INDEXES = ["org_finished"];
-/** "pipeline_job_state" (pipelineId, state): the counters count by type too, from pipeline_job_counts. */
-const RETIRED_JOB_INDEXES = ["pipeline_job_state"];
+/**
+ * Indexes an earlier version made that nothing reads by any more, dropped at start (a no-op once gone): every index
+ * costs each write of its collection. Builds: "org_finished" (organization, finishedAt) served finished_from by
+ * sorting every match, which org_newest_first serves in order; "state_age" (state, createdAt) served the repair of
+ * builds an earlier version left `creating`, which no build is any more. Jobs: "pipeline_job_state" (pipelineId,
+ * state), replaced by pipeline_job_counts, which counts by type too.
+ */
+const RETIRED_INDEXES = { builds: ["org_finished", "state_age"], jobs: ["pipeline_job_state"] } as const;
 
 /** Creates the indexes (a no-op for those that exist) and drops the retired ones. */
 export async function ensureBuildIndexes(
@@ -31,8 +35,7 @@ export async function ensureBuildIndexes(
     builds.createIndex({ organizationId: 1, metaPairs: 1, createdAt: -1 }, { name: "org_meta" }),
     // activePipelines: unfinished (finishedAt null) and recently finished builds, once per process start
     builds.createIndex({ finishedAt: -1 }, { name: "finished" }),
-    // The creation repair: builds an earlier version left `creating` (normally none), and claims by age.
-    builds.createIndex({ state: 1, createdAt: 1 }, { name: "state_age" }),
+    // The creation repair: claims by age.
     claims.createIndex({ createdAt: 1 }, { name: "claim_age" }),
     jobs.createIndex({ buildId: 1, stepIndex: 1, parallelGroupIndex: 1 }, { name: "build_jobs" }),
     // A build's answer reads its jobs by pipeline and number, beside the build, in the same round trip.
@@ -51,10 +54,8 @@ export async function ensureBuildIndexes(
     // Metrics: an organization's unfinished jobs.
     jobs.createIndex({ organizationId: 1, state: 1 }, { name: "org_job_state" }),
   ]);
-  // Indexes an earlier version made and lists no longer use. "org_finished" (organization, finishedAt) served
-  // finished_from by sorting every match; org_newest_first serves it in order, reading only up to the page's end.
-  await dropRetired(builds, RETIRED_BUILD_INDEXES);
-  await dropRetired(jobs, RETIRED_JOB_INDEXES);
+  await dropRetired(builds, RETIRED_INDEXES.builds);
+  await dropRetired(jobs, RETIRED_INDEXES.jobs);
 }
 
 async function dropRetired(collection: Collection<BuildDoc> | Collection<JobDoc>, retired: readonly string[]) {

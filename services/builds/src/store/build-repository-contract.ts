@@ -133,11 +133,6 @@ export interface BuildRepository {
   listBuilds(filter: BuildListFilter, skip: number, limit: number): Promise<Build[]>;
   jobsOf(buildIds: readonly string[]): Promise<Job[]>;
   findJob(id: string): Promise<Job | null>;
-  /**
-   * Builds still `creating` that were created before `before`, oldest first: creations an earlier version cut off
-   * (it stored a build `creating` before its jobs).
-   */
-  creatingBefore(before: Date, limit: number): Promise<Build[]>;
   /** Unfinished builds of a branch, for the skip/cancel intermediate rules. */
   unfinishedOnBranch(pipelineId: string, branch: string, beforeNumber: number): Promise<Build[]>;
   /** Updates a build only if its version is still `version`; returns the updated build or null. */

@@ -72,3 +72,22 @@ async function expectIndexOrdered(list: BuildListFilter) {
     expect(text).not.toContain("COLLSCAN");
   }
 }
+
+describe("indexes", () => {
+  it("drops at start the indexes an earlier version made that nothing reads by", async () => {
+    const db = mongo.db(`${dbName}_retired`);
+    try {
+      await db.collection("builds").createIndex({ state: 1, createdAt: 1 }, { name: "state_age" });
+      await db.collection("jobs").createIndex({ pipelineId: 1, state: 1 }, { name: "pipeline_job_state" });
+      await createMongoBuildRepository(db);
+      const names = async (collection: string) =>
+        (await db.collection(collection).listIndexes().toArray()).map((index) => String(index.name));
+      expect(await names("builds")).toContain("org_newest_first");
+      expect(await names("builds")).not.toContain("state_age");
+      expect(await names("jobs")).toContain("pipeline_job_counts");
+      expect(await names("jobs")).not.toContain("pipeline_job_state");
+    } finally {
+      await db.dropDatabase();
+    }
+  });
+});

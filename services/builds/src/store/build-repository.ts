@@ -187,14 +187,6 @@ export async function createMongoBuildRepository(db: Db): Promise<BuildRepositor
       return docs.map(fromJobDoc);
     },
     findJob: async (id) => job(await jobs.findOne({ _id: id })),
-    async creatingBefore(before, limit) {
-      const docs = await builds
-        .find({ state: "creating", createdAt: { $lt: before } })
-        .sort({ state: 1, createdAt: 1 })
-        .limit(limit)
-        .toArray();
-      return docs.map(fromBuildDoc);
-    },
     async unfinishedOnBranch(pipelineId, branch, beforeNumber) {
       const docs = await builds
         .find({
