@@ -1,7 +1,6 @@
 /** Build and job states as the REST API shows them (docs/compatibility.md#build-states, #job-states), shared by the builds service and the gateway. */
 
 export const BUILD_STATES = [
-  "creating",
   "scheduled",
   "running",
   "passed",

@@ -95,7 +95,7 @@ describe("parseBuildListQuery", () => {
 
   it("answers 400 naming the invalid states and listing the valid ones", () => {
     expect(error400(() => parseBuildListQuery({ "state[]": ["passed", "bogus", "done"] }))).toBe(
-      "Invalid states: bogus, done. Valid states are creating, scheduled, running, passed, failing, failed, " +
+      "Invalid states: bogus, done. Valid states are scheduled, running, passed, failing, failed, " +
         "blocked, canceling, canceled, skipped, not_run, finished.",
     );
   });

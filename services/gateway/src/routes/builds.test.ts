@@ -563,7 +563,7 @@ describe("builds routes", () => {
     });
 
     it.each([
-      ["state=bogus", /^Invalid states: bogus\. Valid states are creating, scheduled, .*, finished\.$/],
+      ["state=bogus", /^Invalid states: bogus\. Valid states are scheduled, running, .*, finished\.$/],
       ["state[]=passed&state[]=nope", /^Invalid states: nope\./],
       ["creator=ann", /^creator must be a user UUID/],
       ["created_from=yesterday", /^created_from must be an ISO 8601 time/],
