@@ -9,10 +9,10 @@ import {
   runService,
 } from "@conveyor/runtime";
 import { readPipelinesConfig } from "./config.js";
-import { consumePipelineCounts } from "./counts-consumer.js";
-import { createPipelinesOutbox } from "./deletion-outbox.js";
-import { createMongoPipelinesRepository } from "./pipelines-repository.js";
+import { consumePipelineCounts } from "./events/counts-consumer.js";
+import { createPipelinesOutbox } from "./events/deletion-outbox.js";
 import { createPipelinesService } from "./pipelines-service.js";
+import { createMongoPipelinesRepository } from "./store/pipelines-repository.js";
 
 /** How often the outbox relay looks for deletion events that were not published. */
 const OUTBOX_RELAY_MS = 2_000;

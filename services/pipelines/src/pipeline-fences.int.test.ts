@@ -23,9 +23,13 @@ import {
   pipelineFence,
 } from "@conveyor/runtime";
 import { MongoClient } from "mongodb";
-import { createPipelinesOutbox } from "./deletion-outbox.js";
-import { createMongoPipelinesRepository, type PipelineDoc, type PipelinesRepository } from "./pipelines-repository.js";
+import { createPipelinesOutbox } from "./events/deletion-outbox.js";
 import { createPipelinesService } from "./pipelines-service.js";
+import {
+  createMongoPipelinesRepository,
+  type PipelineDoc,
+  type PipelinesRepository,
+} from "./store/pipelines-repository.js";
 
 // The pipelines service over its real repository and the real fences on NATS JetStream: every change a build's
 // admission or plan depends on raises the pipeline's fence to the version it writes, before it writes it.

@@ -1,6 +1,6 @@
 import { isDuplicateKeyError, isUuid } from "@conveyor/runtime";
 import { type Collection, type Db, MongoServerError } from "mongodb";
-import type { ProviderSettings } from "./provider.js";
+import type { ProviderSettings } from "../domain/provider.js";
 
 export interface CreatorDoc {
   id: string;

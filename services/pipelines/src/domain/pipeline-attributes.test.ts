@@ -1,7 +1,7 @@
 import { create } from "@bufbuild/protobuf";
 import { type PipelineAttributes, PipelineAttributesSchema } from "@conveyor/proto/pipelines";
+import type { PipelineDoc } from "../store/pipelines-repository.js";
 import { resolveAttributes } from "./pipeline-attributes.js";
-import type { PipelineDoc } from "./pipelines-repository.js";
 
 const attrs = (init: Parameters<typeof create<typeof PipelineAttributesSchema>>[1]): PipelineAttributes =>
   create(PipelineAttributesSchema, init);

@@ -1,7 +1,7 @@
 import { timestampDate } from "@bufbuild/protobuf/wkt";
 import { PipelineCountsChangedSchema } from "@conveyor/proto/builds";
 import { consumeEvents, decodeEvent, type Logger, type NatsHandle, SUBJECTS } from "@conveyor/runtime";
-import type { PipelinesRepository } from "./pipelines-repository.js";
+import type { PipelinesRepository } from "../store/pipelines-repository.js";
 
 /**
  * Keeps each pipeline's *_count fields current from the builds service's counter snapshots. Snapshots carry the

@@ -9,7 +9,7 @@ import {
   type RawPublish,
   type Resolution,
 } from "@conveyor/runtime";
-import type { PipelinesRepository } from "./pipelines-repository.js";
+import type { PipelinesRepository } from "../store/pipelines-repository.js";
 
 /** The outbox key of a pipeline's deletion event. */
 export const deletionKey = (pipelineId: string) => `pipeline_deleted:${pipelineId}`;

@@ -1,7 +1,7 @@
 import { PipelineDeletedSchema } from "@conveyor/proto/pipelines";
 import { encodeEvent, SUBJECTS } from "@conveyor/runtime";
+import type { PipelineDoc } from "../store/pipelines-repository.js";
 import { deletionKey, deletionResolver, UNCOMMITTED_AFTER_MS } from "./deletion-outbox.js";
-import type { PipelineDoc } from "./pipelines-repository.js";
 
 const event = encodeEvent(SUBJECTS.pipelines.deleted, PipelineDeletedSchema, { pipelineId: "p", organizationId: "o" });
 const at = new Date("2026-01-01T00:00:00Z");

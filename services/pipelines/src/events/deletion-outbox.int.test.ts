@@ -16,9 +16,13 @@ import {
 } from "@conveyor/runtime";
 import type { JetStreamClient } from "@nats-io/jetstream";
 import { MongoClient } from "mongodb";
+import { createPipelinesService } from "../pipelines-service.js";
+import {
+  createMongoPipelinesRepository,
+  type PipelineDoc,
+  type PipelinesRepository,
+} from "../store/pipelines-repository.js";
 import { createPipelinesOutbox, deletionKey } from "./deletion-outbox.js";
-import { createMongoPipelinesRepository, type PipelineDoc, type PipelinesRepository } from "./pipelines-repository.js";
-import { createPipelinesService } from "./pipelines-service.js";
 
 // Against the stack's real MongoDB-wire server and NATS JetStream: NATS "goes down" for the first publishes (a
 // JetStream client that throws for them), and a deleted pipeline's event must still reach its consumer.

@@ -9,7 +9,7 @@ import {
 } from "@conveyor/ci-rules";
 import type { PipelineAttributes } from "@conveyor/proto/pipelines";
 import { envProblems, isUuid, TEXT_LIMITS, type TextRule, textProblem } from "@conveyor/runtime";
-import type { PipelineChanges, PipelineDoc } from "./pipelines-repository.js";
+import type { PipelineChanges, PipelineDoc } from "../store/pipelines-repository.js";
 import { checkProviderSettings, defaultProviderSettings, providerIdFor } from "./provider.js";
 import { derivePipelineSlug, pipelineSlugProblem } from "./slug.js";
 

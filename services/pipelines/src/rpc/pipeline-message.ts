@@ -1,10 +1,10 @@
 import type { JsonObject, MessageInitShape } from "@bufbuild/protobuf";
 import type { PipelineSchema } from "@conveyor/proto/pipelines";
 import { toTimestamp } from "@conveyor/runtime";
-import type { PipelineDoc } from "./pipelines-repository.js";
+import type { PipelineDoc } from "../store/pipelines-repository.js";
 
 /** The stored definition: steps and the YAML's top-level env. */
-export function parseDefinition(doc: Pick<PipelineDoc, "definitionJson">): {
+function parseDefinition(doc: Pick<PipelineDoc, "definitionJson">): {
   steps: JsonObject[];
   env: Record<string, string>;
 } {
@@ -25,7 +25,7 @@ export function pipelineMessage(p: PipelineDoc): MessageInitShape<typeof Pipelin
 
 /**
  * A stored pipeline as its events carry it: without its definition (configuration, steps and the YAML's env), the
- * one part whose size grows with what users write. Every other field is bounded (pipeline-attributes.ts), so an event
+ * one part whose size grows with what users write. Every other field is bounded (domain/pipeline-attributes.ts), so an event
  * stays far below NATS's largest message (1 MiB by default) and is never dropped; consumers that need the steps
  * read the pipeline.
  */

@@ -1,0 +1,50 @@
+/**
+ * The pipeline read RPCs: a page of an organization's pipelines, one pipeline, and pipelines by id.
+ */
+
+import type { ServiceImpl } from "@connectrpc/connect";
+import { ArchiveFilter, type PipelinesService } from "@conveyor/proto/pipelines";
+import { pageWindow } from "@conveyor/runtime";
+import type { ArchiveFilter as RepoArchiveFilter } from "../store/pipelines-repository.js";
+import { pipelineMessage } from "./pipeline-message.js";
+import type { PipelinesContext } from "./pipelines-context.js";
+
+const ARCHIVE_FILTERS: Record<ArchiveFilter, RepoArchiveFilter> = {
+  [ArchiveFilter.UNSPECIFIED]: "active",
+  [ArchiveFilter.ACTIVE]: "active",
+  [ArchiveFilter.ARCHIVED]: "archived",
+  [ArchiveFilter.ALL]: "all",
+};
+
+type PipelineReadRpcs = Pick<
+  ServiceImpl<typeof PipelinesService>,
+  "listPipelines" | "getPipeline" | "batchGetPipelines"
+>;
+
+/** Reading pipelines. */
+export function createPipelineReadRpcs(ctx: PipelinesContext): PipelineReadRpcs {
+  const { repo, requirePipeline } = ctx;
+
+  return {
+    async listPipelines(req) {
+      const { skip, perPage } = pageWindow(req.page, req.perPage);
+      const page = await repo.list(
+        req.organizationId,
+        ARCHIVE_FILTERS[req.archiveFilter],
+        skip,
+        perPage,
+        req.pipelineIds,
+      );
+      return { pipelines: page.items.map(pipelineMessage), totalCount: page.total };
+    },
+
+    async getPipeline(req) {
+      return { pipeline: pipelineMessage(await requirePipeline(req.organizationId, req.pipeline)) };
+    },
+
+    async batchGetPipelines(req) {
+      const found = req.ids.length === 0 ? [] : await repo.findMany(req.organizationIds, req.ids);
+      return { pipelines: found.map(pipelineMessage) };
+    },
+  };
+}
