@@ -1,8 +1,8 @@
 import type { ServiceImpl } from "@connectrpc/connect";
 import type { ArtifactsService } from "@conveyor/proto/artifacts";
-import { createBatchRpcs } from "./batch-rpc.js";
-import { createManageRpcs } from "./manage-rpc.js";
-import { createReadRpcs } from "./read-rpc.js";
+import { createBatchRpcs } from "./rpc/batch-rpc.js";
+import { createManageRpcs } from "./rpc/manage-rpc.js";
+import { createReadRpcs } from "./rpc/read-rpc.js";
 import type { ArtifactsContext } from "./service-context.js";
 
 /** The artifacts service: batches and states from agents, reads and deletes from the gateway, retention. */

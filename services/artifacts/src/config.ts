@@ -29,7 +29,7 @@ export interface ArtifactsConfig {
 }
 
 /** Parses S3_ENDPOINT, S3_ACCESS_KEY, S3_SECRET_KEY, S3_BUCKET and S3_REGION once. */
-export function readS3Config(env: Env): S3Config {
+function readS3Config(env: Env): S3Config {
   const r = createEnvReader(env);
   return Object.freeze({
     endpoint: r.url("S3_ENDPOINT", DEFAULT_S3_ENDPOINT),

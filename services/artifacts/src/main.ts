@@ -1,11 +1,11 @@
 import { ArtifactsService } from "@conveyor/proto/artifacts";
 import { repeat, runService } from "@conveyor/runtime";
-import { createMongoArtifactRepository } from "./artifact-repository.js";
 import { createArtifactsService } from "./artifacts-service.js";
 import { readArtifactsConfig } from "./config.js";
-import { createS3ObjectStore } from "./object-store.js";
+import { createS3ObjectStore } from "./object-store/object-store.js";
 import type { ArtifactsContext } from "./service-context.js";
-import { createSweeper } from "./sweeper.js";
+import { createMongoArtifactRepository } from "./store/artifact-repository.js";
+import { createSweeper } from "./sweep/sweeper.js";
 
 void runService(
   {

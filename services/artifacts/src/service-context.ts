@@ -1,7 +1,7 @@
 import type { Logger } from "@conveyor/runtime";
-import type { ArtifactRepository } from "./artifact-repository.js";
 import type { ArtifactsConfig } from "./config.js";
-import type { ObjectStore } from "./object-store.js";
+import type { ObjectStore } from "./object-store/object-store.js";
+import type { ArtifactRepository } from "./store/artifact-repository.js";
 
 /** What the artifacts service's parts share. */
 export interface ArtifactsContext {
@@ -9,5 +9,6 @@ export interface ArtifactsContext {
   store: ObjectStore;
   config: Omit<ArtifactsConfig, "s3">;
   now: () => Date;
-  logger?: Pick<Logger, "warn" | "info">;
+  /** Where the failures the service works around (an object removal the sweep retries, say) are told. */
+  logger: Pick<Logger, "warn" | "info">;
 }

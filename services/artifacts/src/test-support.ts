@@ -2,16 +2,28 @@ import { createClient, createRouterTransport } from "@connectrpc/connect";
 import { ArtifactsService } from "@conveyor/proto/artifacts";
 import { newId } from "@conveyor/runtime";
 import { createArtifactsService } from "./artifacts-service.js";
-import { createMemoryArtifactRepository } from "./memory-artifact-repository.js";
-import { createMemoryObjectStore } from "./memory-object-store.js";
+import { createMemoryObjectStore } from "./object-store/memory-object-store.js";
 import type { ArtifactsContext } from "./service-context.js";
-import { createSweeper } from "./sweeper.js";
+import { createMemoryArtifactRepository } from "./store/memory-artifact-repository.js";
+import { createSweeper } from "./sweep/sweeper.js";
 
-/** The artifacts service over in-memory fakes, a settable clock, and a client of it. */
+/** A logger that keeps what it is told, so tests can check that a failure worked around is not silent. */
+function createRecordingLogger() {
+  const lines: Array<{ level: "warn" | "info"; fields: unknown; message?: string }> = [];
+  const logger: ArtifactsContext["logger"] & { lines: typeof lines } = {
+    lines,
+    warn: (fields: unknown, message?: string) => void lines.push({ level: "warn", fields, message }),
+    info: (fields: unknown, message?: string) => void lines.push({ level: "info", fields, message }),
+  };
+  return logger;
+}
+
+/** The artifacts service over in-memory fakes, a settable clock, a recording logger, and a client of it. */
 export function artifactsWorld(config: Partial<ArtifactsContext["config"]> = {}) {
   const memory = createMemoryArtifactRepository();
   const objects = createMemoryObjectStore();
   const clock = { now: new Date("2026-03-01T00:00:00.000Z") };
+  const logger = createRecordingLogger();
   const ctx: ArtifactsContext = {
     repo: memory.repo,
     store: objects.store,
@@ -26,11 +38,12 @@ export function artifactsWorld(config: Partial<ArtifactsContext["config"]> = {})
       ...config,
     },
     now: () => clock.now,
+    logger,
   };
   const transport = createRouterTransport((router) => router.service(ArtifactsService, createArtifactsService(ctx)));
   const client = createClient(ArtifactsService, transport);
   const job = { organizationId: newId(), pipelineId: newId(), buildId: newId(), buildNumber: 7, jobId: newId() };
-  return { ctx, client, memory, objects, clock, job, sweeper: createSweeper(ctx) };
+  return { ctx, client, memory, objects, clock, job, logger, sweeper: createSweeper(ctx) };
 }
 
 /** An artifact as a batch announces it. */

@@ -234,8 +234,3 @@ export function matchGlob(glob: Glob, path: string): boolean {
   for (const id of current) if ((states[id] as State).kind === "match") matched = true;
   return matched;
 }
-
-/** Whether `path` matches `pattern` as a whole. */
-export function globMatch(pattern: string, path: string): boolean {
-  return matchGlob(compileGlob(pattern), path);
-}

@@ -7,12 +7,12 @@ import type {
   SignArtifactDownloadRequest,
 } from "@conveyor/proto/artifacts";
 import { failedPrecondition, invalidFields, isUuid, notFound, pageWindow, toTimestamp } from "@conveyor/runtime";
+import { ARTIFACT_STATES, type ArtifactState, objectProblem } from "../domain/artifact-state.js";
+import { GlobError, MAX_GLOB_LENGTH } from "../domain/glob.js";
+import { createPathSearch } from "../domain/search.js";
+import type { ArtifactsContext } from "../service-context.js";
+import type { ArtifactDoc, ArtifactFilter } from "../store/artifact-repository.js";
 import { artifactMessage } from "./artifact-message.js";
-import type { ArtifactDoc, ArtifactFilter } from "./artifact-repository.js";
-import { ARTIFACT_STATES, type ArtifactState, objectProblem } from "./domain/artifact-state.js";
-import { GlobError, MAX_GLOB_LENGTH } from "./domain/glob.js";
-import { createPathSearch } from "./domain/search.js";
-import type { ArtifactsContext } from "./service-context.js";
 
 /** The most artifacts one search answers. */
 export const MAX_SEARCH_RESULTS = 10_000;
@@ -106,7 +106,7 @@ export function createReadRpcs(ctx: ArtifactsContext) {
       const object = await store.stat(doc.objectKey);
       const problem = objectProblem(doc, object);
       if (problem) {
-        ctx.logger?.warn({ artifactId: doc._id, jobId: doc.jobId, problem }, "artifact object refused for download");
+        ctx.logger.warn({ artifactId: doc._id, jobId: doc.jobId, problem }, "artifact object refused for download");
         throw failedPrecondition(`The artifact's stored object ${problem}: it is not served`);
       }
       const expiresAt = new Date(ctx.now().getTime() + config.downloadTtlS * 1000);

@@ -1,5 +1,5 @@
 import { Client, PostPolicy } from "minio";
-import type { S3Config } from "./config.js";
+import type { S3Config } from "../config.js";
 
 /** A signed multipart/form-data POST that uploads one object: the fields, then the file in `fileField`. */
 export interface SignedForm {
@@ -27,19 +27,19 @@ export interface ObjectStore {
 }
 
 /** Where signed URLs point: an origin to sign for, and a path prefix put in front of the bucket afterwards. */
-export interface UrlBase {
+interface UrlBase {
   origin: URL;
   prefix: string;
 }
 
 /** Parses a URL base: "http://gateway:8080/objects" signs for the gateway's host and prefixes "/objects". */
-export function parseUrlBase(base: string): UrlBase {
+function parseUrlBase(base: string): UrlBase {
   const url = new URL(base);
   return { origin: new URL(url.origin), prefix: url.pathname.replace(/\/+$/, "") };
 }
 
 /** Puts a path prefix in front of a signed URL's path (the proxy strips it again before the store sees it). */
-export function withPrefix(signed: string, prefix: string): string {
+function withPrefix(signed: string, prefix: string): string {
   if (prefix === "") return signed;
   const url = new URL(signed);
   return `${url.origin}${prefix}${url.pathname}${url.search}`;

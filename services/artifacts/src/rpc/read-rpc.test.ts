@@ -1,6 +1,6 @@
 import { Code } from "@connectrpc/connect";
 import { newId } from "@conveyor/runtime";
-import { artifactsWorld, failure, upload } from "./test-support.js";
+import { artifactsWorld, failure, upload } from "../test-support.js";
 
 /** A world with finished artifacts of two jobs of one build. */
 async function populated() {
@@ -106,6 +106,14 @@ describe("deleting artifacts", () => {
     w.objects.state.failRemovals = true;
     await w.client.deleteArtifact({ buildId: w.job.buildId, jobId: jobA, id });
     expect(w.memory.docs.get(id)).toMatchObject({ state: "deleted", objectRemoved: false });
+    // The failed removal is told, with its cause and the artifact, not swallowed.
+    expect(w.logger.lines).toEqual([
+      {
+        level: "warn",
+        fields: { err: new Error("store unavailable"), artifactId: id },
+        message: "artifact object not removed yet; the sweep retries",
+      },
+    ]);
     await expect(w.sweeper.sweep()).rejects.toThrow("store unavailable");
     w.objects.state.failRemovals = false;
     expect((await w.sweeper.sweep()).removed).toBe(1);

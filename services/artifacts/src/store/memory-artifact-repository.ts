@@ -1,5 +1,5 @@
+import { transition } from "../domain/artifact-state.js";
 import type { ArtifactDoc, ArtifactFilter, ArtifactRepository } from "./artifact-repository.js";
-import { transition } from "./domain/artifact-state.js";
 
 const copy = <T>(v: T): T => structuredClone(v);
 

@@ -1,6 +1,6 @@
 import { Code } from "@connectrpc/connect";
 import { newId } from "@conveyor/runtime";
-import { artifactsWorld, failure, upload } from "./test-support.js";
+import { artifactsWorld, failure, upload } from "../test-support.js";
 
 const DAY = 24 * 3600 * 1000;
 

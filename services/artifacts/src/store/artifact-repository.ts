@@ -1,6 +1,6 @@
 import { isDuplicateKeyError } from "@conveyor/runtime";
 import type { Collection, Db, Filter } from "mongodb";
-import { type ArtifactState, transition } from "./domain/artifact-state.js";
+import { type ArtifactState, transition } from "../domain/artifact-state.js";
 
 /** An artifact record. */
 export interface ArtifactDoc {

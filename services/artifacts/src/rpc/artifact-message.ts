@@ -1,7 +1,7 @@
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { ArtifactSchema } from "@conveyor/proto/artifacts";
 import { toTimestamp } from "@conveyor/runtime";
-import type { ArtifactDoc } from "./artifact-repository.js";
+import type { ArtifactDoc } from "../store/artifact-repository.js";
 
 /** A record as the Artifact message. */
 export function artifactMessage(a: ArtifactDoc): MessageInitShape<typeof ArtifactSchema> {

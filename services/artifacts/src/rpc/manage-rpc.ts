@@ -4,9 +4,9 @@ import type {
   SetArtifactRetentionRequest,
 } from "@conveyor/proto/artifacts";
 import { invalidFields, isUuid, notFound } from "@conveyor/runtime";
-import { transition } from "./domain/artifact-state.js";
-import { isValidRetention, MAX_RETENTION_DAYS } from "./domain/retention.js";
-import type { ArtifactsContext } from "./service-context.js";
+import { transition } from "../domain/artifact-state.js";
+import { isValidRetention, MAX_RETENTION_DAYS } from "../domain/retention.js";
+import type { ArtifactsContext } from "../service-context.js";
 
 /** Deleting artifacts and an organization's retention. */
 export function createManageRpcs(ctx: ArtifactsContext) {
@@ -32,7 +32,7 @@ export function createManageRpcs(ctx: ArtifactsContext) {
         await repo.markRemoved([doc._id]);
       } catch (err) {
         // The record says deleted and not removed: the next sweep removes the object.
-        ctx.logger?.warn({ err, artifactId: doc._id }, "artifact object not removed yet; the sweep retries");
+        ctx.logger.warn({ err, artifactId: doc._id }, "artifact object not removed yet; the sweep retries");
       }
       return {};
     },

@@ -1,6 +1,6 @@
 import { Code } from "@connectrpc/connect";
 import { fieldErrorsOf, newId } from "@conveyor/runtime";
-import { artifactsWorld, failure, upload } from "./test-support.js";
+import { artifactsWorld, failure, upload } from "../test-support.js";
 
 describe("artifact batches", () => {
   it("creates new records in request order, each with its own upload form pinned to its key and size", async () => {
