@@ -1,13 +1,13 @@
 import { Code, createClient, createRouterTransport } from "@connectrpc/connect";
 import { ArtifactsService } from "@conveyor/proto/artifacts";
-import { newId } from "@conveyor/runtime";
+import { createLogger, newId } from "@conveyor/runtime";
 import { MongoClient } from "mongodb";
-import { createMongoArtifactRepository } from "../services/artifacts/src/artifact-repository.js";
 import { createArtifactsService } from "../services/artifacts/src/artifacts-service.js";
 import type { S3Config } from "../services/artifacts/src/config.js";
-import { createS3ObjectStore } from "../services/artifacts/src/object-store.js";
+import { createS3ObjectStore } from "../services/artifacts/src/object-store/object-store.js";
 import type { ArtifactsContext } from "../services/artifacts/src/service-context.js";
-import { createSweeper } from "../services/artifacts/src/sweeper.js";
+import { createMongoArtifactRepository } from "../services/artifacts/src/store/artifact-repository.js";
+import { createSweeper } from "../services/artifacts/src/sweep/sweeper.js";
 import { startMinio, stopSide } from "./support/artifacts-side.js";
 
 // The artifacts service over the real MongoDB-wire server and the real object stores (the stack's versitygw, and a
@@ -58,6 +58,7 @@ async function world(endpoint: string, config: Partial<ArtifactsContext["config"
       ...config,
     },
     now: () => clock.now,
+    logger: createLogger("test", "silent"),
   };
   const client = createClient(
     ArtifactsService,
