@@ -5,7 +5,7 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import { CredentialKind } from "@conveyor/proto/agents";
 import { DispatchableJobSchema, JobAgentSchema, JobEventType } from "@conveyor/proto/builds";
 import { fieldErrorsOf, hashSecret, newId, SUBJECTS } from "@conveyor/runtime";
-import { TRUNCATED_REFRESH_SKIPS } from "./agents-service.js";
+import { TRUNCATED_REFRESH_SKIPS } from "./dispatch/hints-refresh.js";
 import { CONFIG, failure, held, iso, type RegisterInit, seeded, setup, start, T0 } from "./test-support.js";
 
 // ---------------------------------------------------------------------------------------------------------------

@@ -2,22 +2,21 @@ import type { ServiceImpl } from "@connectrpc/connect";
 import type { AgentsService } from "@conveyor/proto/agents";
 import type { Job } from "@conveyor/proto/builds";
 import type { EventPublisher, Logger } from "@conveyor/runtime";
-import { createAgentDirectory } from "./agent-directory.js";
-import { createAgentLifecycle } from "./agent-lifecycle.js";
-import { createAgentPausing } from "./agent-pausing.js";
-import type { AgentRepository } from "./agent-repository.js";
-import { createAgentRpcs } from "./agents-rpc.js";
-import type { ClusterRepository } from "./cluster-repository.js";
-import { createClusterRpcs } from "./clusters-rpc.js";
 import type { AgentsConfig } from "./config.js";
-import { createDispatchHints, REFRESH_LIMIT } from "./dispatch-hints.js";
-import { type BuildsClient, createJobHandoff } from "./job-handoff.js";
-import { createLiveness } from "./liveness.js";
-import { createMetrics } from "./metrics.js";
+import { createDispatchHints } from "./dispatch/dispatch-hints.js";
+import { createHintsRefresh } from "./dispatch/hints-refresh.js";
+import { type BuildsClient, createJobHandoff } from "./dispatch/job-handoff.js";
+import { createAgentDirectory } from "./lifecycle/agent-directory.js";
+import { createAgentLifecycle } from "./lifecycle/agent-lifecycle.js";
+import { createAgentPausing } from "./lifecycle/agent-pausing.js";
+import { createLiveness } from "./lifecycle/liveness.js";
+import { createMetrics } from "./metrics/metrics.js";
+import { createAgentRpcs } from "./rpc/agents-rpc.js";
+import { createClusterRpcs } from "./rpc/clusters-rpc.js";
+import type { AgentRepository } from "./store/agent-repository.js";
+import type { ClusterRepository } from "./store/cluster-repository.js";
 
-/** Refreshes skipped after one that was cut at its limit (so, with a refresh every 3 s, one every 30 s). */
-export const TRUNCATED_REFRESH_SKIPS = 9;
-
+/** What the agents service is made of. */
 export interface AgentsServiceDeps {
   clusters: ClusterRepository;
   agents: AgentRepository;
@@ -45,9 +44,6 @@ export function createAgentsDomain(deps: AgentsServiceDeps) {
     ttlMs: deps.agentCacheTtlMs ?? 60_000,
   });
   const hints = createDispatchHints();
-  // A refresh cut at its limit only adds jobs that events missed among the first thousand (it cannot tell what
-  // else left the queue), and reading that many costs the database most: it is then done one time in ten.
-  let refreshesToSkip = 0;
   const handoff = createJobHandoff({ repo: deps.agents, directory, hints, builds, events, logger, now });
   // The lifecycle and liveness need each other (a sweep marks agents lost through the lifecycle); markLost is
   // resolved once both exist.
@@ -85,17 +81,7 @@ export function createAgentsDomain(deps: AgentsServiceDeps) {
     service,
     flushLiveness: () => liveness.flush(),
     sweepLost: () => liveness.sweep(),
-    async refreshHints(): Promise<void> {
-      if (refreshesToSkip > 0) {
-        refreshesToSkip--;
-        return;
-      }
-      const since = hints.ticket();
-      const { jobs } = await builds.listDispatchableJobs({ limit: REFRESH_LIMIT });
-      const truncated = jobs.length >= REFRESH_LIMIT;
-      hints.replace(jobs, truncated, since);
-      refreshesToSkip = truncated ? TRUNCATED_REFRESH_SKIPS : 0;
-    },
+    refreshHints: createHintsRefresh({ hints, builds }),
     jobChanged: (job: Job) => hints.jobChanged(job),
     agentChanged: (agentId: string) => directory.evict(agentId),
   };

@@ -1,10 +1,10 @@
 import { AgentChangedSchema, AgentsService } from "@conveyor/proto/agents";
 import { BuildsService, JobStateChangedSchema } from "@conveyor/proto/builds";
 import { createServiceClient, repeat, runService, SUBJECTS, subscribeEvents } from "@conveyor/runtime";
-import { createMongoAgentRepository } from "./agent-repository.js";
 import { createAgentsDomain } from "./agents-service.js";
-import { createMongoClusterRepository } from "./cluster-repository.js";
 import { readAgentsConfig } from "./config.js";
+import { createMongoAgentRepository } from "./store/agent-repository.js";
+import { createMongoClusterRepository } from "./store/cluster-repository.js";
 
 /** How often sightings are written, silent agents looked for, and waiting jobs re-read. */
 const FLUSH_MS = 3_000;

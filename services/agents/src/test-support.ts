@@ -23,9 +23,9 @@ import {
 } from "@conveyor/proto/builds";
 import { createLogger, type EventPublisher, newId } from "@conveyor/runtime";
 import { createAgentsDomain } from "./agents-service.js";
-import type { BuildsClient } from "./job-handoff.js";
-import { createMemoryAgentRepository } from "./memory-agent-repository.js";
-import { createMemoryClusterRepository } from "./memory-cluster-repository.js";
+import type { BuildsClient } from "./dispatch/job-handoff.js";
+import { createMemoryAgentRepository } from "./store/memory-agent-repository.js";
+import { createMemoryClusterRepository } from "./store/memory-cluster-repository.js";
 
 // ---------------------------------------------------------------------------------------------------------------
 // Fakes

@@ -1,8 +1,8 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import { failedPrecondition, type Logger, notFound } from "@conveyor/runtime";
+import { isPaused, PAUSE_LIMITS, pauseRequestProblem } from "../domain/agent-pause.js";
+import { type AgentDoc, LIVE_STATES, type PausedBy } from "../store/agent-repository.js";
 import type { AgentDirectory } from "./agent-directory.js";
-import { type AgentDoc, LIVE_STATES, type PausedBy } from "./agent-repository.js";
-import { isPaused, PAUSE_LIMITS, pauseRequestProblem } from "./domain/agent-pause.js";
 
 export interface AgentPausingDeps {
   directory: AgentDirectory;

@@ -13,12 +13,12 @@ import {
   SUBJECTS,
   toTimestamp,
 } from "@conveyor/runtime";
-import type { AgentDirectory } from "./agent-directory.js";
-import { jobAgentMessage } from "./agent-message.js";
-import type { AgentDoc, AgentRepository } from "./agent-repository.js";
-import { JOB_TOKEN_PREFIX } from "./credentials.js";
+import { JOB_TOKEN_PREFIX } from "../credentials/credentials.js";
+import { parseTags } from "../domain/agent-tags.js";
+import type { AgentDirectory } from "../lifecycle/agent-directory.js";
+import { jobAgentMessage } from "../rpc/agent-message.js";
+import type { AgentDoc, AgentRepository } from "../store/agent-repository.js";
 import type { DispatchHints } from "./dispatch-hints.js";
-import { parseTags } from "./domain/agent-tags.js";
 
 /** The builds RPCs job hand-off uses. */
 export type BuildsClient = Pick<

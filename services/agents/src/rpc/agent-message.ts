@@ -2,8 +2,8 @@ import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { AgentSchema, AgentTokenSchema, ClusterSchema } from "@conveyor/proto/agents";
 import type { JobAgentSchema } from "@conveyor/proto/builds";
 import { toTimestamp } from "@conveyor/runtime";
-import type { AgentDoc } from "./agent-repository.js";
-import type { AgentTokenDoc, ClusterDoc } from "./cluster-repository.js";
+import type { AgentDoc } from "../store/agent-repository.js";
+import type { AgentTokenDoc, ClusterDoc } from "../store/cluster-repository.js";
 
 /** A stored cluster as the Cluster message. */
 export function clusterMessage(c: ClusterDoc): MessageInitShape<typeof ClusterSchema> {

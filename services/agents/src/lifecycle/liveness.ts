@@ -1,5 +1,5 @@
 import type { Logger } from "@conveyor/runtime";
-import type { AgentDoc, AgentRepository } from "./agent-repository.js";
+import type { AgentDoc, AgentRepository } from "../store/agent-repository.js";
 
 export interface LivenessDeps {
   repo: AgentRepository;

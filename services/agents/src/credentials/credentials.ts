@@ -6,8 +6,8 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import { CredentialKind } from "@conveyor/proto/agents";
 import { hashSecret } from "@conveyor/runtime";
-import { type AgentRepository, LIVE_STATES } from "./agent-repository.js";
-import type { ClusterRepository } from "./cluster-repository.js";
+import { type AgentRepository, LIVE_STATES } from "../store/agent-repository.js";
+import type { ClusterRepository } from "../store/cluster-repository.js";
 
 /** Prefix of agent registration token secrets. */
 export const REGISTRATION_TOKEN_PREFIX = "bkat_";

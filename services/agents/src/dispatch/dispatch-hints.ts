@@ -1,7 +1,7 @@
 import { timestampDate } from "@bufbuild/protobuf/wkt";
 import type { DispatchableJob, Job } from "@conveyor/proto/builds";
-import { compileRules, DEFAULT_QUEUE } from "./domain/agent-tags.js";
-import { type AskingAgent, candidatesFor, type WaitingJob } from "./domain/dispatch-candidates.js";
+import { compileRules, DEFAULT_QUEUE } from "../domain/agent-tags.js";
+import { type AskingAgent, candidatesFor, type WaitingJob } from "../domain/dispatch-candidates.js";
 
 /** The most jobs one refresh asks the builds service for. */
 export const REFRESH_LIMIT = 1000;

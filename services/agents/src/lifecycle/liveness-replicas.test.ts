@@ -1,7 +1,7 @@
 // The lost-agent sweep with several replicas: every replica sweeps, and one that finds an agent another replica
 // marked lost a moment ago (its job not ended yet) leaves that job to it.
 import { Code, ConnectError } from "@connectrpc/connect";
-import { CONFIG, held, setup, start } from "./test-support.js";
+import { CONFIG, held, setup, start } from "../test-support.js";
 
 describe("the lost-agent sweep beside other replicas", () => {
   it("leaves the job of an agent lost a moment ago to the replica ending it, and ends it itself a window later", async () => {

@@ -11,14 +11,14 @@ import {
   notFound,
   SUBJECTS,
 } from "@conveyor/runtime";
-import { clusterMessage, tokenMessage } from "./agent-message.js";
+import { REGISTRATION_TOKEN_PREFIX, unauthenticated } from "../credentials/credentials.js";
 import {
   type AgentTokenDoc,
   type ClusterDoc,
   type ClusterRepository,
   DuplicateClusterError,
-} from "./cluster-repository.js";
-import { REGISTRATION_TOKEN_PREFIX, unauthenticated } from "./credentials.js";
+} from "../store/cluster-repository.js";
+import { clusterMessage, tokenMessage } from "./agent-message.js";
 
 export interface ClustersRpcDeps {
   clusters: ClusterRepository;

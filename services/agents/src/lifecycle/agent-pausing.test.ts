@@ -4,7 +4,7 @@ import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { Code } from "@connectrpc/connect";
 import { JobEventType } from "@conveyor/proto/builds";
 import { SUBJECTS } from "@conveyor/runtime";
-import { failure, held, iso, setup, start, T0 } from "./test-support.js";
+import { failure, held, iso, setup, start, T0 } from "../test-support.js";
 
 const admin = {
   id: "11111111-0000-4000-8000-000000000001",

@@ -2,14 +2,14 @@ import { timestampDate } from "@bufbuild/protobuf/wkt";
 import type { ServiceImpl } from "@connectrpc/connect";
 import type { AgentsService } from "@conveyor/proto/agents";
 import { invalidFields, isUuid, notFound, pageWindow, toTimestamp } from "@conveyor/runtime";
-import type { AgentLifecycle } from "./agent-lifecycle.js";
+import { authenticate } from "../credentials/credentials.js";
+import type { JobHandoff } from "../dispatch/job-handoff.js";
+import type { AgentLifecycle } from "../lifecycle/agent-lifecycle.js";
+import type { AgentPausing } from "../lifecycle/agent-pausing.js";
+import type { createMetrics } from "../metrics/metrics.js";
+import type { AgentRepository } from "../store/agent-repository.js";
+import type { ClusterRepository } from "../store/cluster-repository.js";
 import { agentMessage } from "./agent-message.js";
-import type { AgentPausing } from "./agent-pausing.js";
-import type { AgentRepository } from "./agent-repository.js";
-import type { ClusterRepository } from "./cluster-repository.js";
-import { authenticate } from "./credentials.js";
-import type { JobHandoff } from "./job-handoff.js";
-import type { createMetrics } from "./metrics.js";
 
 type AgentRpcs = Omit<
   ServiceImpl<typeof AgentsService>,

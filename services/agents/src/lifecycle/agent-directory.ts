@@ -1,8 +1,8 @@
 import { AgentChangedSchema } from "@conveyor/proto/agents";
 import { type EventPublisher, type Logger, SUBJECTS } from "@conveyor/runtime";
 import { LRUCache } from "lru-cache";
-import { agentMessage } from "./agent-message.js";
-import type { AgentDoc, AgentGuard, AgentRepository, AgentUpdate, ConnectionState } from "./agent-repository.js";
+import { agentMessage } from "../rpc/agent-message.js";
+import type { AgentDoc, AgentGuard, AgentRepository, AgentUpdate, ConnectionState } from "../store/agent-repository.js";
 
 /** The subject announcing that an agent entered a connection state, for the states that have one. */
 const STATE_SUBJECTS: Partial<Record<ConnectionState, string>> = {

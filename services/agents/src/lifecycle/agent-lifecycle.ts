@@ -13,14 +13,14 @@ import {
   notFound,
   SUBJECTS,
 } from "@conveyor/runtime";
+import type { AgentsConfig } from "../config.js";
+import { ACCESS_TOKEN_PREFIX, unauthenticated } from "../credentials/credentials.js";
+import type { BuildsClient, JobHandoff } from "../dispatch/job-handoff.js";
+import { queueOf, tagsProblem } from "../domain/agent-tags.js";
+import { type AgentDoc, LIVE_STATES } from "../store/agent-repository.js";
+import type { ClusterRepository } from "../store/cluster-repository.js";
 import type { AgentDirectory } from "./agent-directory.js";
 import type { AgentPausing } from "./agent-pausing.js";
-import { type AgentDoc, LIVE_STATES } from "./agent-repository.js";
-import type { ClusterRepository } from "./cluster-repository.js";
-import type { AgentsConfig } from "./config.js";
-import { ACCESS_TOKEN_PREFIX, unauthenticated } from "./credentials.js";
-import { queueOf, tagsProblem } from "./domain/agent-tags.js";
-import type { BuildsClient, JobHandoff } from "./job-handoff.js";
 import type { Liveness } from "./liveness.js";
 
 export interface AgentLifecycleDeps {

@@ -1,8 +1,8 @@
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { GetMetricsResponseSchema, QueueMetricsSchema } from "@conveyor/proto/agents";
 import { LRUCache } from "lru-cache";
-import type { AgentRepository } from "./agent-repository.js";
-import type { BuildsClient } from "./job-handoff.js";
+import type { BuildsClient } from "../dispatch/job-handoff.js";
+import type { AgentRepository } from "../store/agent-repository.js";
 
 type Metrics = MessageInitShape<typeof GetMetricsResponseSchema>;
 type QueueMetrics = Required<Omit<MessageInitShape<typeof QueueMetricsSchema>, "$typeName">>;
@@ -21,7 +21,7 @@ const empty = (): QueueMetrics => ({
 });
 
 /**
- * The metrics endpoint's numbers for an organization (issue 9 item 7): connected agents idle and busy, and
+ * The metrics endpoint's numbers for an organization: connected agents idle and busy, and
  * unfinished jobs scheduled, running and waiting, overall and per queue. Each read is one index-served query per
  * side, and an answer is reused for a second, so polling autoscalers cost almost nothing.
  */
