@@ -265,4 +265,6 @@ it("answers every generated request to every agent API operation with a document
   );
   expect(Object.keys(report.perOp).sort()).toEqual(ops.map((op) => op.id).sort());
   expect(report.failures.map((f) => `${f.op}: ${f.problem}\n    ${f.request}`)).toEqual([]);
+  // Writes that all failed were followed by a comparison of the state (else "changed nothing" went unchecked).
+  expect(report.stateChecks).toBeGreaterThan(0);
 });

@@ -5,7 +5,7 @@ import { homedir } from "node:os";
 import { join } from "node:path";
 import { JobEventType } from "@conveyor/proto/builds";
 import { Role } from "@conveyor/proto/identity";
-import { arrangeCluster, arrangeOrgUser, builds, send, stack } from "./support/stack-env.js";
+import { arrangeCluster, arrangeMember, arrangeOrgUser, builds, send, stack } from "./support/stack-env.js";
 
 // Builds test/go-client (the official go-buildkite client) once into the tool cache and runs it against the stack.
 const cacheDir = process.env.CONVEYOR_CACHE_DIR ?? join(homedir(), ".cache", "conveyor");
@@ -17,27 +17,30 @@ beforeAll(() => {
 }, 300_000);
 
 describe("go-buildkite decodes our organization routes", () => {
-  it("lists, gets, pages and reports errors as the real client expects", () => {
+  it("lists, gets, pages and reports errors as the real client expects", async () => {
+    // An organization of its own with two members, so that the first page of one member has a next page.
+    const org = await arrangeOrgUser({ scopes: ["read_organizations"], role: Role.ADMIN });
+    await arrangeMember(org.organization.id, Role.MEMBER, ["read_organizations"]);
     const out = JSON.parse(
       execFileSync(binary, [], {
         env: {
           ...process.env,
           CONVEYOR_API_URL: stack.apiUrl,
-          CONVEYOR_API_TOKEN: stack.apiToken,
-          CONVEYOR_ORG_SLUG: stack.orgSlug,
+          CONVEYOR_API_TOKEN: org.secret,
+          CONVEYOR_ORG_SLUG: org.organization.slug,
         },
         encoding: "utf8",
       }),
     );
-    expect(out.organization.slug).toBe(stack.orgSlug);
+    expect(out.organization.slug).toBe(org.organization.slug);
     expect(out.organization.created_at).toMatch(/Z$/);
-    expect(out.organizations.map((o: { slug: string }) => o.slug)).toContain(stack.orgSlug);
-    expect(out.members.length).toBeGreaterThan(0);
+    expect(out.organizations.map((o: { slug: string }) => o.slug)).toContain(org.organization.slug);
+    expect(out.members).toHaveLength(2);
     expect(out.member.id).toBe(out.members[0].id);
     expect(out.access_token.scopes).toContain("read_organizations");
     expect(out.missing_org_status).toBe(404);
     expect(out.missing_org_error).toBe("No organization found");
-    if (out.members.length > 1) expect(out.members_page1).toMatchObject({ count: 1, next_page: 2 });
+    expect(out.members_page1).toMatchObject({ count: 1, next_page: 2 });
   });
 });
 

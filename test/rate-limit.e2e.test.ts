@@ -95,10 +95,14 @@ describe("the REST rate limit across two gateways", () => {
     const first = await arrangeOrgUser({ scopes: ["read_organizations"] });
     const second = await arrangeOrgUser({ scopes: ["read_organizations"] });
     await awayFromTheWindowEnd();
+    const firstStatuses: number[] = [];
     for (let i = 0; i < LIMIT + 1; i++) {
-      await get(gateways[i % 2] as Gateway, `/v2/organizations/${first.organization.slug}`, first.secret);
+      const res = await get(gateways[i % 2] as Gateway, `/v2/organizations/${first.organization.slug}`, first.secret);
+      firstStatuses.push(res.status);
       await sleep(25);
     }
+    // The first organization did use up its budget: the second's below is then kept apart from it.
+    expect(firstStatuses).toEqual([...Array(LIMIT).fill(200), 429]);
     for (const gateway of gateways) {
       const res = await get(gateway, `/v2/organizations/${second.organization.slug}`, second.secret);
       expect(res.status).toBe(200);

@@ -36,8 +36,18 @@ export async function snapshot(world: World): Promise<Record<string, unknown>> {
     "B team pipelines": read(`${orgB}/teams/${b.teamId}/pipelines`, b.adminSecret, "pipeline_id", "access_level"),
     "A rules": read(`${orgA}/rules`, a.adminSecret, "uuid"),
     "B rules": read(`${orgB}/rules`, b.adminSecret, "uuid"),
-    "A tokens": read(`/v2/packages${orgA}/registries/${a.registrySlug}/tokens`, a.adminSecret, "id", "description"),
-    "B tokens": read(`/v2/packages${orgB}/registries/${b.registrySlug}/tokens`, b.adminSecret, "id", "description"),
+    "A tokens": read(
+      `/v2/packages/organizations/${a.slug}/registries/${a.registrySlug}/tokens`,
+      a.adminSecret,
+      "id",
+      "description",
+    ),
+    "B tokens": read(
+      `/v2/packages/organizations/${b.slug}/registries/${b.registrySlug}/tokens`,
+      b.adminSecret,
+      "id",
+      "description",
+    ),
     // By id: the list shows connected agents only, and these registered agents never connect.
     "A agent": read(`${orgA}/agents/${a.agentId}`, a.adminSecret, "id", "paused", "paused_note", "stopped_at"),
     "B agent": read(`${orgB}/agents/${b.agentId}`, b.adminSecret, "id", "paused", "paused_note", "stopped_at"),
