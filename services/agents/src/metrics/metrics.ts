@@ -21,9 +21,9 @@ const empty = (): QueueMetrics => ({
 });
 
 /**
- * The metrics endpoint's numbers for an organization: connected agents idle and busy, and
- * unfinished jobs scheduled, running and waiting, overall and per queue. Each read is one index-served query per
- * side, and an answer is reused for a second, so polling autoscalers cost almost nothing.
+ * The metrics endpoint's numbers for an organization: connected agents idle and busy, and unfinished jobs
+ * scheduled, running and waiting, overall and per queue. Each read is one index-served query per side, and an
+ * answer is reused for a second, so polling autoscalers cost almost nothing.
  */
 export function createMetrics(deps: { repo: AgentRepository; builds: Pick<BuildsClient, "countQueueJobs"> }) {
   const cache = new LRUCache<string, Metrics>({
