@@ -269,6 +269,7 @@ export const logger = createLogger("agents-test", "silent");
 
 export type RegisterInit = Omit<MessageInitShape<typeof RegisterAgentRequestSchema>, "$typeName">;
 
+/** The code, message and error a call fails with; empty when it succeeds. */
 export async function failure(
   promise: Promise<unknown>,
 ): Promise<{ code?: Code; message?: string; err?: ConnectError }> {

@@ -37,6 +37,7 @@ export function setup() {
   };
 }
 
+/** The code, message and error a call fails with; empty when it succeeds. */
 export async function failure(
   promise: Promise<unknown>,
 ): Promise<{ code?: Code; message?: string; err?: ConnectError }> {

@@ -37,6 +37,7 @@ export function validationFailed(reasons: string[]): ConnectError {
   return new ConnectError(`Validation failed: ${reasons.join(", ")}`, Code.InvalidArgument);
 }
 
+// The reasons the team association RPCs give, in the words of Buildkite's answers.
 export const ROLE_PROBLEM = "Role must be member or maintainer";
 export const LEVEL_PROBLEM = "Access level must be read_only, build_and_read or manage_build_and_read";
 export const SUITE_LEVEL_PROBLEM = "Access level must be a list of read and edit";
