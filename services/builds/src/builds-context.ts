@@ -1,23 +1,36 @@
-import { fromBinary } from "@bufbuild/protobuf";
-import { BuildChangedSchema, JobStateChangedSchema, PipelineCountsChangedSchema } from "@conveyor/proto/builds";
+/**
+ * The builds service's dependency graph in one place. main.ts (or a test) hands in the repositories and services
+ * (BuildsDeps); createBuildsContext makes what every part shares (BuildsContext: storage seen through the read cache,
+ * the clock, per-build locks, events, the pipeline counters); createBuildsParts makes every part on it, in the order
+ * they need each other. builds-service.ts assembles the RPCs from the parts, and main.ts runs their duties on timers.
+ */
+
+import { BuildChangedSchema, JobStateChangedSchema } from "@conveyor/proto/builds";
 import {
-  createCoalescer,
   createKeyedLock,
-  createMemoryOutboxStore,
-  createOutbox,
   type EventPublisher,
-  encodeEvent,
+  type Fences,
   type KeyedLock,
   type Logger,
-  type Outbox,
-  type OutboxStore,
-  type RawPublish,
   SUBJECTS,
-  toTimestamp,
 } from "@conveyor/runtime";
-import { LRUCache } from "lru-cache";
+import { type CountersOutboxDeps, createPipelineCounters, type PipelineCounters } from "./counts/pipeline-counters.js";
+import { type BuildCreation, createBuildCreation } from "./creation/build-creation.js";
+import { createCreationRepair } from "./creation/creation-repair.js";
+import { createPipelineCopies, type PipelineCopies } from "./creation/current-pipelines.js";
 import type { Build } from "./domain/build.js";
 import type { Job } from "./domain/job.js";
+import { type ConcurrencyGate, createConcurrencyGate } from "./jobs/concurrency-gate.js";
+import { createJobLogs, type JobLogs, type LogLimits } from "./jobs/job-logs.js";
+import { createJobRetries, type JobRetries } from "./jobs/job-retries.js";
+import { createJobSweeps, type SweepSettings } from "./jobs/job-sweeps.js";
+import { createJobTransitions, type JobTransitions } from "./jobs/job-transitions.js";
+import { createJobTriggers, type JobTriggers, type TriggerLookups } from "./jobs/job-triggers.js";
+import { createJobUnblock, type JobUnblock } from "./jobs/job-unblock.js";
+import { createPipelineUpload, type PipelineUpload } from "./jobs/pipeline-upload.js";
+import { type BuildCancel, createBuildCancel } from "./lifecycle/build-cancel.js";
+import { createReconcile, type Reconcile } from "./lifecycle/reconcile.js";
+import { type BuildMetaData, createBuildMetaData } from "./meta-data/build-meta-data.js";
 import { type BuildReads, createBuildReads } from "./reads/build-reads.js";
 import type { TouchBus } from "./reads/cache-invalidation-feed.js";
 import { withTouches } from "./reads/invalidating-repository.js";
@@ -28,36 +41,35 @@ import type { ConcurrencySlotRepository } from "./store/concurrency-slot-reposit
 import type { JobLogRepository } from "./store/job-log-repository.js";
 import type { PipelineUploadRepository } from "./store/pipeline-upload-repository.js";
 
-export interface BuildServiceDeps {
+/** What the builds service is made from: its repositories, the services it calls, and its settings. */
+export interface BuildsDeps {
   repo: BuildRepository;
   logs: JobLogRepository;
   uploads: PipelineUploadRepository;
   slots: ConcurrencySlotRepository;
   events: EventPublisher;
-  /**
-   * Where counters events wait until JetStream has them (see outbox.ts in the runtime). Without it, an in-memory
-   * outbox publishes through `events` (unit tests).
-   */
-  outbox?: { store: OutboxStore; publish: RawPublish; graceMs?: number; leaseMs?: number };
+  /** Where counters events wait until JetStream has them; without it, an in-memory outbox (tests). */
+  outbox?: CountersOutboxDeps;
   logger: Logger;
   now?: () => Date;
   /**
-   * The read cache of builds and lists and the bus that keeps every replica's current (read-cache.ts,
-   * touch-bus.ts). Without it, every read goes to the database.
+   * The read cache of builds and lists and the feed that keeps every replica's current (read-cache.ts,
+   * cache-invalidation-feed.ts). Without it, every read goes to the database.
    */
   readCache?: { cache: ReadCache; bus: TouchBus };
+  logLimits?: LogLimits;
+  sweeps?: SweepSettings;
+  /** Where trigger steps find their pipelines (trigger-lookups.ts); without it, a trigger finds none. */
+  triggers?: TriggerLookups;
+  /** The pipelines' fences (the runtime's fences): a caller's copy at least as new as its fence is not read again. */
+  fences?: Pick<Fences, "read">;
 }
-
-/** The outbox key of a pipeline's counters. */
-export const countsKey = (pipelineId: string) => `counts:${pipelineId}`;
 
 /** How often a compare-and-set loop retries before giving up (only under heavy contention on one build). */
 export const MAX_ATTEMPTS = 20;
-/** Pipelines whose last request for counters republishCounts remembers, at most (a few dozen bytes each). */
-const MAX_COUNTED_PIPELINES = 50_000;
 
 /** What every part of the builds service shares: storage, the clock, per-build locks and event publishing. */
-export interface BuildsContext {
+export interface BuildsContext extends PipelineCounters {
   /** The repository; with a read cache, each of its writes is announced to every replica's cache. */
   repo: BuildRepository;
   /** The reads the RPCs answer from: a build with its jobs, a page of builds (cached when there is a cache). */
@@ -69,85 +81,17 @@ export interface BuildsContext {
   withLock: KeyedLock;
   publishBuild(subject: string, build: Build, previousState: string): Promise<void>;
   publishJob(job: Job, previousState: string): Promise<void>;
-  /**
-   * Makes durable, before a write that changes a pipeline's counters, that they must be announced again (an outbox
-   * entry). While this process knows the entry stands and no announcement began since, it costs nothing.
-   */
-  markCounts(pipelineId: string): Promise<void>;
-  /** Asks for a pipeline's counters to be recounted and announced soon (coalesced, off the caller's path). */
-  publishCounts(pipelineId: string): void;
-  /** The pipelines whose counters a change in this process asked to announce since `since` (see republishCounts). */
-  countedSince(since: Date): string[];
-  /** Announces the pipelines' counters again, as publishCounts does, without counting it as a change. */
-  reannounceCounts(pipelineIds: Iterable<string>): void;
-  /** Resolves once no recount is pending. */
-  countsIdle(): Promise<void>;
-  /** The outbox of the counters events; its relay runs in the builds process. */
-  outbox: Outbox;
 }
 
-/** Creates the shared context of the builds service. */
-export function createBuildsContext(deps: BuildServiceDeps): BuildsContext {
+/** Creates the context every part of the builds service shares. */
+export function createBuildsContext(
+  deps: Pick<BuildsDeps, "repo" | "logs" | "events" | "outbox" | "logger" | "now" | "readCache">,
+): BuildsContext {
   const { events, logger, readCache } = deps;
   const repo = readCache ? withTouches(deps.repo, readCache.bus.publish) : deps.repo;
   const now = deps.now ?? (() => new Date());
-
-  const countsEvent = async (pipelineId: string) => {
-    const at = now();
-    const counts = await repo.pipelineCounts(pipelineId);
-    return encodeEvent(SUBJECTS.builds.pipelineCountsChanged, PipelineCountsChangedSchema, {
-      pipelineId,
-      ...counts,
-      at: toTimestamp(at),
-    });
-  };
-  const outbox = createOutbox({
-    store: deps.outbox?.store ?? createMemoryOutboxStore(),
-    publish:
-      deps.outbox?.publish ??
-      ((subject, data) =>
-        events.publish(subject, PipelineCountsChangedSchema, fromBinary(PipelineCountsChangedSchema, data))),
-    logger,
-    now,
-    graceMs: deps.outbox?.graceMs,
-    leaseMs: deps.outbox?.leaseMs,
-    // The counters are recounted when published: republishing an entry is always right, whatever wrote since.
-    resolvers: { counts: (entry) => countsEvent(entry.key.slice("counts:".length)) },
-  });
-
-  // Pipelines whose outbox entry this process recorded since their last announcement began; `announcements`
-  // counts announcements begun, so a record that raced one is not trusted to stand.
-  const marked = new Set<string>();
-  let announcements = 0;
-  const markCounts = async (pipelineId: string) => {
-    if (marked.has(pipelineId)) return;
-    const before = announcements;
-    await outbox.record(countsKey(pipelineId));
-    if (announcements === before) marked.add(pipelineId);
-  };
-
-  const publishCountsNow = async (pipelineId: string) => {
-    announcements++;
-    marked.delete(pipelineId);
-    try {
-      // The recorded entry is published (and removed) if there is one; a periodic re-announcement has none.
-      if ((await outbox.flush(countsKey(pipelineId))) === "none")
-        await outbox.publishUnrecorded(await countsEvent(pipelineId));
-    } catch (err) {
-      logger.warn({ err, pipelineId }, "pipeline counters not published");
-    }
-  };
-  // Counters are recounted in the background after a change, one recount per pipeline at a time: under load the
-  // recounts coalesce, and the change that asked for one (a create, a job transition) does not wait for it. A
-  // recount reads every unfinished build and job of the pipeline, so the next one waits three times as long as the
-  // last took, and at least 250 ms: on a pipeline with thousands of queued jobs recounts take at most a quarter of
-  // the database instead of all of it, a busy pipeline is recounted (and its counters stored by the pipelines
-  // service) at most four times a second, and counters lag by that much.
-  const counts = createCoalescer(publishCountsNow, { gapMs: (ms) => Math.max(250, 3 * ms) });
-  // When each pipeline's counters were last asked for, for republishCounts: the most recently asked are kept.
-  const askedAt = new LRUCache<string, number>({ max: MAX_COUNTED_PIPELINES });
-
   return {
+    ...createPipelineCounters({ repo, events, outbox: deps.outbox, logger, now }),
     repo,
     reads: createBuildReads(deps.repo, readCache),
     logs: deps.logs,
@@ -166,25 +110,103 @@ export function createBuildsContext(deps: BuildServiceDeps): BuildsContext {
         buildNumber: job.buildNumber,
       });
     },
-    markCounts,
-    publishCounts(pipelineId) {
-      askedAt.set(pipelineId, now().getTime());
-      counts.request(pipelineId);
+  };
+}
+
+/** The limits the service applies unless told otherwise. */
+export const DEFAULT_LOG_LIMITS: LogLimits = { maxChunkBytes: 1024 * 1024, maxLogBytes: 256 * 1024 * 1024 };
+export const DEFAULT_SWEEP_SETTINGS: SweepSettings = { scheduledExpiryMs: 24 * 3600_000, timeoutGraceMs: 120_000 };
+/** Without the pipelines and identity services, a trigger finds no pipeline and fails saying so. */
+const NO_TRIGGER_LOOKUPS: TriggerLookups = {
+  pipeline: async () => null,
+  mayBuild: async () => false,
+  ruleAllows: async () => false,
+};
+
+/** The work the builds process runs on timers besides serving (main.ts says how often). */
+export interface BuildsDuties {
+  /** One pass of the outbox relay: republishes counters whose announcement failed or never happened. */
+  relayOutbox(): Promise<unknown>;
+  /** Re-announces the counters of pipelines with recent activity (pipeline-counters.ts). */
+  republishCounts(): Promise<void>;
+  /** Resolves once no counters announcement is under way (tests, shutdown). */
+  countsIdle(): Promise<void>;
+  /** Returns jobs assigned more than `afterMs` ago and never accepted to the queue; how many went back. */
+  requeueStale(afterMs: number): Promise<number>;
+  /** Times out running jobs past their deadline, ends those their agent never stopped, expires stale ones. */
+  sweepJobs(): ReturnType<ReturnType<typeof createJobSweeps>["sweep"]>;
+}
+
+/** Every part of the builds service, made on one context: what the RPCs and the duties are made of. */
+export interface BuildsParts {
+  ctx: BuildsContext;
+  reconcile: Reconcile;
+  cancel: BuildCancel;
+  creation: BuildCreation;
+  pipelines: PipelineCopies;
+  transitions: JobTransitions;
+  retries: JobRetries;
+  unblock: JobUnblock;
+  upload: PipelineUpload;
+  logs: JobLogs;
+  metaData: BuildMetaData;
+  triggers: JobTriggers;
+  gate: ConcurrencyGate;
+  duties: BuildsDuties;
+}
+
+/** Makes the context and every part on it, in the order they need each other. */
+export function createBuildsParts(deps: BuildsDeps): BuildsParts {
+  const ctx = createBuildsContext(deps);
+  const retries = createJobRetries(ctx);
+  // Triggers need the transitions, which need reconcile: the hook finds them once they exist.
+  let triggers: JobTriggers | undefined;
+  const gate = createConcurrencyGate(ctx, deps.slots);
+  const settled = (build: Build, jobs: readonly Job[]) => {
+    gate.settled(build, jobs);
+    triggers?.settled(build, jobs);
+  };
+  // Unblocking needs reconcile, whose heal stores the unblocked fields: the hook finds it once it exists.
+  let unblock: JobUnblock | undefined;
+  const heal = async (jobs: readonly Job[]) => (await retries.heal(jobs)) || ((await unblock?.heal(jobs)) ?? false);
+  const reconcile = createReconcile(ctx, { heal, settled });
+  const cancel = createBuildCancel(ctx, reconcile);
+  const creation = createBuildCreation(ctx, cancel, settled);
+  const transitions = createJobTransitions(ctx, reconcile, retries);
+  const logs = createJobLogs(ctx, deps.logLimits ?? DEFAULT_LOG_LIMITS);
+  const metaData = createBuildMetaData(ctx);
+  unblock = createJobUnblock(ctx, reconcile, metaData);
+  const upload = createPipelineUpload(ctx, reconcile, deps.uploads);
+  triggers = createJobTriggers(ctx, creation, transitions, deps.triggers ?? NO_TRIGGER_LOOKUPS);
+  const repair = createCreationRepair(ctx);
+  const sweeps = createJobSweeps(ctx, transitions, [triggers, gate, repair], deps.sweeps ?? DEFAULT_SWEEP_SETTINGS);
+  const lookups = deps.triggers;
+  const pipelines = createPipelineCopies({
+    ...(lookups ? { read: (organizationId: string, id: string) => lookups.pipeline(organizationId, id) } : {}),
+    ...(deps.fences ? { fences: deps.fences } : {}),
+    logger: ctx.logger,
+  });
+
+  return {
+    ctx,
+    reconcile,
+    cancel,
+    creation,
+    pipelines,
+    transitions,
+    retries,
+    unblock,
+    upload,
+    logs,
+    metaData,
+    triggers,
+    gate,
+    duties: {
+      relayOutbox: () => ctx.outbox.relay(),
+      republishCounts: () => ctx.republishCounts(),
+      countsIdle: () => ctx.countsIdle(),
+      requeueStale: (afterMs) => transitions.requeueStale(new Date(ctx.now().getTime() - afterMs), 100),
+      sweepJobs: () => sweeps.sweep(),
     },
-    countedSince(since) {
-      const from = since.getTime();
-      const ids: string[] = [];
-      // Most recently asked first: the walk stops at the first one asked before `since`.
-      for (const [pipelineId, at] of askedAt.entries()) {
-        if (at < from) break;
-        ids.push(pipelineId);
-      }
-      return ids;
-    },
-    reannounceCounts(pipelineIds) {
-      for (const pipelineId of pipelineIds) counts.request(pipelineId);
-    },
-    countsIdle: () => counts.idle(),
-    outbox,
   };
 }

@@ -1,23 +1,91 @@
+/**
+ * The builds process: config, repositories, the read cache and its invalidation feed, the parts of the service
+ * (builds-context.ts), the Connect services (builds-service.ts), and the background duties on their timers.
+ */
 import { AnnotationsService } from "@conveyor/proto/annotations";
 import { BuildsService } from "@conveyor/proto/builds";
-import { jetStreamPublish, runService } from "@conveyor/runtime";
-import { startBuildsProcess } from "./builds-process.js";
+import {
+  createMongoOutboxStore,
+  jetStreamPublish,
+  newId,
+  type OutboxDoc,
+  openFences,
+  repeat,
+  runService,
+} from "@conveyor/runtime";
+import { createBuildsParts } from "./builds-context.js";
+import { createAnnotationsService, createBuildsService } from "./builds-service.js";
+import { readBuildsConfig } from "./config.js";
+import { createTriggerLookups } from "./jobs/trigger-lookups.js";
+import { consumePipelineRemovals } from "./lifecycle/pipeline-removal.js";
+import { startTouchBus, type TouchBacklogDoc } from "./reads/cache-invalidation-feed.js";
+import { createReadCache } from "./reads/read-cache.js";
+import { createMongoAnnotationRepository } from "./store/annotation-repository.js";
+import { createMongoBuildRepository } from "./store/build-repository.js";
+import { createMongoConcurrencySlotRepository } from "./store/concurrency-slot-repository.js";
+import { createMongoJobLogRepository } from "./store/job-log-repository.js";
+import { createMongoPipelineUploadRepository } from "./store/pipeline-upload-repository.js";
+
+/** How often the counters of recently active pipelines are re-announced. */
+const COUNTS_REPUBLISH_MS = 30_000;
+/** How often the outbox relay looks for counters events that were not published. */
+const OUTBOX_RELAY_MS = 2_000;
+/** How often touches NATS could not take are published again. */
+const TOUCH_RELAY_MS = 1_000;
+/** How often jobs whose agent never accepted them are looked for. */
+const REQUEUE_SWEEP_MS = 10_000;
+/** How often deadlines, expiries, trigger jobs and concurrency groups are looked at. */
+const JOB_SWEEP_MS = 5_000;
 
 void runService(
   {
     name: "builds",
     serviceNames: [BuildsService.typeName, AnnotationsService.typeName],
     async setup({ db, events, nats, logger, env }) {
-      const services = await startBuildsProcess({
-        db,
+      const config = readBuildsConfig(env);
+      const [repo, logs, uploads, slots, annotations, outboxStore] = await Promise.all([
+        createMongoBuildRepository(db),
+        createMongoJobLogRepository(db),
+        createMongoPipelineUploadRepository(db),
+        createMongoConcurrencySlotRepository(db),
+        createMongoAnnotationRepository(db),
+        createMongoOutboxStore(db.collection<OutboxDoc>("outbox")),
+      ]);
+      // One run at a time, paced by its cost: sweeps read what is queued, which grows with the data.
+      const every = (ms: number, what: string, work: () => Promise<unknown>) =>
+        repeat(work, { what, everyMs: ms, costFactor: 3, logger });
+      // Builds and lists are served from memory while the touch bus proves them current (several replicas included).
+      let readCache: Parameters<typeof createBuildsParts>[0]["readCache"];
+      if (config.readCacheBuilds > 0) {
+        const cache = createReadCache({ maxBuilds: config.readCacheBuilds });
+        const backlog = db.collection<TouchBacklogDoc>("build_touch_backlog");
+        const bus = await startTouchBus({ nc: nats.nc, js: nats.js, backlog, cache, logger, newId });
+        readCache = { cache, bus };
+        every(TOUCH_RELAY_MS, "touch relay", () => bus.relay());
+      }
+      const parts = createBuildsParts({
+        repo,
+        logs,
+        uploads,
+        slots,
         events,
-        publish: jetStreamPublish(nats.js),
-        nats,
+        outbox: { store: outboxStore, publish: jetStreamPublish(nats.js) },
         logger,
-        env,
+        triggers: createTriggerLookups(config),
+        fences: await openFences(nats.nc),
+        ...config,
+        ...(readCache ? { readCache } : {}),
       });
-      return (router) =>
-        router.service(BuildsService, services.builds).service(AnnotationsService, services.annotations);
+      const { duties } = parts;
+      every(OUTBOX_RELAY_MS, "outbox relay", () => duties.relayOutbox());
+      every(COUNTS_REPUBLISH_MS, "counters republish", () => duties.republishCounts());
+      every(REQUEUE_SWEEP_MS, "stale assignment sweep", () => duties.requeueStale(config.assignTimeoutMs));
+      every(JOB_SWEEP_MS, "job sweep", () => duties.sweepJobs());
+      // Through the context's repository: its removals must reach every replica's read cache as any other write does.
+      await consumePipelineRemovals(nats, { repo: parts.ctx.repo, logs, annotations, uploads }, logger);
+      const builds = createBuildsService(parts);
+      const annotationsService = createAnnotationsService({ annotations, builds: parts.ctx.repo });
+      return (router) => router.service(BuildsService, builds).service(AnnotationsService, annotationsService);
     },
   },
   process.env,

@@ -2,7 +2,8 @@ import { Code, ConnectError, createClient, createRouterTransport } from "@connec
 import { BuildsService, JobEventType } from "@conveyor/proto/builds";
 import { createLogger, type EventPublisher } from "@conveyor/runtime";
 import { type Db, MongoClient } from "mongodb";
-import { createBuildDomain } from "./build-service.js";
+import { createBuildsParts } from "./builds-context.js";
+import { createBuildsService } from "./builds-service.js";
 import { type BuildRepository, createMongoBuildRepository } from "./store/build-repository.js";
 import { createMongoConcurrencySlotRepository } from "./store/concurrency-slot-repository.js";
 import { createMongoJobLogRepository } from "./store/job-log-repository.js";
@@ -19,7 +20,7 @@ const events: EventPublisher = { async publish() {} };
 type Client = ReturnType<typeof createClient<typeof BuildsService>>;
 
 async function openService(): Promise<Client> {
-  const domain = createBuildDomain({
+  const parts = createBuildsParts({
     repo: await createMongoBuildRepository(db),
     logs: await createMongoJobLogRepository(db),
     uploads: await createMongoPipelineUploadRepository(db),
@@ -29,7 +30,7 @@ async function openService(): Promise<Client> {
   });
   return createClient(
     BuildsService,
-    createRouterTransport(({ service }) => service(BuildsService, domain.service)),
+    createRouterTransport(({ service }) => service(BuildsService, createBuildsService(parts))),
   );
 }
 

@@ -4,8 +4,8 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import { CreateBuildRequestSchema } from "@conveyor/proto/builds";
 import { createLogger, type EventPublisher } from "@conveyor/runtime";
 import { type Db, MongoClient } from "mongodb";
-import { createBuildDomain } from "../build-service.js";
-import { createBuildsContext } from "../builds-context.js";
+import { createBuildsContext, createBuildsParts } from "../builds-context.js";
+import { createBuildsService } from "../builds-service.js";
 import type { BuildCancel } from "../lifecycle/build-cancel.js";
 import { type BuildRepository, createMongoBuildRepository } from "../store/build-repository.js";
 import { createMongoConcurrencySlotRepository } from "../store/concurrency-slot-repository.js";
@@ -42,8 +42,10 @@ async function deps() {
   };
 }
 
-async function domain() {
-  return createBuildDomain(await deps());
+/** The builds service's parts over deps(), and its Connect service. */
+async function serve() {
+  const parts = createBuildsParts(await deps());
+  return { parts, service: createBuildsService(parts) };
 }
 
 beforeAll(async () => {
@@ -72,20 +74,20 @@ describe("creations claimed and cut off before their build was stored", () => {
   it("keep their jobs within the grace, unassignable, then lose them with their claim", async () => {
     clock = new Date();
     const cut = await claimedOnly(2, clock);
-    const service = await domain();
-    await service.sweepJobs();
+    const { parts, service } = await serve();
+    await parts.duties.sweepJobs();
     expect(await repo.jobsOf([cut.buildId])).toHaveLength(2);
     // No agent is given a job of a build not stored.
     const jobId = cut.jobs[0]?.id ?? "";
     const refused = await Promise.resolve()
-      .then(() => service.service.assignJob({ jobId, agent: { id: "agent-1", name: "agent-1" } } as never, {} as never))
+      .then(() => service.assignJob({ jobId, agent: { id: "agent-1", name: "agent-1" } } as never, {} as never))
       .catch((err: unknown) => ConnectError.from(err));
     expect(refused).toBeInstanceOf(ConnectError);
     expect((refused as ConnectError).code).toBe(Code.FailedPrecondition);
     expect((await repo.findJob(jobId))?.state).toBe("scheduled");
 
     clock = new Date(clock.getTime() + CREATING_GRACE_MS + 1_000);
-    await service.sweepJobs();
+    await parts.duties.sweepJobs();
     expect(await repo.jobsOf([cut.buildId])).toEqual([]);
     expect(await repo.findClaim(cut.buildId)).toBeNull();
     expect(await repo.findBuildById(cut.buildId)).toBeNull();
@@ -93,9 +95,9 @@ describe("creations claimed and cut off before their build was stored", () => {
 
   it("lose only their claim when their build stands, and a create leaves no claim behind", async () => {
     clock = new Date();
-    const service = await domain();
+    const { parts, service } = await serve();
     const pipeline = pipelineFromYaml("steps:\n  - command: a\n  - command: b\n");
-    const { build } = await service.service.createBuild(
+    const { build } = await service.createBuild(
       create(CreateBuildRequestSchema, { pipeline, commit: "abc", branch: "main" }),
       {} as never,
     );
@@ -112,7 +114,7 @@ describe("creations claimed and cut off before their build was stored", () => {
       createdAt: clock,
     });
     clock = new Date(clock.getTime() + CREATING_GRACE_MS + 1_000);
-    await service.sweepJobs();
+    await parts.duties.sweepJobs();
     expect(await repo.findClaim(id)).toBeNull();
     expect((await repo.findBuildById(id))?.state).toBe("scheduled");
     expect(await repo.jobsOf([id])).toHaveLength(2);

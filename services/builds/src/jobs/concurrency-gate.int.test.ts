@@ -4,7 +4,8 @@ import { BuildsService, JobEventType } from "@conveyor/proto/builds";
 import type { Pipeline } from "@conveyor/proto/pipelines";
 import { createLogger, type EventPublisher } from "@conveyor/runtime";
 import { type Db, MongoClient } from "mongodb";
-import { createBuildDomain } from "../build-service.js";
+import { type BuildsParts, createBuildsParts } from "../builds-context.js";
+import { createBuildsService } from "../builds-service.js";
 import { createMongoBuildRepository } from "../store/build-repository.js";
 import { createMongoConcurrencySlotRepository } from "../store/concurrency-slot-repository.js";
 import { createMongoJobLogRepository } from "../store/job-log-repository.js";
@@ -27,10 +28,9 @@ afterAll(async () => {
 });
 
 type Client = ReturnType<typeof createClient<typeof BuildsService>>;
-type Domain = ReturnType<typeof createBuildDomain>;
 
-async function openService(db: Db): Promise<{ client: Client; domain: Domain }> {
-  const domain = createBuildDomain({
+async function openService(db: Db): Promise<{ client: Client; parts: BuildsParts }> {
+  const parts = createBuildsParts({
     repo: await createMongoBuildRepository(db),
     logs: await createMongoJobLogRepository(db),
     uploads: await createMongoPipelineUploadRepository(db),
@@ -40,9 +40,9 @@ async function openService(db: Db): Promise<{ client: Client; domain: Domain }> 
   });
   const client = createClient(
     BuildsService,
-    createRouterTransport(({ service }) => service(BuildsService, domain.service)),
+    createRouterTransport(({ service }) => service(BuildsService, createBuildsService(parts))),
   );
-  return { client, domain };
+  return { client, parts };
 }
 
 /** Two services over a new database. */
@@ -80,8 +80,8 @@ async function runToEnd(client: Client, jobId: string, exit = 0) {
 }
 
 /** Lets both processes' gates finish what the last changes asked of them. */
-async function settle(domains: readonly Domain[]) {
-  for (let i = 0; i < 2; i++) await Promise.all(domains.map((d) => d.sweepJobs()));
+async function settle(allParts: readonly BuildsParts[]) {
+  for (let i = 0; i < 2; i++) await Promise.all(allParts.map((p) => p.duties.sweepJobs()));
 }
 
 describe("concurrency groups", () => {
@@ -91,7 +91,7 @@ describe("concurrency groups", () => {
     const p = pipelineOf("steps:\n  - {label: deploy, command: run, concurrency: 2, concurrency_group: prod}", org);
     const builds = [];
     for (let i = 0; i < 6; i++) builds.push(await newBuild(i % 2 === 0 ? one.client : two.client, p));
-    await settle([one.domain, two.domain]);
+    await settle([one.parts, two.parts]);
     expect(await statesOf(one.client, builds, "deploy")).toEqual([
       "scheduled",
       "scheduled",
@@ -105,7 +105,7 @@ describe("concurrency groups", () => {
     for (let i = 0; i < 6; i++) {
       const id = builds[i]?.jobs[0]?.id ?? "";
       await runToEnd(i % 2 === 0 ? two.client : one.client, id, i === 1 ? 1 : 0);
-      await settle([one.domain, two.domain]);
+      await settle([one.parts, two.parts]);
       const states = await statesOf(one.client, builds, "deploy");
       const holding = states.filter((s) => s === "scheduled").length;
       expect(holding).toBeLessThanOrEqual(2);
@@ -134,20 +134,20 @@ describe("concurrency groups", () => {
     );
     const first = await newBuild(one.client, behindTests);
     const second = await newBuild(two.client, ordered);
-    await settle([one.domain, two.domain]);
+    await settle([one.parts, two.parts]);
     expect(await statesOf(one.client, [first, second], "deploy")).toEqual(["waiting", "limited"]);
 
     const third = await newBuild(one.client, eager);
-    await settle([one.domain, two.domain]);
+    await settle([one.parts, two.parts]);
     expect(await statesOf(one.client, [first, second, third], "deploy")).toEqual(["waiting", "limited", "scheduled"]);
 
     // The eager job ends; the earlier build's tests pass: its deploy goes first, then the ordered one.
     await runToEnd(two.client, third.jobs[0]?.id ?? "");
     await runToEnd(one.client, first.jobs.find((j) => j.name === "tests")?.id ?? "");
-    await settle([one.domain, two.domain]);
+    await settle([one.parts, two.parts]);
     expect(await statesOf(one.client, [first, second], "deploy")).toEqual(["scheduled", "limited"]);
     await runToEnd(one.client, first.jobs.find((j) => j.name === "deploy")?.id ?? "");
-    await settle([one.domain, two.domain]);
+    await settle([one.parts, two.parts]);
     expect(await statesOf(one.client, [first, second], "deploy")).toEqual(["passed", "scheduled"]);
   });
 
@@ -156,11 +156,11 @@ describe("concurrency groups", () => {
     const org = randomUUID();
     const p = pipelineOf("steps:\n  - {label: deploy, command: run, concurrency: 1, concurrency_group: prod}", org);
     const [a, b, c] = [await newBuild(one.client, p), await newBuild(one.client, p), await newBuild(two.client, p)];
-    await settle([one.domain, two.domain]);
+    await settle([one.parts, two.parts]);
     expect(await statesOf(one.client, [a, b, c], "deploy")).toEqual(["scheduled", "limited", "limited"]);
     await one.client.cancelBuild({ pipelineId: p.id, number: b.number });
     await one.client.cancelBuild({ pipelineId: p.id, number: a.number });
-    await settle([one.domain, two.domain]);
+    await settle([one.parts, two.parts]);
     expect(await statesOf(one.client, [a, b, c], "deploy")).toEqual(["canceled", "canceled", "scheduled"]);
   });
 });

@@ -6,7 +6,8 @@ import { BuildsService, JobEventType } from "@conveyor/proto/builds";
 import { PipelineSchema } from "@conveyor/proto/pipelines";
 import { createLogger, type EventPublisher } from "@conveyor/runtime";
 import { MongoClient } from "mongodb";
-import { createBuildService } from "../build-service.js";
+import { createBuildsParts } from "../builds-context.js";
+import { createBuildsService } from "../builds-service.js";
 import { createMongoBuildRepository } from "../store/build-repository.js";
 import { createMongoConcurrencySlotRepository } from "../store/concurrency-slot-repository.js";
 import { createMongoJobLogRepository } from "../store/job-log-repository.js";
@@ -27,15 +28,17 @@ const SMALL: LogLimits = { maxChunkBytes: 64, maxLogBytes: 256 };
 
 async function serve(limits?: LogLimits): Promise<Client> {
   const db = mongo.db(dbName);
-  const service = createBuildService({
-    repo: await createMongoBuildRepository(db),
-    logs: await createMongoJobLogRepository(db),
-    uploads: await createMongoPipelineUploadRepository(db),
-    slots: await createMongoConcurrencySlotRepository(db),
-    events,
-    logger: createLogger("test", "silent"),
-    ...(limits ? { logLimits: limits } : {}),
-  });
+  const service = createBuildsService(
+    createBuildsParts({
+      repo: await createMongoBuildRepository(db),
+      logs: await createMongoJobLogRepository(db),
+      uploads: await createMongoPipelineUploadRepository(db),
+      slots: await createMongoConcurrencySlotRepository(db),
+      events,
+      logger: createLogger("test", "silent"),
+      ...(limits ? { logLimits: limits } : {}),
+    }),
+  );
   return createClient(
     BuildsService,
     createRouterTransport(({ service: s }) => s(BuildsService, service)),

@@ -5,7 +5,8 @@ import { type Build, BuildsService, type Job, JobEventType } from "@conveyor/pro
 import type { Pipeline } from "@conveyor/proto/pipelines";
 import { createLogger, type EventPublisher } from "@conveyor/runtime";
 import { type Db, MongoClient } from "mongodb";
-import { createBuildDomain } from "../build-service.js";
+import { createBuildsParts } from "../builds-context.js";
+import { createBuildsService } from "../builds-service.js";
 import { type BuildRepository, createMongoBuildRepository } from "../store/build-repository.js";
 import { createMongoConcurrencySlotRepository } from "../store/concurrency-slot-repository.js";
 import { createMongoJobLogRepository } from "../store/job-log-repository.js";
@@ -78,7 +79,7 @@ async function openService(
   const db = mongo.db(`${prefix}_${databases.length}`);
   databases.push(db);
   const repo = await createMongoBuildRepository(db);
-  const domain = createBuildDomain({
+  const parts = createBuildsParts({
     repo: opts.repo ? opts.repo(repo) : repo,
     logs: await createMongoJobLogRepository(db),
     uploads: await createMongoPipelineUploadRepository(db),
@@ -90,9 +91,9 @@ async function openService(
   });
   const client: Client = createClient(
     BuildsService,
-    createRouterTransport(({ service }) => service(BuildsService, domain.service)),
+    createRouterTransport(({ service }) => service(BuildsService, createBuildsService(parts))),
   );
-  return { client, domain };
+  return { client, parts };
 }
 
 /** Polls `probe` until it returns something, or fails after `timeoutMs` saying `what`. */
@@ -297,7 +298,7 @@ describe("trigger steps", () => {
     const child = pipelineOf("child", CHILD_STEPS);
     const parent = pipelineOf("parent", triggerTo("child"));
     const fake = fakeLookups([parent, child]);
-    const { client, domain } = await openService(fake.lookups, {
+    const { client, parts } = await openService(fake.lookups, {
       now: () => new Date(clock),
       // The process dies right after creating the child build, before the trigger job records it.
       repo: (repo) => ({
@@ -322,13 +323,13 @@ describe("trigger steps", () => {
     expect(unrecorded?.triggeredBuild).toBeUndefined();
 
     // Within a minute of its start the sweep leaves it alone; after that it finds the child build it made.
-    await domain.sweepJobs();
+    await parts.duties.sweepJobs();
     expect((await client.getJob({ jobId })).job?.triggeredBuild).toBeUndefined();
     clock += 61_000;
-    await domain.sweepJobs();
+    await parts.duties.sweepJobs();
     expect((await client.getJob({ jobId })).job?.triggeredBuild?.id).toBe(childBuildId(jobId));
-    await domain.sweepJobs();
-    await domain.sweepJobs();
+    await parts.duties.sweepJobs();
+    await parts.duties.sweepJobs();
     expect(await children()).toEqual([childBuildId(jobId)]);
     expect(fake.calls.mayBuild).toHaveLength(1);
 
@@ -347,7 +348,7 @@ describe("trigger steps", () => {
     const fake = fakeLookups([parent, child]);
     let triggerJobId = "";
     let lose = true;
-    const { client, domain } = await openService(fake.lookups, {
+    const { client, parts } = await openService(fake.lookups, {
       // The process dies as it ends the trigger job after the child build finished.
       repo: (repo) => ({
         ...repo,
@@ -372,7 +373,7 @@ describe("trigger steps", () => {
     expect(childDone.build?.state).toBe("passed");
     await eventually("the follow-up to be lost", async () => (lose ? undefined : true));
     expect((await client.getJob({ jobId: triggerJobId })).job?.state).toBe("running");
-    await domain.sweepJobs();
+    await parts.duties.sweepJobs();
     const done = (await client.getJob({ jobId: triggerJobId })).job;
     expect(done).toMatchObject({ state: "passed", exitStatus: 0 });
     await buildState(client, parent.id, build?.number ?? 0, "passed");

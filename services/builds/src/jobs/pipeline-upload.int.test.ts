@@ -3,7 +3,8 @@ import { Code, ConnectError, createClient, createRouterTransport } from "@connec
 import { BuildsService, JobEventType } from "@conveyor/proto/builds";
 import { createLogger, type EventPublisher, fieldErrorsOf } from "@conveyor/runtime";
 import { type Db, MongoClient } from "mongodb";
-import { createBuildDomain } from "../build-service.js";
+import { createBuildsParts } from "../builds-context.js";
+import { createBuildsService } from "../builds-service.js";
 import { type BuildRepository, createMongoBuildRepository } from "../store/build-repository.js";
 import { createMongoConcurrencySlotRepository } from "../store/concurrency-slot-repository.js";
 import { createMongoJobLogRepository } from "../store/job-log-repository.js";
@@ -44,7 +45,7 @@ async function openService(
   if (!databases.includes(db)) databases.push(db);
   const repo = await createMongoBuildRepository(db);
   const uploads = await createMongoPipelineUploadRepository(db);
-  const domain = createBuildDomain({
+  const parts = createBuildsParts({
     repo: wrap.repo ? wrap.repo(repo) : repo,
     logs: await createMongoJobLogRepository(db),
     uploads: wrap.uploads ? wrap.uploads(uploads) : uploads,
@@ -54,7 +55,7 @@ async function openService(
   });
   const client: Client = createClient(
     BuildsService,
-    createRouterTransport(({ service }) => service(BuildsService, domain.service)),
+    createRouterTransport(({ service }) => service(BuildsService, createBuildsService(parts))),
   );
   return { client, db };
 }

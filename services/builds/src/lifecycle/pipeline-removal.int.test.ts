@@ -5,7 +5,8 @@ import { BuildsService } from "@conveyor/proto/builds";
 import { PipelineSchema } from "@conveyor/proto/pipelines";
 import { createLogger } from "@conveyor/runtime";
 import { MongoClient } from "mongodb";
-import { createBuildDomain } from "../build-service.js";
+import { createBuildsParts } from "../builds-context.js";
+import { createBuildsService } from "../builds-service.js";
 import { createMongoAnnotationRepository } from "../store/annotation-repository.js";
 import { createMongoBuildRepository } from "../store/build-repository.js";
 import { createMongoConcurrencySlotRepository } from "../store/concurrency-slot-repository.js";
@@ -33,7 +34,7 @@ it("removes everything of a deleted pipeline's builds, and nothing of another pi
     annotations: await createMongoAnnotationRepository(db),
     uploads: await createMongoPipelineUploadRepository(db),
   };
-  const domain = createBuildDomain({
+  const parts = createBuildsParts({
     ...repos,
     slots: await createMongoConcurrencySlotRepository(db),
     events: { publish: async () => {} },
@@ -41,7 +42,7 @@ it("removes everything of a deleted pipeline's builds, and nothing of another pi
   });
   const client = createClient(
     BuildsService,
-    createRouterTransport(({ service }) => service(BuildsService, domain.service)),
+    createRouterTransport(({ service }) => service(BuildsService, createBuildsService(parts))),
   );
   const organizationId = randomUUID();
   const pipeline = (slug: string) =>

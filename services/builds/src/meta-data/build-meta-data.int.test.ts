@@ -5,7 +5,8 @@ import { BuildsService } from "@conveyor/proto/builds";
 import { PipelineSchema } from "@conveyor/proto/pipelines";
 import { createLogger, type EventPublisher } from "@conveyor/runtime";
 import { MongoClient } from "mongodb";
-import { createBuildService } from "../build-service.js";
+import { createBuildsParts } from "../builds-context.js";
+import { createBuildsService } from "../builds-service.js";
 import { createMongoBuildRepository } from "../store/build-repository.js";
 import { createMongoConcurrencySlotRepository } from "../store/concurrency-slot-repository.js";
 import { createMongoJobLogRepository } from "../store/job-log-repository.js";
@@ -23,14 +24,16 @@ let twin: Client;
 
 async function serve(): Promise<Client> {
   const db = mongo.db(dbName);
-  const service = createBuildService({
-    repo: await createMongoBuildRepository(db),
-    logs: await createMongoJobLogRepository(db),
-    uploads: await createMongoPipelineUploadRepository(db),
-    slots: await createMongoConcurrencySlotRepository(db),
-    events,
-    logger: createLogger("test", "silent"),
-  });
+  const service = createBuildsService(
+    createBuildsParts({
+      repo: await createMongoBuildRepository(db),
+      logs: await createMongoJobLogRepository(db),
+      uploads: await createMongoPipelineUploadRepository(db),
+      slots: await createMongoConcurrencySlotRepository(db),
+      events,
+      logger: createLogger("test", "silent"),
+    }),
+  );
   return createClient(
     BuildsService,
     createRouterTransport(({ service: s }) => s(BuildsService, service)),

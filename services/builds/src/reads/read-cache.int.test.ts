@@ -5,7 +5,8 @@ import { createLogger, type EventPublisher, newId } from "@conveyor/runtime";
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { type Db, MongoClient } from "mongodb";
-import { createBuildDomain } from "../build-service.js";
+import { createBuildsParts } from "../builds-context.js";
+import { createBuildsService } from "../builds-service.js";
 import { createMongoBuildRepository } from "../store/build-repository.js";
 import { createMongoConcurrencySlotRepository } from "../store/concurrency-slot-repository.js";
 import { createMongoJobLogRepository } from "../store/job-log-repository.js";
@@ -62,7 +63,7 @@ async function openReplica(): Promise<Replica> {
     // memory, so they wait rather than fall back to the database.
     barrierTimeoutMs: 5_000,
   });
-  const domain = createBuildDomain({
+  const parts = createBuildsParts({
     repo: await createMongoBuildRepository(rdb),
     logs: await createMongoJobLogRepository(rdb),
     uploads: await createMongoPipelineUploadRepository(rdb),
@@ -73,7 +74,7 @@ async function openReplica(): Promise<Replica> {
   });
   const client = createClient(
     BuildsService,
-    createRouterTransport(({ service }) => service(BuildsService, domain.service)),
+    createRouterTransport(({ service }) => service(BuildsService, createBuildsService(parts))),
   );
   const replica: Replica = {
     client,

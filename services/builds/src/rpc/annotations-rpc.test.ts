@@ -5,7 +5,7 @@ import type { Job } from "../domain/job.js";
 import type { AnnotationRepository } from "../store/annotation-repository.js";
 import { createMemoryAnnotationRepository } from "../store/memory-annotation-repository.js";
 import { aBuild, aJob } from "../test-support.js";
-import { type AnnotationsDeps, createAnnotationsService } from "./annotations-rpc.js";
+import { type AnnotationsDeps, createAnnotationRpcs } from "./annotations-rpc.js";
 
 const builds: Build[] = [aBuild({ id: "b-1", pipelineId: "p-1", number: 1 }), aBuild({ id: "b-2", number: 2 })];
 const jobs: Job[] = [
@@ -26,7 +26,7 @@ const buildLookup: AnnotationsDeps["builds"] = {
 function setup(repo: AnnotationRepository = createMemoryAnnotationRepository()) {
   let tick = 0;
   const now = () => new Date(Date.UTC(2026, 2, 1, 10, 0, tick++));
-  const service = createAnnotationsService({ annotations: repo, builds: buildLookup, now });
+  const service = createAnnotationRpcs({ annotations: repo, builds: buildLookup, now });
   const client = createClient(
     AnnotationsService,
     createRouterTransport(({ service: s }) => s(AnnotationsService, service)),

@@ -48,8 +48,8 @@ export function annotationMessage(a: Annotation): MessageInitShape<typeof Annota
   };
 }
 
-/** AnnotationsService: annotate, remove and list, over the annotations repository and the builds it reads. */
-export function createAnnotationsService(deps: AnnotationsDeps): ServiceImpl<typeof AnnotationsService> {
+/** The annotation RPCs (all of AnnotationsService): annotate, remove and list, over the annotations and the builds they belong to. */
+export function createAnnotationRpcs(deps: AnnotationsDeps): ServiceImpl<typeof AnnotationsService> {
   const { annotations, builds } = deps;
   const now = deps.now ?? (() => new Date());
   const render = deps.render ?? renderAnnotationHtml;

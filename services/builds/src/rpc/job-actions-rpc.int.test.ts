@@ -5,7 +5,8 @@ import { BuildsService, JobEventType } from "@conveyor/proto/builds";
 import type { Pipeline } from "@conveyor/proto/pipelines";
 import { createLogger, type EventPublisher } from "@conveyor/runtime";
 import { type Db, MongoClient } from "mongodb";
-import { createBuildDomain } from "../build-service.js";
+import { createBuildsParts } from "../builds-context.js";
+import { createBuildsService } from "../builds-service.js";
 import type { SweepSettings } from "../jobs/job-sweeps.js";
 import { createMongoBuildRepository } from "../store/build-repository.js";
 import { createMongoConcurrencySlotRepository } from "../store/concurrency-slot-repository.js";
@@ -36,7 +37,7 @@ type Client = ReturnType<typeof createClient<typeof BuildsService>>;
 async function openService(opts: { now?: () => Date; sweeps?: SweepSettings; db?: Db } = {}) {
   const { db = mongo.db(`${prefix}_${databases.length}`), ...rest } = opts;
   if (!databases.includes(db)) databases.push(db);
-  const domain = createBuildDomain({
+  const parts = createBuildsParts({
     repo: await createMongoBuildRepository(db),
     logs: await createMongoJobLogRepository(db),
     uploads: await createMongoPipelineUploadRepository(db),
@@ -47,9 +48,9 @@ async function openService(opts: { now?: () => Date; sweeps?: SweepSettings; db?
   });
   const client: Client = createClient(
     BuildsService,
-    createRouterTransport(({ service }) => service(BuildsService, domain.service)),
+    createRouterTransport(({ service }) => service(BuildsService, createBuildsService(parts))),
   );
-  return { client, domain, db };
+  return { client, parts, db };
 }
 
 const pipelineOf = pipelineFromYaml;
@@ -570,16 +571,16 @@ describe("the server's clocks on jobs", () => {
   const TIMEOUT = "steps:\n  - label: slow\n    command: sleep 600\n    timeout_in_minutes: 1\n";
 
   it("times a running job out at its deadline; the agent's finish then ends it timed_out and the build fails", async () => {
-    const { client, domain, set } = await clocked();
+    const { client, parts, set } = await clocked();
     const p = pipelineOf(TIMEOUT);
     const build = await newBuild(client, p);
     const slow = idOf(build, "slow");
     await start(client, slow);
     set(59_000);
-    expect(await domain.sweepJobs()).toEqual({ timingOut: 0, timedOut: 0, expired: 0 });
+    expect(await parts.duties.sweepJobs()).toEqual({ timingOut: 0, timedOut: 0, expired: 0 });
     expect((await client.getJob({ jobId: slow })).job?.state).toBe("running");
     set(61_000);
-    expect(await domain.sweepJobs()).toEqual({ timingOut: 1, timedOut: 0, expired: 0 });
+    expect(await parts.duties.sweepJobs()).toEqual({ timingOut: 1, timedOut: 0, expired: 0 });
     expect((await client.getJob({ jobId: slow })).job?.state).toBe("timing_out");
     // The agent stops the process and reports how it ended: whatever the status, the job timed out.
     set(63_000);
@@ -587,21 +588,21 @@ describe("the server's clocks on jobs", () => {
     expect(done.job).toMatchObject({ state: "timed_out", exitStatus: 0 });
     expect(done.build?.state).toBe("failed");
     set(200_000);
-    expect(await domain.sweepJobs()).toEqual({ timingOut: 0, timedOut: 0, expired: 0 });
+    expect(await parts.duties.sweepJobs()).toEqual({ timingOut: 0, timedOut: 0, expired: 0 });
   });
 
   it("ends a timing-out job its agent never stopped as timed_out once the grace has passed", async () => {
-    const { client, domain, set } = await clocked();
+    const { client, parts, set } = await clocked();
     const p = pipelineOf(TIMEOUT);
     const build = await newBuild(client, p);
     const slow = idOf(build, "slow");
     await start(client, slow);
     set(61_000);
-    await domain.sweepJobs();
+    await parts.duties.sweepJobs();
     set(60_000 + SWEEPS.timeoutGraceMs - 1000);
-    expect((await domain.sweepJobs()).timedOut).toBe(0);
+    expect((await parts.duties.sweepJobs()).timedOut).toBe(0);
     set(60_000 + SWEEPS.timeoutGraceMs + 1000);
-    expect((await domain.sweepJobs()).timedOut).toBe(1);
+    expect((await parts.duties.sweepJobs()).timedOut).toBe(1);
     const after = (await client.getBuild({ pipelineId: p.id, number: build.number })).build;
     expect(after?.jobs[0]?.state).toBe("timed_out");
     expect(after?.state).toBe("failed");
@@ -611,7 +612,7 @@ describe("the server's clocks on jobs", () => {
   });
 
   it("bounds a step's timeout by the pipeline's maximum, and gives steps without one the pipeline's default", async () => {
-    const { client, domain, set } = await clocked();
+    const { client, parts, set } = await clocked();
     const p = pipelineOf(
       "steps:\n  - label: long\n    command: x\n    timeout_in_minutes: 30\n  - label: plain\n    command: x\n",
       { defaultCommandStepTimeout: 2, maximumCommandStepTimeout: 3 },
@@ -620,15 +621,15 @@ describe("the server's clocks on jobs", () => {
     await start(client, idOf(build, "long"));
     await start(client, idOf(build, "plain"));
     set(2 * 60_000 + 1000);
-    expect((await domain.sweepJobs()).timingOut).toBe(1);
+    expect((await parts.duties.sweepJobs()).timingOut).toBe(1);
     expect((await client.getJob({ jobId: idOf(build, "plain") })).job?.state).toBe("timing_out");
     set(3 * 60_000 + 1000);
-    expect((await domain.sweepJobs()).timingOut).toBe(1);
+    expect((await parts.duties.sweepJobs()).timingOut).toBe(1);
     expect((await client.getJob({ jobId: idOf(build, "long") })).job?.state).toBe("timing_out");
   });
 
   it("expires command jobs no agent took in time, not blocks or jobs an agent holds", async () => {
-    const { client, domain, set } = await clocked();
+    const { client, parts, set } = await clocked();
     const p = pipelineOf(`
 steps:
   - label: nobody
@@ -645,13 +646,13 @@ steps:
       agent: { id: "agent-1", name: "box" },
     });
     set(SWEEPS.scheduledExpiryMs - 1000);
-    expect((await domain.sweepJobs()).expired).toBe(0);
+    expect((await parts.duties.sweepJobs()).expired).toBe(0);
     // Expiry is looked at once a minute at most (it reads every queued job): not yet 2 s later…
     set(SWEEPS.scheduledExpiryMs + 1000);
-    expect((await domain.sweepJobs()).expired).toBe(0);
+    expect((await parts.duties.sweepJobs()).expired).toBe(0);
     // …but a minute after the last look.
     set(SWEEPS.scheduledExpiryMs + 59_000);
-    expect((await domain.sweepJobs()).expired).toBe(1);
+    expect((await parts.duties.sweepJobs()).expired).toBe(1);
     const after = (await client.getBuild({ pipelineId: p.id, number: build.number })).build;
     const state = (name: string) => after?.jobs.find((j) => j.name === name)?.state;
     // The expiry fails the build, so the block can no longer be unblocked (blocked_failed), but it did not expire.
@@ -659,7 +660,7 @@ steps:
     expect(after).toMatchObject({ state: "failing", blocked: false });
     // A later look finds nothing more to do.
     set(SWEEPS.scheduledExpiryMs + 180_000);
-    expect((await domain.sweepJobs()).expired).toBe(0);
+    expect((await parts.duties.sweepJobs()).expired).toBe(0);
     const taken = idOf(build, "taken");
     await client.transitionJob({ jobId: taken, event: JobEventType.ACCEPT, agentId: "agent-1" });
     await client.transitionJob({ jobId: taken, event: JobEventType.START });

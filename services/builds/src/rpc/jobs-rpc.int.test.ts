@@ -5,7 +5,8 @@ import { BuildsService, JobEventType } from "@conveyor/proto/builds";
 import type { Pipeline } from "@conveyor/proto/pipelines";
 import { createLogger, type EventPublisher } from "@conveyor/runtime";
 import { type Db, MongoClient } from "mongodb";
-import { createBuildDomain } from "../build-service.js";
+import { type BuildsParts, createBuildsParts } from "../builds-context.js";
+import { createBuildsService } from "../builds-service.js";
 import { createMongoBuildRepository } from "../store/build-repository.js";
 import { createMongoConcurrencySlotRepository } from "../store/concurrency-slot-repository.js";
 import { createMongoJobLogRepository } from "../store/job-log-repository.js";
@@ -18,14 +19,14 @@ import { pipelineFromYaml } from "../test-pipelines.js";
 const prefix = `it_dispatch_${Date.now()}`;
 let mongo: MongoClient;
 const databases: Db[] = [];
-const domains: Array<ReturnType<typeof createBuildDomain>> = [];
+const allParts: Array<BuildsParts> = [];
 const events: EventPublisher = { async publish() {} };
 
 beforeAll(async () => {
   mongo = await new MongoClient(process.env.MONGODB_URL ?? "").connect();
 });
 afterAll(async () => {
-  for (const domain of domains) await domain.republishCounts();
+  for (const parts of allParts) await parts.duties.republishCounts();
   for (const db of databases) await db.dropDatabase();
   await mongo.close();
 });
@@ -34,14 +35,14 @@ type Client = ReturnType<typeof createClient<typeof BuildsService>>;
 
 interface Served {
   client: Client;
-  domain: ReturnType<typeof createBuildDomain>;
+  parts: BuildsParts;
   db: Db;
 }
 
 /** A builds service over `db` (a new database when absent); `now` is its clock. */
 async function openService(now?: () => Date, db = mongo.db(`${prefix}_${databases.length}`)): Promise<Served> {
   if (!databases.includes(db)) databases.push(db);
-  const domain = createBuildDomain({
+  const parts = createBuildsParts({
     repo: await createMongoBuildRepository(db),
     logs: await createMongoJobLogRepository(db),
     uploads: await createMongoPipelineUploadRepository(db),
@@ -50,12 +51,12 @@ async function openService(now?: () => Date, db = mongo.db(`${prefix}_${database
     logger: createLogger("test", "silent"),
     ...(now ? { now } : {}),
   });
-  domains.push(domain);
+  allParts.push(parts);
   const client = createClient(
     BuildsService,
-    createRouterTransport(({ service }) => service(BuildsService, domain.service)),
+    createRouterTransport(({ service }) => service(BuildsService, createBuildsService(parts))),
   );
-  return { client, domain, db };
+  return { client, parts, db };
 }
 
 const pipelineOf = pipelineFromYaml;
@@ -258,7 +259,7 @@ describe("dispatch", () => {
 
   it("requeues assignments older than the timeout and leaves newer and accepted ones", async () => {
     let clock = Date.parse("2031-05-01T08:00:00Z");
-    const { client: c, domain } = await openService(() => new Date(clock));
+    const { client: c, parts } = await openService(() => new Date(clock));
     const build = await newBuild(
       c,
       pipelineOf("steps: [{label: old, command: a}, {label: accepted, command: b}, {label: recent, command: c}]"),
@@ -271,7 +272,7 @@ describe("dispatch", () => {
     await c.assignJob({ jobId: recent ?? "", agent: agent(3) });
     clock += 10_000;
 
-    expect(await domain.requeueStale(30_000)).toBe(1);
+    expect(await parts.duties.requeueStale(30_000)).toBe(1);
     const state = async (jobId = "") => {
       const { job } = await c.getJob({ jobId });
       return { state: job?.state, agent: job?.agent?.id };
@@ -281,8 +282,8 @@ describe("dispatch", () => {
     expect(await state(recent)).toEqual({ state: "assigned", agent: "agent-3" });
     expect((await c.listDispatchableJobs({})).jobs.map((j) => j.id)).toEqual([old]);
 
-    expect(await domain.requeueStale(30_000)).toBe(0);
-    expect(await domain.requeueStale(5_000)).toBe(1);
+    expect(await parts.duties.requeueStale(30_000)).toBe(0);
+    expect(await parts.duties.requeueStale(5_000)).toBe(1);
     expect(await state(recent)).toEqual({ state: "scheduled", agent: undefined });
     expect(await state(accepted)).toEqual({ state: "accepted", agent: "agent-2" });
   });

@@ -18,11 +18,12 @@ import {
 } from "@conveyor/runtime";
 import type { JetStreamClient } from "@nats-io/jetstream";
 import { MongoClient } from "mongodb";
-import { createBuildDomain } from "./build-service.js";
-import { createMongoBuildRepository } from "./store/build-repository.js";
-import { createMongoConcurrencySlotRepository } from "./store/concurrency-slot-repository.js";
-import { createMongoJobLogRepository } from "./store/job-log-repository.js";
-import { createMongoPipelineUploadRepository } from "./store/pipeline-upload-repository.js";
+import { type BuildsParts, createBuildsParts } from "../builds-context.js";
+import { createBuildsService } from "../builds-service.js";
+import { createMongoBuildRepository } from "../store/build-repository.js";
+import { createMongoConcurrencySlotRepository } from "../store/concurrency-slot-repository.js";
+import { createMongoJobLogRepository } from "../store/job-log-repository.js";
+import { createMongoPipelineUploadRepository } from "../store/pipeline-upload-repository.js";
 
 // Against the stack's real MongoDB-wire server and NATS JetStream. NATS "goes down" (a JetStream client that throws)
 // while a build runs and finishes; the pipeline's counters must still converge once it is back, even when nothing
@@ -33,7 +34,7 @@ let mongo: MongoClient;
 let nats: NatsHandle;
 let natsDown = false;
 let clock = new Date();
-let domain: ReturnType<typeof createBuildDomain>;
+let parts: BuildsParts;
 let client: ReturnType<typeof createClient<typeof BuildsService>>;
 let stopConsumer: () => Promise<void>;
 /** What the pipelines service's counts consumer keeps: the newest snapshot per pipeline. */
@@ -48,7 +49,7 @@ beforeAll(async () => {
     },
   } as JetStreamClient;
   const db = mongo.db(dbName);
-  domain = createBuildDomain({
+  parts = createBuildsParts({
     repo: await createMongoBuildRepository(db),
     logs: await createMongoJobLogRepository(db),
     uploads: await createMongoPipelineUploadRepository(db),
@@ -63,7 +64,7 @@ beforeAll(async () => {
   });
   client = createClient(
     BuildsService,
-    createRouterTransport(({ service }) => service(BuildsService, domain.service)),
+    createRouterTransport(({ service }) => service(BuildsService, createBuildsService(parts))),
   );
   stopConsumer = await consumeEvents(nats, {
     durable: `it_counts_${Date.now()}`,
@@ -115,15 +116,15 @@ describe("pipeline counters through the outbox", () => {
     tick(1_000);
     await client.transitionJob({ jobId, event: JobEventType.FINISH, exitStatus: 0 });
     expect((await client.getBuild({ pipelineId: p.id, number: build?.number ?? 0 })).build?.state).toBe("passed");
-    await domain.countsIdle();
+    await parts.duties.countsIdle();
     // Every announcement of the changes failed: the consumer still believes the build is scheduled.
     expect(counters.get(p.id)?.scheduledBuilds).toBe(1);
 
     // NATS comes back; nothing happens on the pipeline for 11 minutes, then the builds process's timers run.
     tick(11 * 60_000);
     natsDown = false;
-    await domain.republishCounts();
-    await domain.relayOutbox();
+    await parts.duties.republishCounts();
+    await parts.duties.relayOutbox();
     expect(
       await eventually(() => counters.get(p.id)?.scheduledBuilds === 0 && counters.get(p.id)?.runningBuilds === 0),
     ).toBe(true);
@@ -140,7 +141,7 @@ describe("pipeline counters through the outbox", () => {
       steps: [{ type: "script", name: "a", command: "true", agent_query_rules: [] }],
     });
     await client.createBuild({ pipeline: p, commit: "abc", branch: "main" });
-    await domain.countsIdle();
+    await parts.duties.countsIdle();
     expect(counters.get(p.id)?.scheduledBuilds ?? ((await eventually(() => counters.has(p.id))) && 1)).toBe(1);
     expect(await mongo.db(dbName).collection("outbox").countDocuments()).toBe(0);
   });

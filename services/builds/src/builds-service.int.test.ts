@@ -5,7 +5,8 @@ import { BuildsService, JobEventType } from "@conveyor/proto/builds";
 import { type Pipeline, PipelineSchema, ProviderSchema } from "@conveyor/proto/pipelines";
 import { createLogger, createMemoryFences, type EventPublisher, type Fences, pipelineFence } from "@conveyor/runtime";
 import { MongoClient } from "mongodb";
-import { createBuildDomain, createBuildService } from "./build-service.js";
+import { createBuildsParts } from "./builds-context.js";
+import { createBuildsService } from "./builds-service.js";
 import { createMongoBuildRepository } from "./store/build-repository.js";
 import { createMongoConcurrencySlotRepository } from "./store/concurrency-slot-repository.js";
 import { createMongoJobLogRepository } from "./store/job-log-repository.js";
@@ -24,14 +25,16 @@ beforeAll(async () => {
       published.push(subject);
     },
   };
-  const service = createBuildService({
-    repo: await createMongoBuildRepository(mongo.db(dbName)),
-    logs: await createMongoJobLogRepository(mongo.db(dbName)),
-    uploads: await createMongoPipelineUploadRepository(mongo.db(dbName)),
-    slots: await createMongoConcurrencySlotRepository(mongo.db(dbName)),
-    events,
-    logger: createLogger("test", "silent"),
-  });
+  const service = createBuildsService(
+    createBuildsParts({
+      repo: await createMongoBuildRepository(mongo.db(dbName)),
+      logs: await createMongoJobLogRepository(mongo.db(dbName)),
+      uploads: await createMongoPipelineUploadRepository(mongo.db(dbName)),
+      slots: await createMongoConcurrencySlotRepository(mongo.db(dbName)),
+      events,
+      logger: createLogger("test", "silent"),
+    }),
+  );
   client = createClient(
     BuildsService,
     createRouterTransport(({ service: s }) => s(BuildsService, service)),
@@ -226,7 +229,7 @@ describe("builds service on MongoDB", () => {
 
   it("re-announces the counters of recently active pipelines", async () => {
     const seen: Array<{ subject: string; pipelineId: string }> = [];
-    const domain = createBuildDomain({
+    const parts = createBuildsParts({
       repo: await createMongoBuildRepository(mongo.db(dbName)),
       logs: await createMongoJobLogRepository(mongo.db(dbName)),
       uploads: await createMongoPipelineUploadRepository(mongo.db(dbName)),
@@ -240,7 +243,7 @@ describe("builds service on MongoDB", () => {
     });
     const p = pipeline([script("a")]);
     await client.createBuild({ pipeline: p, commit: "abc", branch: "main" });
-    await domain.republishCounts();
+    await parts.duties.republishCounts();
     expect(seen).toContainEqual({ subject: "ci.builds.pipeline_counts_changed", pipelineId: p.id });
   });
 
@@ -248,7 +251,7 @@ describe("builds service on MongoDB", () => {
     const seen: string[] = [];
     let scans = 0;
     const repo = await createMongoBuildRepository(mongo.db(dbName));
-    const domain = createBuildDomain({
+    const parts = createBuildsParts({
       repo: {
         ...repo,
         async activePipelines(since) {
@@ -267,21 +270,21 @@ describe("builds service on MongoDB", () => {
       },
       logger: createLogger("test", "silent"),
     });
-    // A build made by another replica (the shared client's domain), then one by this domain.
+    // A build made by another replica (the shared client's service), then one by this one.
     const elsewhere = pipeline([script("a")]);
     await client.createBuild({ pipeline: elsewhere, commit: "abc", branch: "main" });
-    await domain.republishCounts();
+    await parts.duties.republishCounts();
     expect(scans).toBe(1);
     expect(seen).toContain(elsewhere.id);
     const own = pipeline([script("a")]);
     const own$ = createClient(
       BuildsService,
-      createRouterTransport(({ service: s }) => s(BuildsService, domain.service)),
+      createRouterTransport(({ service: s }) => s(BuildsService, createBuildsService(parts))),
     );
     await own$.createBuild({ pipeline: own, commit: "abc", branch: "main" });
-    await domain.countsIdle();
+    await parts.duties.countsIdle();
     seen.length = 0;
-    await domain.republishCounts();
+    await parts.duties.republishCounts();
     expect(scans).toBe(1);
     expect(seen).toContain(own.id);
     // The other replica re-announces its own pipeline.
@@ -561,7 +564,7 @@ describe("builds service deciding on the pipeline as it is now", () => {
   /** A client of a builds service whose pipelines lookup answers `now`, whatever copy the caller sent. */
   async function clientSeeing(now: Pipeline | null, fences?: Fences, lookups?: { count: number }) {
     const db = mongo.db(dbName);
-    const domain = createBuildDomain({
+    const parts = createBuildsParts({
       repo: await createMongoBuildRepository(db),
       logs: await createMongoJobLogRepository(db),
       uploads: await createMongoPipelineUploadRepository(db),
@@ -580,7 +583,7 @@ describe("builds service deciding on the pipeline as it is now", () => {
     });
     return createClient(
       BuildsService,
-      createRouterTransport(({ service: s }) => s(BuildsService, domain.service)),
+      createRouterTransport(({ service: s }) => s(BuildsService, createBuildsService(parts))),
     );
   }
 

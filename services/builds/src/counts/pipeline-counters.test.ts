@@ -1,7 +1,7 @@
 import { PipelineCountsChangedSchema } from "@conveyor/proto/builds";
 import { createLogger, createMemoryOutboxStore, decodeEvent, type RawPublish } from "@conveyor/runtime";
-import { countsKey, createBuildsContext } from "./builds-context.js";
-import type { BuildRepository } from "./store/build-repository.js";
+import type { BuildRepository } from "../store/build-repository.js";
+import { countsKey, createPipelineCounters } from "./pipeline-counters.js";
 
 const zero = { scheduledBuilds: 0, runningBuilds: 0, scheduledJobs: 0, runningJobs: 0, waitingJobs: 0 };
 
@@ -21,11 +21,8 @@ function setup() {
       return store.record(...args);
     },
   };
-  const ctx = createBuildsContext({
+  const ctx = createPipelineCounters({
     repo: { pipelineCounts: async () => ({ ...state.counts }) } as unknown as BuildRepository,
-    logs: {} as never,
-    uploads: {} as never,
-    slots: {} as never,
     events: { publish: async () => {} },
     outbox: { store: counted, publish },
     logger: createLogger("test", "silent"),
