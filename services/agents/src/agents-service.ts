@@ -32,7 +32,8 @@ export interface AgentsServiceDeps {
 /**
  * The agents service and the duties its process runs in the background: `flushLiveness` (write the sightings
  * noted by pings), `sweepLost` (mark silent agents lost), `refreshHints` (re-read what waits for an agent), and the
- * handlers of the events it follows (`jobChanged`, `agentChanged`).
+ * handlers of the events it follows (`jobChanged`, `agentChanged`) and of their loss (`jobEventsMissed`,
+ * `agentEventsMissed`: a subscription broke, so what those events keep current may be stale).
  */
 export function createAgentsDomain(deps: AgentsServiceDeps) {
   const now = deps.now ?? (() => new Date());
@@ -44,6 +45,7 @@ export function createAgentsDomain(deps: AgentsServiceDeps) {
     ttlMs: deps.agentCacheTtlMs ?? 60_000,
   });
   const hints = createDispatchHints();
+  const hintsRefresh = createHintsRefresh({ hints, builds });
   const handoff = createJobHandoff({ repo: deps.agents, directory, hints, builds, events, logger, now });
   // The lifecycle and liveness need each other (a sweep marks agents lost through the lifecycle); markLost is
   // resolved once both exist.
@@ -81,9 +83,11 @@ export function createAgentsDomain(deps: AgentsServiceDeps) {
     service,
     flushLiveness: () => liveness.flush(),
     sweepLost: () => liveness.sweep(),
-    refreshHints: createHintsRefresh({ hints, builds }),
+    refreshHints: () => hintsRefresh.run(),
     jobChanged: (job: Job) => hints.jobChanged(job),
     agentChanged: (agentId: string) => directory.evict(agentId),
+    jobEventsMissed: () => hintsRefresh.resume(),
+    agentEventsMissed: () => directory.clear(),
   };
 }
 

@@ -1,8 +1,9 @@
-import { AgentChangedSchema, AgentsService } from "@conveyor/proto/agents";
-import { BuildsService, JobStateChangedSchema } from "@conveyor/proto/builds";
-import { createServiceClient, repeat, runService, SUBJECTS, subscribeEvents } from "@conveyor/runtime";
+import { AgentsService } from "@conveyor/proto/agents";
+import { BuildsService } from "@conveyor/proto/builds";
+import { createServiceClient, repeat, runService } from "@conveyor/runtime";
 import { createAgentsDomain } from "./agents-service.js";
 import { readAgentsConfig } from "./config.js";
+import { followEvents } from "./events/followed-events.js";
 import { createMongoAgentRepository } from "./store/agent-repository.js";
 import { createMongoClusterRepository } from "./store/cluster-repository.js";
 
@@ -20,13 +21,7 @@ void runService(
       const [clusters, agents] = await Promise.all([createMongoClusterRepository(db), createMongoAgentRepository(db)]);
       const builds = createServiceClient(BuildsService, config.buildsUrl);
       const domain = createAgentsDomain({ clusters, agents, builds, events, logger, config });
-      // Every process needs every job and agent change (they update its own hints and caches): plain subscriptions.
-      subscribeEvents(nats, SUBJECTS.builds.jobStateChanged, JobStateChangedSchema, logger, (e) => {
-        if (e.job) domain.jobChanged(e.job);
-      });
-      subscribeEvents(nats, SUBJECTS.agents.agentChanged, AgentChangedSchema, logger, (e) => {
-        if (e.agent) domain.agentChanged(e.agent.id);
-      });
+      followEvents(nats, domain, logger);
       repeat(domain.flushLiveness, { what: "liveness flush", everyMs: FLUSH_MS, logger });
       repeat(domain.sweepLost, { what: "lost agent sweep", everyMs: SWEEP_MS, logger });
       // A refresh reads every queued job: with thousands queued it is paced by its cost (events keep hints current).

@@ -15,16 +15,23 @@ export function createHintsRefresh(deps: { hints: DispatchHints; builds: Pick<Bu
   // else left the queue), and reading that many costs the database most: it is then done one time in ten.
   let refreshesToSkip = 0;
 
-  /** One refresh, or one skipped after a refresh cut at its limit. */
-  return async function refreshHints(): Promise<void> {
-    if (refreshesToSkip > 0) {
-      refreshesToSkip--;
-      return;
-    }
-    const since = hints.ticket();
-    const { jobs } = await builds.listDispatchableJobs({ limit: REFRESH_LIMIT });
-    const truncated = jobs.length >= REFRESH_LIMIT;
-    hints.replace(jobs, truncated, since);
-    refreshesToSkip = truncated ? TRUNCATED_REFRESH_SKIPS : 0;
+  return {
+    /** One refresh, or one skipped after a refresh cut at its limit. */
+    async run(): Promise<void> {
+      if (refreshesToSkip > 0) {
+        refreshesToSkip--;
+        return;
+      }
+      const since = hints.ticket();
+      const { jobs } = await builds.listDispatchableJobs({ limit: REFRESH_LIMIT });
+      const truncated = jobs.length >= REFRESH_LIMIT;
+      hints.replace(jobs, truncated, since);
+      refreshesToSkip = truncated ? TRUNCATED_REFRESH_SKIPS : 0;
+    },
+
+    /** Skips no more refreshes: the hints may have missed job events, so the next refresh reads the list. */
+    resume(): void {
+      refreshesToSkip = 0;
+    },
   };
 }

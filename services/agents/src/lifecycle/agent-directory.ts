@@ -81,6 +81,11 @@ export function createAgentDirectory(deps: AgentDirectoryDeps) {
     evict(id: string): void {
       cache.delete(id);
     },
+
+    /** Drops every cached agent (this process may have missed announcements of changes). */
+    clear(): void {
+      cache.clear();
+    },
   };
 }
 
