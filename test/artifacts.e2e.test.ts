@@ -189,9 +189,15 @@ describe.each(["versitygw", "minio", "proxy"] as const)("artifacts on %s", (whic
     // 200 MB up and down. Growth does not follow the size: 500 MB grew it by 29 MB.
     if (target.gatewayPid) await runPipeline(target, 20);
     const baseRss = target.gatewayPid ? rssBytes(target.gatewayPid) : 0;
+    // A reading that fails (the gateway exited) is kept and fails the test once the pipeline is done.
+    let watchError: unknown;
     const watch = target.gatewayPid
       ? setInterval(() => {
-          peakRss = Math.max(peakRss, rssBytes(target.gatewayPid as number));
+          try {
+            peakRss = Math.max(peakRss, rssBytes(target.gatewayPid as number));
+          } catch (err) {
+            watchError ??= err;
+          }
         }, 50)
       : undefined;
     const started = Date.now();
@@ -201,9 +207,14 @@ describe.each(["versitygw", "minio", "proxy"] as const)("artifacts on %s", (whic
     } finally {
       if (watch) clearInterval(watch);
     }
+    if (watchError) throw watchError;
     const { org, build, buildPath } = run;
     process.stderr.write(`[artifacts ${which}] pipeline passed in ${((Date.now() - started) / 1000).toFixed(1)} s\n`);
+    // The proxy target's gateway is this suite's own: its RSS is watched (a target without a pid would skip that).
+    expect(which !== "proxy" || target.gatewayPid !== undefined).toBe(true);
     if (target.gatewayPid) {
+      // The watch read the gateway's RSS while the pipeline ran.
+      expect(peakRss).toBeGreaterThan(0);
       const growthMb = (peakRss - baseRss) / 1024 / 1024;
       process.stderr.write(`[artifacts ${which}] proxy gateway RSS ${baseRss >> 20} MB → peak ${peakRss >> 20} MB\n`);
       // Buffering the big file anywhere would take at least its size (200 MB); streaming stays far below half of it.

@@ -132,6 +132,26 @@ it("answers every generated request to every operation with a documented, schema
   expect(doc.status).toBe(200);
   const ops = operationsOf(doc.body).filter((op) => !SKIPPED.has(op.id));
 
+  const snapshotPaths = () => [
+    base,
+    `${base}/pipelines?include_archived=true&per_page=100`,
+    `${base}/pipelines/${fixtures.slug}`,
+    `${base}/builds?per_page=100&include_retried_jobs=true`,
+    `${base}/members?per_page=100`,
+    `${base}/rules?per_page=100`,
+    `${base}/agents?per_page=100`,
+    `${teamBase}/members?per_page=100`,
+    `${teamBase}/pipelines?per_page=100`,
+    `${teamBase}/suites?per_page=100`,
+    `${registryBase}?per_page=100`,
+    `${base}/pipelines/${fixtures.pipeline}/builds/${fixtures.number}/annotations?per_page=100`,
+  ];
+  // The state compared must be readable (a 404 before and after proves nothing).
+  for (const url of snapshotPaths()) {
+    const res = await sendRaw(stack.apiUrl, org.secret, { method: "GET", url });
+    expect([url, res.status]).toEqual([url, 200]);
+  }
+
   const startedAt = Date.now();
   const report = await fuzz(ops, {
     baseUrl: stack.apiUrl,
@@ -153,20 +173,7 @@ it("answers every generated request to every operation with a documented, schema
     },
     examples: examples({ cluster, source, target, suiteId: suite?.id ?? "", userId: org.user.id }),
     allowValid: () => true,
-    snapshotPaths: () => [
-      base,
-      `${base}/pipelines?include_archived=true&per_page=100`,
-      `${base}/pipelines/${fixtures.slug}`,
-      `${base}/builds?per_page=100&include_retried_jobs=true`,
-      `${base}/members?per_page=100`,
-      `${base}/rules?per_page=100`,
-      `${base}/agents?per_page=100`,
-      `${teamBase}/members?per_page=100`,
-      `${teamBase}/pipelines?per_page=100`,
-      `${teamBase}/suites?per_page=100`,
-      `${registryBase}?per_page=100`,
-      `${base}/pipelines/${fixtures.pipeline}/builds/${fixtures.number}/annotations?per_page=100`,
-    ],
+    snapshotPaths,
     onWritten: (req, res) => follow(req.op, res.text, fixtures, String(source.id)),
   });
   const text = formatReport(report);
@@ -174,6 +181,8 @@ it("answers every generated request to every operation with a documented, schema
   // Every operation was reached at least once.
   expect(Object.keys(report.perOp).sort()).toEqual(ops.map((op) => op.id).sort());
   expect(report.failures.map((f) => `${f.op}: ${f.problem}\n    ${f.request}`)).toEqual([]);
+  // Writes that all failed were followed by a comparison of the state (else "changed nothing" went unchecked).
+  expect(report.stateChecks).toBeGreaterThan(0);
   // The run's token still works (nothing the fuzzer sent revoked it).
   expect((await sendRaw(stack.apiUrl, org.secret, { method: "GET", url: "/v2/access-token" })).status).toBe(200);
 });

@@ -58,8 +58,11 @@ async function keepErrorLines(dataDir: string): Promise<void> {
           lines.push(`${basename(file)}: ${line.slice(0, 4000)}`);
       }
     }
-  } catch {
-    return; // A log that cannot be read leaves nothing to keep.
+  } catch (err) {
+    // A log that cannot be read leaves nothing to keep: said, so that an older stack-errors.log is not taken for
+    // this run's.
+    process.stderr.write(`[test stack] error lines not kept: ${err instanceof Error ? err.message : String(err)}\n`);
+    return;
   }
   const resultsDir = join(__dirname, "..", "..", ".test-results");
   mkdirSync(resultsDir, { recursive: true });

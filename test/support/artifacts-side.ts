@@ -78,7 +78,8 @@ async function buildMinioOnce(cache: string): Promise<string> {
     mkdirSync(dirname(lock), { recursive: true });
     try {
       mkdirSync(lock);
-    } catch {
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw err;
       // Another worker builds it (or a crashed one left its lock for good after an hour).
       if (Date.now() - statSync(lock).mtimeMs > 3_600_000) rmSync(lock, { recursive: true, force: true });
       await sleep(2000);
@@ -229,5 +230,7 @@ export async function stopSide(): Promise<void> {
 /** The resident set size of a process in bytes (Linux /proc). */
 export function rssBytes(pid: number): number {
   const match = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"));
-  return match ? Number(match[1]) * 1024 : 0;
+  // No VmRSS line: the process has exited (a zombie has none); 0 would pass any bound on its growth.
+  if (!match) throw new Error(`process ${pid} reports no resident set size: it has exited`);
+  return Number(match[1]) * 1024;
 }

@@ -173,10 +173,15 @@ export async function ensure(w: AgentWorld): Promise<boolean> {
   return true;
 }
 
-/** Heartbeats for the world's current agent every `everyMs` (the stack marks an agent lost after 6 s); stop() ends them. */
+/**
+ * Heartbeats for the world's current agent every `everyMs` (the stack marks an agent lost after 6 s); stop() ends
+ * them. A heartbeat that could not be sent is logged: the agent may then be lost, and `ensure` arranges a new one.
+ */
 export function keepAlive(w: AgentWorld, everyMs = 1500): { stop: () => void } {
   const timer = setInterval(() => {
-    agentCall("POST", "/v3/heartbeat", w.agentSecret, { sent_at: new Date().toISOString() }).catch(() => undefined);
+    agentCall("POST", "/v3/heartbeat", w.agentSecret, { sent_at: new Date().toISOString() }).catch((err: unknown) =>
+      process.stderr.write(`[fuzz agent] heartbeat not sent: ${err instanceof Error ? err.message : String(err)}\n`),
+    );
   }, everyMs);
   return { stop: () => clearInterval(timer) };
 }
