@@ -17,7 +17,7 @@ import {
 import { type CountersOutboxDeps, createPipelineCounters, type PipelineCounters } from "./counts/pipeline-counters.js";
 import { type BuildCreation, createBuildCreation } from "./creation/build-creation.js";
 import { createCreationRepair } from "./creation/creation-repair.js";
-import { createPipelineCopies, type PipelineCopies } from "./creation/current-pipelines.js";
+import { type CurrentPipelines, createCurrentPipelines } from "./creation/current-pipelines.js";
 import type { Build } from "./domain/build.js";
 import type { Job } from "./domain/job.js";
 import { type ConcurrencyGate, createConcurrencyGate } from "./jobs/concurrency-gate.js";
@@ -32,8 +32,8 @@ import { type BuildCancel, createBuildCancel } from "./lifecycle/build-cancel.js
 import { createReconcile, type Reconcile } from "./lifecycle/reconcile.js";
 import { type BuildMetaData, createBuildMetaData } from "./meta-data/build-meta-data.js";
 import { type BuildReads, createBuildReads } from "./reads/build-reads.js";
-import type { TouchBus } from "./reads/cache-invalidation-feed.js";
-import { withTouches } from "./reads/invalidating-repository.js";
+import type { InvalidationFeed } from "./reads/cache-invalidation-feed.js";
+import { withInvalidations } from "./reads/invalidating-repository.js";
 import type { ReadCache } from "./reads/read-cache.js";
 import { buildMessage, jobMessage } from "./rpc/build-message.js";
 import type { BuildRepository } from "./store/build-repository.js";
@@ -56,7 +56,7 @@ export interface BuildsDeps {
    * The read cache of builds and lists and the feed that keeps every replica's current (read-cache.ts,
    * cache-invalidation-feed.ts). Without it, every read goes to the database.
    */
-  readCache?: { cache: ReadCache; bus: TouchBus };
+  readCache?: { cache: ReadCache; feed: InvalidationFeed };
   logLimits?: LogLimits;
   sweeps?: SweepSettings;
   /** Where trigger steps find their pipelines (trigger-lookups.ts); without it, a trigger finds none. */
@@ -88,7 +88,7 @@ export function createBuildsContext(
   deps: Pick<BuildsDeps, "repo" | "logs" | "events" | "outbox" | "logger" | "now" | "readCache">,
 ): BuildsContext {
   const { events, logger, readCache } = deps;
-  const repo = readCache ? withTouches(deps.repo, readCache.bus.publish) : deps.repo;
+  const repo = readCache ? withInvalidations(deps.repo, readCache.feed.publish) : deps.repo;
   const now = deps.now ?? (() => new Date());
   return {
     ...createPipelineCounters({ repo, events, outbox: deps.outbox, logger, now }),
@@ -143,7 +143,7 @@ export interface BuildsParts {
   reconcile: Reconcile;
   cancel: BuildCancel;
   creation: BuildCreation;
-  pipelines: PipelineCopies;
+  pipelines: CurrentPipelines;
   transitions: JobTransitions;
   retries: JobRetries;
   unblock: JobUnblock;
@@ -166,10 +166,11 @@ export function createBuildsParts(deps: BuildsDeps): BuildsParts {
     gate.settled(build, jobs);
     triggers?.settled(build, jobs);
   };
-  // Unblocking needs reconcile, whose heal stores the unblocked fields: the hook finds it once it exists.
+  // Unblocking needs reconcile, which first stores the fields of unblocked jobs: the hook finds it once it exists.
   let unblock: JobUnblock | undefined;
-  const heal = async (jobs: readonly Job[]) => (await retries.heal(jobs)) || ((await unblock?.heal(jobs)) ?? false);
-  const reconcile = createReconcile(ctx, { heal, settled });
+  const finishInterrupted = async (jobs: readonly Job[]) =>
+    (await retries.completeInterrupted(jobs)) || ((await unblock?.storeUnblockFields(jobs)) ?? false);
+  const reconcile = createReconcile(ctx, { finishInterrupted, settled });
   const cancel = createBuildCancel(ctx, reconcile);
   const creation = createBuildCreation(ctx, cancel, settled);
   const transitions = createJobTransitions(ctx, reconcile, retries);
@@ -181,7 +182,7 @@ export function createBuildsParts(deps: BuildsDeps): BuildsParts {
   const repair = createCreationRepair(ctx);
   const sweeps = createJobSweeps(ctx, transitions, [triggers, gate, repair], deps.sweeps ?? DEFAULT_SWEEP_SETTINGS);
   const lookups = deps.triggers;
-  const pipelines = createPipelineCopies({
+  const pipelines = createCurrentPipelines({
     ...(lookups ? { read: (organizationId: string, id: string) => lookups.pipeline(organizationId, id) } : {}),
     ...(deps.fences ? { fences: deps.fences } : {}),
     logger: ctx.logger,

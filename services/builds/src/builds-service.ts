@@ -11,7 +11,7 @@ import { type AnnotationsDeps, createAnnotationRpcs } from "./rpc/annotations-rp
 import { createBuildRpcs } from "./rpc/builds-rpc.js";
 import { createJobActionRpcs } from "./rpc/job-actions-rpc.js";
 import { createJobRpcs } from "./rpc/jobs-rpc.js";
-import { createBatchedReads } from "./rpc/read-builds-rpc.js";
+import { createReadBuildsRpc } from "./rpc/read-builds-rpc.js";
 
 /** The builds service: creation, the state machine, cancel, rebuild, lists, jobs, logs, meta-data. */
 export function createBuildsService(parts: BuildsParts): ServiceImpl<typeof BuildsService> {
@@ -19,7 +19,7 @@ export function createBuildsService(parts: BuildsParts): ServiceImpl<typeof Buil
   const buildRpcs = createBuildRpcs(ctx, parts);
   return {
     ...buildRpcs,
-    ...createBatchedReads(buildRpcs),
+    ...createReadBuildsRpc(buildRpcs),
     ...createJobRpcs(ctx, parts),
     ...createJobActionRpcs(ctx, parts),
   };

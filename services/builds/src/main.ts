@@ -18,7 +18,7 @@ import { createAnnotationsService, createBuildsService } from "./builds-service.
 import { readBuildsConfig } from "./config.js";
 import { createTriggerLookups } from "./jobs/trigger-lookups.js";
 import { consumePipelineRemovals } from "./lifecycle/pipeline-removal.js";
-import { startTouchBus, type TouchBacklogDoc } from "./reads/cache-invalidation-feed.js";
+import { type InvalidationBacklogDoc, startInvalidationFeed } from "./reads/cache-invalidation-feed.js";
 import { createReadCache } from "./reads/read-cache.js";
 import { createMongoAnnotationRepository } from "./store/annotation-repository.js";
 import { createMongoBuildRepository } from "./store/build-repository.js";
@@ -30,8 +30,8 @@ import { createMongoPipelineUploadRepository } from "./store/pipeline-upload-rep
 const COUNTS_REPUBLISH_MS = 30_000;
 /** How often the outbox relay looks for counters events that were not published. */
 const OUTBOX_RELAY_MS = 2_000;
-/** How often touches NATS could not take are published again. */
-const TOUCH_RELAY_MS = 1_000;
+/** How often invalidations NATS could not take (kept in the backlog) are published again. */
+const INVALIDATION_RELAY_MS = 1_000;
 /** How often jobs whose agent never accepted them are looked for. */
 const REQUEUE_SWEEP_MS = 10_000;
 /** How often deadlines, expiries, trigger jobs and concurrency groups are looked at. */
@@ -54,14 +54,15 @@ void runService(
       // One run at a time, paced by its cost: sweeps read what is queued, which grows with the data.
       const every = (ms: number, what: string, work: () => Promise<unknown>) =>
         repeat(work, { what, everyMs: ms, costFactor: 3, logger });
-      // Builds and lists are served from memory while the touch bus proves them current (several replicas included).
+      // Builds and lists are served from memory while the cache invalidation feed proves them current (several replicas
+      // included).
       let readCache: Parameters<typeof createBuildsParts>[0]["readCache"];
       if (config.readCacheBuilds > 0) {
         const cache = createReadCache({ maxBuilds: config.readCacheBuilds });
-        const backlog = db.collection<TouchBacklogDoc>("build_touch_backlog");
-        const bus = await startTouchBus({ nc: nats.nc, js: nats.js, backlog, cache, logger, newId });
-        readCache = { cache, bus };
-        every(TOUCH_RELAY_MS, "touch relay", () => bus.relay());
+        const backlog = db.collection<InvalidationBacklogDoc>("build_touch_backlog");
+        const feed = await startInvalidationFeed({ nc: nats.nc, js: nats.js, backlog, cache, logger, newId });
+        readCache = { cache, feed };
+        every(INVALIDATION_RELAY_MS, "invalidation relay", () => feed.relay());
       }
       const parts = createBuildsParts({
         repo,

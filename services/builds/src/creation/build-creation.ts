@@ -22,7 +22,7 @@ import {
   DuplicateClaimError,
   FIRST_STATE_VERSION,
 } from "../store/build-repository.js";
-import { CREATING_GRACE_MS, clearClaim } from "./creation-claims.js";
+import { CLAIM_GRACE_MS, clearClaim } from "./creation-claims.js";
 import { createNumberAllocator } from "./number-allocator.js";
 
 /** What a new build is made of. */
@@ -95,7 +95,7 @@ export function createBuildCreation(
       if (!(err instanceof DuplicateClaimError)) throw err;
     }
     const standing = await repo.findClaim(c.buildId);
-    if (standing && now().getTime() - standing.createdAt.getTime() <= CREATING_GRACE_MS) {
+    if (standing && now().getTime() - standing.createdAt.getTime() <= CLAIM_GRACE_MS) {
       throw new ConnectError(`build ${c.buildId} is being created: try again`, Code.Unavailable);
     }
     if (standing && (await withLock(c.buildId, () => clearClaim(ctx, standing))) === "stood") {
@@ -196,7 +196,7 @@ export function createBuildCreation(
       for (const job of jobs) job.buildNumber = number;
       await repo.insertJobs(jobs);
       // A creation this slow may have been taken for cut off, and its jobs removed: it gives up instead.
-      if (now().getTime() - claimedAt.getTime() > CREATING_GRACE_MS / 2) {
+      if (now().getTime() - claimedAt.getTime() > CLAIM_GRACE_MS / 2) {
         await abandon(buildId, jobIds);
         throw new ConnectError("the build took too long to store: try again", Code.Unavailable);
       }

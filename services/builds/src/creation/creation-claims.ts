@@ -8,7 +8,7 @@ import type { BuildsContext } from "../builds-context.js";
 import type { CreationClaim } from "../store/build-repository.js";
 
 /** A creation takes well under this; a claim older than it was cut off. */
-export const CREATING_GRACE_MS = 60_000;
+export const CLAIM_GRACE_MS = 60_000;
 
 /**
  * Clears a claim past the grace. Its build stands (only the claim's removal was lost): the claim goes. Its build was

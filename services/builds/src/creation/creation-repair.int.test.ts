@@ -14,7 +14,7 @@ import { createMongoPipelineUploadRepository } from "../store/pipeline-upload-re
 import { pipelineFromYaml } from "../test-pipelines.js";
 import { aJob } from "../test-support.js";
 import { createBuildCreation, type NewBuild } from "./build-creation.js";
-import { CREATING_GRACE_MS } from "./creation-claims.js";
+import { CLAIM_GRACE_MS } from "./creation-claims.js";
 
 // A creation cut off before its build was stored (claim, jobs, build: build-creation.ts), as a process killed there
 // or a database lost there leaves it, is cleared once the grace has passed.
@@ -86,7 +86,7 @@ describe("creations claimed and cut off before their build was stored", () => {
     expect((refused as ConnectError).code).toBe(Code.FailedPrecondition);
     expect((await repo.findJob(jobId))?.state).toBe("scheduled");
 
-    clock = new Date(clock.getTime() + CREATING_GRACE_MS + 1_000);
+    clock = new Date(clock.getTime() + CLAIM_GRACE_MS + 1_000);
     await parts.duties.sweepJobs();
     expect(await repo.jobsOf([cut.buildId])).toEqual([]);
     expect(await repo.findClaim(cut.buildId)).toBeNull();
@@ -113,7 +113,7 @@ describe("creations claimed and cut off before their build was stored", () => {
       jobIds: (build?.jobs ?? []).map((j) => j.id ?? ""),
       createdAt: clock,
     });
-    clock = new Date(clock.getTime() + CREATING_GRACE_MS + 1_000);
+    clock = new Date(clock.getTime() + CLAIM_GRACE_MS + 1_000);
     await parts.duties.sweepJobs();
     expect(await repo.findClaim(id)).toBeNull();
     expect((await repo.findBuildById(id))?.state).toBe("scheduled");
@@ -147,7 +147,7 @@ describe("creations claimed and cut off before their build was stored", () => {
     expect((within as ConnectError).code).toBe(Code.Unavailable);
     expect(await repo.jobsOf([cut.buildId])).toHaveLength(1);
 
-    clock = new Date(clock.getTime() + CREATING_GRACE_MS + 1_000);
+    clock = new Date(clock.getTime() + CLAIM_GRACE_MS + 1_000);
     const { build, jobs } = await creation.create(input);
     expect(build.id).toBe(cut.buildId);
     // The cut-off attempt's job is gone; the build has only its own.

@@ -1,5 +1,5 @@
 import type { BuildsContext } from "../builds-context.js";
-import { CREATING_GRACE_MS, clearClaim } from "./creation-claims.js";
+import { CLAIM_GRACE_MS, clearClaim } from "./creation-claims.js";
 
 /** Claims repaired per pass at most. */
 const REPAIR_LIMIT = 50;
@@ -18,7 +18,7 @@ export function createCreationRepair(ctx: BuildsContext) {
   return {
     /** One pass: every claim past the grace is cleared. */
     async sweep(): Promise<void> {
-      const before = new Date(now().getTime() - CREATING_GRACE_MS);
+      const before = new Date(now().getTime() - CLAIM_GRACE_MS);
       for (const claim of await repo.claimsBefore(before, REPAIR_LIMIT)) {
         try {
           await withLock(claim.buildId, () => clearClaim(ctx, claim));

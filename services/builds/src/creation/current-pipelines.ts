@@ -6,7 +6,7 @@ import type { Logger } from "pino";
 /** Pipelines kept at most (each with its steps, a few KB). */
 const MAX_KEPT = 1_000;
 
-export interface PipelineCopiesOptions {
+export interface CurrentPipelinesOptions {
   /**
    * The pipeline as the pipelines service holds it now (null: deleted, or not in that organization). Absent in unit
    * tests, where the caller's copy is current.
@@ -27,7 +27,7 @@ export interface PipelineCopiesOptions {
  * it current, otherwise the pipeline is read again. The newest copy of each is kept, so a create that names its
  * pipeline by id reads nothing but the fence.
  */
-export function createPipelineCopies(opts: PipelineCopiesOptions) {
+export function createCurrentPipelines(opts: CurrentPipelinesOptions) {
   const kept = new LRUCache<string, Pipeline>({ max: opts.max ?? MAX_KEPT });
   const keep = (p: Pipeline) => {
     const had = kept.get(p.id);
@@ -43,7 +43,7 @@ export function createPipelineCopies(opts: PipelineCopiesOptions) {
       return false;
     }
   };
-  const readNow = async (read: NonNullable<PipelineCopiesOptions["read"]>, organizationId: string, id: string) => {
+  const readNow = async (read: NonNullable<CurrentPipelinesOptions["read"]>, organizationId: string, id: string) => {
     const now = await read(organizationId, id);
     if (now) keep(now);
     else kept.delete(id);
@@ -69,4 +69,4 @@ export function createPipelineCopies(opts: PipelineCopiesOptions) {
   };
 }
 
-export type PipelineCopies = ReturnType<typeof createPipelineCopies>;
+export type CurrentPipelines = ReturnType<typeof createCurrentPipelines>;

@@ -1,8 +1,8 @@
 /**
- * Build annotations as `buildkite-agent annotate` and `annotation remove` make them (docs/compatibility.md#agent-endpoints): one
- * annotation per context of a build (or of a job, for job-scoped ones), whose Markdown body is replaced, appended to,
- * or kept while only its style or priority changes. Every input is bounded, and an appended body stays bounded too.
- * Pure: rendering the Markdown is handed in.
+ * Build annotations as `buildkite-agent annotate` and `annotation remove` make them
+ * (docs/compatibility.md#agent-endpoints): one annotation per context of a build (or of a job, for job-scoped ones),
+ * whose Markdown body is replaced, appended to, or kept while only its style or priority changes. Every input is
+ * bounded, and an appended body stays bounded too. Pure: rendering the Markdown is handed in.
  */
 
 /** Bounds of annotations. */

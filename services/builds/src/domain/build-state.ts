@@ -1,6 +1,6 @@
 /**
- * A build's state, derived from its jobs (docs/compatibility.md#build-states). Deriving rather than storing transitions keeps
- * the build consistent with its jobs whatever order job events arrive in.
+ * A build's state, derived from its jobs (docs/compatibility.md#build-states). Deriving rather than storing transitions
+ * keeps the build consistent with its jobs whatever order job events arrive in.
  */
 import { isFinishedJobState, isHardFailure, RUNNING_JOB_STATES } from "./job-states.js";
 import type { DerivedBuildState, JobModel, JobState } from "./types.js";

@@ -1,9 +1,8 @@
 /**
- * Concurrency groups (DOCS controlling_concurrency.md; changelog "Eager concurrency"): at most `concurrency` jobs
- * of a group run at once across an organization. A job whose dependencies are met waits `limited` (REST shows it
- * `scheduled`) until it holds one of the group's slots. `ordered` jobs (the default) start in the order they were
- * created: no job of the group created earlier may still be waiting. `eager` jobs start whenever a slot is free.
- * Pure.
+ * Concurrency groups (docs/compatibility.md#pipeline-yaml): at most `concurrency` jobs of a group run at once across an
+ * organization. A job whose dependencies are met waits `limited` (REST shows it `scheduled`) until it holds one of the
+ * group's slots. `ordered` jobs (the default) start in the order they were created: no job of the group created earlier
+ * may still be waiting. `eager` jobs start whenever a slot is free. Pure.
  */
 import type { JobState } from "./types.js";
 

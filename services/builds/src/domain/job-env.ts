@@ -1,6 +1,6 @@
 /**
- * The environment an agent runs a job with (docs/compatibility.md#the-job-object): the variables the bootstrap requires, those
- * Buildkite documents, and the user's env from the pipeline, the build and the step. Pure.
+ * The environment an agent runs a job with (docs/compatibility.md#the-job-object): the variables the bootstrap
+ * requires, those Buildkite documents, and the user's env from the pipeline, the build and the step. Pure.
  */
 import type { Build } from "./build.js";
 import type { Job } from "./job.js";

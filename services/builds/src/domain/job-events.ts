@@ -1,6 +1,6 @@
 /**
- * One job's transitions, with the guards of docs/compatibility.md#job-states, #cancellation-and-timeouts. The caller stores the result with an
- * update conditioned on the state it read, so two racing events cannot both apply.
+ * One job's transitions, with the guards of docs/compatibility.md#job-states, #cancellation-and-timeouts. The caller
+ * stores the result with an update conditioned on the state it read, so two racing events cannot both apply.
  */
 import type { JobModel, JobState, JobType } from "./types.js";
 

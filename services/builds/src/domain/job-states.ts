@@ -108,9 +108,10 @@ export interface CancelPlan {
 }
 
 /**
- * What canceling a build does to each job (B2): jobs no agent is running (pending, waiting, scheduled, assigned,
- * blocked, limiting, limited) are canceled at once; accepted and running jobs become canceling until their agent
- * finishes them. Finished jobs and jobs already canceling or timing out are left alone.
+ * What canceling a build does to each job (docs/compatibility.md#cancellation-and-timeouts): jobs no agent is running
+ * (pending, waiting, scheduled, assigned, blocked, limiting, limited) are canceled at once; accepted and running jobs
+ * become canceling until their agent finishes them. Finished jobs and jobs already canceling or timing out are left
+ * alone.
  */
 export function cancelPlan(jobs: readonly JobModel[]): CancelPlan {
   const plan: CancelPlan = { cancel: [], canceling: [] };

@@ -1,6 +1,6 @@
 /**
- * Trigger steps (DOCS trigger_step.md): what the build a trigger job creates is made of, and when creating it
- * needs a rule. Pure.
+ * Trigger steps (docs/compatibility.md#pipeline-yaml): what the build a trigger job creates is made of, and when
+ * creating it needs a rule. Pure.
  */
 import type { Build, TriggeredFrom, UserSnapshot } from "./build.js";
 import type { Job } from "./job.js";

@@ -1,6 +1,6 @@
 /**
- * The builds domain's vocabulary. Build and job states are the REST values (docs/compatibility.md#build-states, #job-states).
- * Everything in this folder is pure: no I/O, no clocks except timestamps passed in.
+ * The builds domain's vocabulary. Build and job states are the REST values (docs/compatibility.md#build-states,
+ * #job-states). Everything in this folder is pure: no I/O, no clocks except timestamps passed in.
  */
 
 export { BUILD_STATES, type BuildState, FINISHED_BUILD_STATES, JOB_STATES, type JobState } from "@conveyor/ci-rules";

@@ -11,8 +11,9 @@ const FAILED_BEHIND: readonly JobState[] = ["waiting_failed", "blocked_failed", 
 
 /**
  * Retries: a new attempt of a finished job takes its place. The attempt is stored first and the old job marked
- * retried second, so a crash between the two leaves an attempt whose source is not marked yet, which `heal` (run
- * by every reconcile) completes; jobs that failed only because of the retried one go back to pending.
+ * retried second, so a crash between the two leaves an attempt whose source is not marked yet, which
+ * `completeInterrupted` (run by every reconcile) completes; jobs that failed only because of the retried one go back
+ * to pending.
  */
 export function createJobRetries(ctx: BuildsContext) {
   const { repo, now } = ctx;
@@ -33,7 +34,8 @@ export function createJobRetries(ctx: BuildsContext) {
     await repo.insertJobs([attempt]);
     // Only one retry of a job wins, whichever process makes it: the mark is a compare-and-set on "not retried yet".
     let marked = await repo.updateJob(job.id, job.state, retried, { notRetried: true });
-    // Another process's reconcile may have completed this very retry (heal) between the insert and the mark.
+    // Another process's reconcile may have completed this very retry (completeInterrupted) between the insert and the
+    // mark.
     if (!marked) marked = await repo.findJob(job.id).then((j) => (j?.retriedInJobId === attempt.id ? j : null));
     if (!marked) {
       await repo.deleteJob(attempt.id, attempt.state);
@@ -59,15 +61,15 @@ export function createJobRetries(ctx: BuildsContext) {
      * Completes retries a crash interrupted: an attempt whose source is not marked retried yet marks it. Returns
      * whether anything changed. The caller holds the build's lock.
      */
-    async heal(jobs: readonly Job[]): Promise<boolean> {
-      let healed = false;
+    async completeInterrupted(jobs: readonly Job[]): Promise<boolean> {
+      let completed = false;
       for (const attempt of jobs) {
         const source = attempt.retrySource && jobs.find((j) => j.id === attempt.retrySource?.jobId);
         if (!source) continue;
         // A retry that lost to another (its process died before removing its attempt) leaves an attempt nobody
         // points to: it never ran, and goes.
         if (source.retried && source.retriedInJobId !== attempt.id) {
-          if (attempt.state === "pending" && (await repo.deleteJob(attempt.id, "pending"))) healed = true;
+          if (attempt.state === "pending" && (await repo.deleteJob(attempt.id, "pending"))) completed = true;
           continue;
         }
         if (source.retried) continue;
@@ -77,9 +79,9 @@ export function createJobRetries(ctx: BuildsContext) {
           { retried: true, retriedInJobId: attempt.id, retryType: attempt.retrySource?.retryType ?? "automatic" },
           { notRetried: true },
         );
-        if (marked) healed = true;
+        if (marked) completed = true;
       }
-      return healed;
+      return completed;
     },
 
     /**

@@ -14,10 +14,10 @@ export interface SweepSettings {
 }
 
 /**
- * The server's clocks on jobs (docs/compatibility.md#cancellation-and-timeouts, #job-states): a running job past its deadline starts timing out
- * (its agent sees `timing_out` at its next status poll and stops it); one its agent never stops is ended as timed
- * out after a grace period; a scheduled job no agent took in time expires. Every change is a compare-and-set
- * transition, so sweeps in several processes at once change each job once.
+ * The server's clocks on jobs (docs/compatibility.md#cancellation-and-timeouts, #job-states): a running job past its
+ * deadline starts timing out (its agent sees `timing_out` at its next status poll and stops it); one its agent never
+ * stops is ended as timed out after a grace period; a scheduled job no agent took in time expires. Every change is a
+ * compare-and-set transition, so sweeps in several processes at once change each job once.
  */
 export function createJobSweeps(
   ctx: BuildsContext,

@@ -79,7 +79,8 @@ export function createJobTransitions(ctx: BuildsContext, reconcile: Reconcile, r
           softFailed: next.softFailed,
           ...stampsFor(job, next.state, at),
         };
-        // The server enforces timeouts (§C6): a running job's deadline is set when it starts.
+        // The server enforces timeouts (docs/compatibility.md#cancellation-and-timeouts): a running job's deadline is
+        // set when it starts.
         if (event.type === "start" && job.timeoutInMinutes !== null)
           update.deadlineAt = new Date(at.getTime() + job.timeoutInMinutes * 60_000);
         if (event.type === "assign") update.agent = opts.agent ?? null;

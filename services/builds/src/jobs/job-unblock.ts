@@ -17,11 +17,12 @@ const CANCELED_BUILD_STATES = new Set(["canceling", "canceled"]);
 const MAX_SUBMITTED_FIELDS = 100;
 
 /**
- * Unblocking block and input jobs (`PUT …/jobs/{id}/unblock`, docs/compatibility.md#build-states). The submitted values are
- * checked against the step's fields; the job is unblocked with a compare-and-set on its state that also records the
- * meta-data the values make, so one unblock wins whichever process makes it and only the winner's values count.
- * The meta-data is stored by `heal`, which every reconcile runs before it releases the jobs behind the block (and
- * which finishes the work of a process that died in between), so those jobs read the values from their first moment.
+ * Unblocking block and input jobs (`PUT …/jobs/{id}/unblock`, docs/compatibility.md#build-states). The submitted
+ * values are checked against the step's fields; the job is unblocked with a compare-and-set on its state that also
+ * records the meta-data the values make, so one unblock wins whichever process makes it and only the winner's values
+ * count. The meta-data is stored by `storeUnblockFields`, which every reconcile runs before it releases the jobs
+ * behind the block (and which finishes the work of a process that died in between), so those jobs read the values
+ * from their first moment.
  */
 export function createJobUnblock(ctx: BuildsContext, reconcile: Reconcile, metaData: BuildMetaData) {
   const { repo, withLock, now } = ctx;
@@ -80,10 +81,10 @@ export function createJobUnblock(ctx: BuildsContext, reconcile: Reconcile, metaD
 
     /**
      * Stores the meta-data of unblocked jobs whose values are not stored yet, then clears them from the job.
-     * Whether anything changed. The caller holds the build's lock (reconcile's heal).
+     * Whether anything changed. The caller holds the build's lock (reconcile's finishInterrupted hook).
      */
-    async heal(jobs: readonly Job[]): Promise<boolean> {
-      let healed = false;
+    async storeUnblockFields(jobs: readonly Job[]): Promise<boolean> {
+      let stored = false;
       for (const job of jobs) {
         if (job.state !== "unblocked" || !job.unblockFields) continue;
         const items = Object.entries(job.unblockFields).map(([key, value]) => ({ key, value }));
@@ -94,9 +95,9 @@ export function createJobUnblock(ctx: BuildsContext, reconcile: Reconcile, metaD
           if (ConnectError.from(err).code !== Code.InvalidArgument) throw err;
           ctx.logger.warn({ err, jobId: job.id }, "an unblock's fields did not fit the build's meta-data");
         }
-        if (await repo.updateJob(job.id, "unblocked", { unblockFields: null })) healed = true;
+        if (await repo.updateJob(job.id, "unblocked", { unblockFields: null })) stored = true;
       }
-      return healed;
+      return stored;
     },
   };
 }

@@ -23,10 +23,10 @@ export interface UploadRequest {
 }
 
 /**
- * `buildkite-agent pipeline upload` (docs/compatibility.md#pipeline-upload). An upload is planned once and its plan stored under
- * its uuid before anything changes; then the plan is applied (each step idempotent) and the upload marked applied.
- * The agent retries an upload whose answer it did not get with the same uuid: an applied upload answers the same
- * again, and one a crash interrupted is applied from its stored plan, so no upload is half applied for good.
+ * `buildkite-agent pipeline upload` (docs/compatibility.md#pipeline-upload). An upload is planned once and its plan
+ * stored under its uuid before anything changes; then the plan is applied (each step idempotent) and the upload marked
+ * applied. The agent retries an upload whose answer it did not get with the same uuid: an applied upload answers the
+ * same again, and one a crash interrupted is applied from its stored plan, so no upload is half applied for good.
  */
 export function createPipelineUpload(ctx: BuildsContext, reconcile: Reconcile, uploads: PipelineUploadRepository) {
   const { repo, withLock, now } = ctx;

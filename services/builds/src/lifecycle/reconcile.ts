@@ -21,7 +21,11 @@ export type Reconcile = (buildId: string) => Promise<BuildWithJobs>;
 export function createReconcile(
   ctx: BuildsContext,
   hooks: {
-    heal?(jobs: readonly Job[]): Promise<boolean>;
+    /**
+     * Finishes what a crash left half done (a retry whose old attempt is not marked, an unblock whose fields are not
+     * stored); true when it changed anything, and the reconcile then reads the build again.
+     */
+    finishInterrupted?(jobs: readonly Job[]): Promise<boolean>;
     /** Told of the build and its jobs after every reconcile; must not wait for anything (the lock is held). */
     settled?(build: Build, jobs: readonly Job[]): void;
   } = {},
@@ -32,8 +36,8 @@ export function createReconcile(
       const build = await repo.findBuildById(buildId);
       if (!build) throw notFound("build");
       let jobs = await repo.jobsOf([buildId]);
-      // Work a crash left half done (a retry whose old attempt is not marked yet) is finished first.
-      if (hooks.heal && (await hooks.heal(jobs))) continue;
+      // Work a crash left half done is finished first.
+      if (hooks.finishInterrupted && (await hooks.finishInterrupted(jobs))) continue;
       const at = now();
       const advanced = advance(jobs);
       // A write below changes the pipeline's counters: the outbox notes it first (free while the note stands).

@@ -1,6 +1,6 @@
 /**
- * The reads the builds RPCs answer from (a build with its jobs, a page of builds): from the read cache when the
- * touch bus's barrier proves it current, else from the database, keeping what was read when nothing it covers
+ * The reads the builds RPCs answer from (a build with its jobs, a page of builds): from the read cache when the cache
+ * invalidation feed's barrier proves it current, else from the database, keeping what was read when nothing it covers
  * changed meanwhile (read-cache.ts says how).
  */
 
@@ -8,7 +8,7 @@ import type { Build } from "../domain/build.js";
 import type { Job } from "../domain/job.js";
 import type { BuildListFilter } from "../store/build-list-query.js";
 import type { BuildRepository } from "../store/build-repository.js";
-import type { TouchBus } from "./cache-invalidation-feed.js";
+import type { InvalidationFeed } from "./cache-invalidation-feed.js";
 import { listScopes, type ReadCache } from "./read-cache.js";
 import { createSharedReads } from "./shared-reads.js";
 
@@ -53,9 +53,12 @@ function uncachedReads(repo: BuildRepository): BuildReads {
   };
 }
 
-export function createBuildReads(repo: BuildRepository, cached?: { cache: ReadCache; bus: TouchBus }): BuildReads {
+export function createBuildReads(
+  repo: BuildRepository,
+  cached?: { cache: ReadCache; feed: InvalidationFeed },
+): BuildReads {
   if (!cached) return uncachedReads(repo);
-  const { cache, bus } = cached;
+  const { cache, feed } = cached;
   // What a change dropped from the cache, every poller of it misses at once: they share the database reads.
   const shared = createSharedReads();
 
@@ -82,7 +85,7 @@ export function createBuildReads(repo: BuildRepository, cached?: { cache: ReadCa
   return {
     async buildWithJobs(pipelineId, number) {
       const arrivedAt = performance.now();
-      const fresh = await bus.barrier();
+      const fresh = await feed.barrier();
       const kept = fresh ? cache.byNumber(pipelineId, number, true) : undefined;
       if (kept?.jobs) return { build: kept.build, jobs: kept.jobs };
       return shared.share(`build|${pipelineId}|${number}`, arrivedAt, async () => {
@@ -95,7 +98,7 @@ export function createBuildReads(repo: BuildRepository, cached?: { cache: ReadCa
 
     async page(filter, skip, limit, withJobs) {
       const arrivedAt = performance.now();
-      const fresh = await bus.barrier();
+      const fresh = await feed.barrier();
       const key = JSON.stringify([filter, skip, limit]);
       const ids = fresh ? cache.list(key) : undefined;
       let builds: Build[] | undefined;

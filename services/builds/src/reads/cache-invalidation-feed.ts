@@ -20,16 +20,16 @@ import { DeliverPolicy, type JetStreamClient, jetstreamManager } from "@nats-io/
 import type { NatsConnection } from "@nats-io/transport-node";
 import type { Collection } from "mongodb";
 import type { Logger } from "pino";
-import { mergeTouches, type ReadCache, type Touch } from "./read-cache.js";
+import { type Invalidation, mergeInvalidations, type ReadCache } from "./read-cache.js";
 
-export const TOUCH_STREAM = "CI_BUILD_TOUCHES";
-export const TOUCH_SUBJECT = "touches.builds";
+export const INVALIDATION_STREAM = "CI_BUILD_TOUCHES";
+export const INVALIDATION_SUBJECT = "touches.builds";
 /** Touches are needed only until every replica has applied them; a replica further behind drops its cache. */
-const TOUCH_MAX_AGE_NS = 120 * 1_000_000_000;
+const INVALIDATION_MAX_AGE_NS = 120 * 1_000_000_000;
 /** The most touches published as one message (a merged touch of 100 creates is about 12 KB). */
-const TOUCHES_PER_MESSAGE = 100;
+const INVALIDATIONS_PER_MESSAGE = 100;
 /** How long a touch's publish waits for JetStream before it goes to the backlog instead. */
-const TOUCH_PUBLISH_TIMEOUT_MS = 1_000;
+const INVALIDATION_PUBLISH_TIMEOUT_MS = 1_000;
 /**
  * How long a read waits for the stream's last sequence or a look at the backlog: with NATS or the database gone the
  * read goes to the database at once rather than after the clients' own timeouts (5 s each).
@@ -48,9 +48,9 @@ const BACKLOG_ACK_DELAY_MS = 2 * BACKLOG_LOOK_MS;
 const FOREIGN_BACKLOG_MS = 15_000;
 
 /** Makes changes known to every replica, and tells a read when what is kept may be served. */
-export interface TouchBus {
+export interface InvalidationFeed {
   /** Resolves once the touch is durable (in the stream or the backlog): only then may its write be acknowledged. */
-  publish(t: Touch): Promise<void>;
+  publish(t: Invalidation): Promise<void>;
   /** True once every touch acknowledged before the call is applied here; false: read the database. */
   barrier(): Promise<boolean>;
   /**
@@ -62,9 +62,9 @@ export interface TouchBus {
 }
 
 /** A touch not yet in the stream. */
-export interface TouchBacklogDoc {
+export interface InvalidationBacklogDoc {
   _id: string;
-  touch: Touch;
+  touch: Invalidation;
   at: Date;
 }
 
@@ -79,10 +79,10 @@ function within<T>(work: Promise<T>, ms: number): Promise<T> {
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
-const encodeTouch = (t: Touch) => encoder.encode(JSON.stringify(t));
-const decodeTouch = (data: Uint8Array): Touch | null => {
+const encodeTouch = (t: Invalidation) => encoder.encode(JSON.stringify(t));
+const decodeTouch = (data: Uint8Array): Invalidation | null => {
   try {
-    const t = JSON.parse(decoder.decode(data)) as Touch;
+    const t = JSON.parse(decoder.decode(data)) as Invalidation;
     return Array.isArray(t.builds) && Array.isArray(t.pipelines) && Array.isArray(t.organizations) ? t : null;
   } catch {
     return null;
@@ -90,42 +90,42 @@ const decodeTouch = (data: Uint8Array): Touch | null => {
 };
 
 /** Starts applying the touch stream to `cache` (creating the stream when missing). */
-export async function startTouchBus(opts: {
+export async function startInvalidationFeed(opts: {
   nc: NatsConnection;
   js: JetStreamClient;
-  backlog: Collection<TouchBacklogDoc>;
+  backlog: Collection<InvalidationBacklogDoc>;
   cache: ReadCache;
   logger: Logger;
   newId: () => string;
   /** How long a read waits for touches before it reads the database (default BARRIER_TIMEOUT_MS). */
   barrierTimeoutMs?: number;
-}): Promise<TouchBus> {
+}): Promise<InvalidationFeed> {
   const { nc, js, backlog, cache, logger } = opts;
   const barrierTimeoutMs = opts.barrierTimeoutMs ?? BARRIER_TIMEOUT_MS;
   const jsm = await jetstreamManager(nc, { timeout: BARRIER_QUERY_TIMEOUT_MS });
   const streamInfo = async () => {
     try {
-      return await jsm.streams.info(TOUCH_STREAM);
+      return await jsm.streams.info(INVALIDATION_STREAM);
     } catch {
       try {
         await jsm.streams.add({
-          name: TOUCH_STREAM,
-          subjects: [TOUCH_SUBJECT],
-          max_age: TOUCH_MAX_AGE_NS,
+          name: INVALIDATION_STREAM,
+          subjects: [INVALIDATION_SUBJECT],
+          max_age: INVALIDATION_MAX_AGE_NS,
           allow_direct: true,
         });
       } catch (err) {
         // Another replica may have created it meanwhile.
         logger.debug({ err }, "touch stream exists already");
       }
-      return jsm.streams.info(TOUCH_STREAM);
+      return jsm.streams.info(INVALIDATION_STREAM);
     }
   };
   let info = await streamInfo();
   // A stream an earlier version made has no direct gets: allowed now (harmless to every reader).
   if (!info.config.allow_direct && info.config.num_replicas <= 1) {
     try {
-      info = await jsm.streams.update(TOUCH_STREAM, { allow_direct: true });
+      info = await jsm.streams.update(INVALIDATION_STREAM, { allow_direct: true });
     } catch (err) {
       logger.debug({ err }, "touch stream kept without direct gets");
     }
@@ -138,8 +138,10 @@ export async function startTouchBus(opts: {
    * touches all expired has no last touch: its info still knows the sequence.
    */
   const lastSequence = async () => {
-    const last = direct ? await jsm.direct.getMessage(TOUCH_STREAM, { last_by_subj: TOUCH_SUBJECT }) : null;
-    return last ? last.seq : (await jsm.streams.info(TOUCH_STREAM)).state.last_seq;
+    const last = direct
+      ? await jsm.direct.getMessage(INVALIDATION_STREAM, { last_by_subj: INVALIDATION_SUBJECT })
+      : null;
+    return last ? last.seq : (await jsm.streams.info(INVALIDATION_STREAM)).state.last_seq;
   };
   const start = info.state.last_seq;
   await backlog.createIndex({ at: 1 }, { name: "at" });
@@ -165,7 +167,7 @@ export async function startTouchBus(opts: {
     logger.debug({ why }, "build read cache dropped");
   };
 
-  const consumer = await js.consumers.get(TOUCH_STREAM, {
+  const consumer = await js.consumers.get(INVALIDATION_STREAM, {
     deliver_policy: DeliverPolicy.StartSequence,
     opt_start_seq: start + 1,
   });
@@ -174,7 +176,7 @@ export async function startTouchBus(opts: {
     for await (const msg of messages) {
       if (msg.seq !== applied + 1) dropAll(`touch ${msg.seq} follows ${applied}: touches were missed`);
       const touch = decodeTouch(msg.data);
-      if (touch) cache.touch(touch);
+      if (touch) cache.invalidate(touch);
       else dropAll(`touch ${msg.seq} could not be read`);
       advance(msg.seq);
     }
@@ -240,11 +242,12 @@ export async function startTouchBus(opts: {
       }, barrierTimeoutMs).unref();
     });
 
-  const publishTouch = (t: Touch) => js.publish(TOUCH_SUBJECT, encodeTouch(t), { timeout: TOUCH_PUBLISH_TIMEOUT_MS });
+  const publishTouch = (t: Invalidation) =>
+    js.publish(INVALIDATION_SUBJECT, encodeTouch(t), { timeout: INVALIDATION_PUBLISH_TIMEOUT_MS });
 
   /** Puts touches in the stream as one, or in the backlog when the stream cannot take them. */
-  const sendTouches = async (list: Touch[]) => {
-    const t = mergeTouches(list);
+  const sendTouches = async (list: Invalidation[]) => {
+    const t = mergeInvalidations(list);
     try {
       if (!connected) throw new Error("not connected to NATS");
       await publishTouch(t);
@@ -260,12 +263,12 @@ export async function startTouchBus(opts: {
   };
   // Touches of writes that end while one is being published go together in the next message (group commit): a
   // create makes three touches, and concurrent creates would otherwise publish and apply each on its own.
-  const touches = createGroupCommit<Touch>({ send: sendTouches, maxSize: TOUCHES_PER_MESSAGE });
+  const touches = createGroupCommit<Invalidation>({ send: sendTouches, maxSize: INVALIDATIONS_PER_MESSAGE });
 
   return {
     async publish(t) {
       // This replica's own reads see the change at once, whatever the stream does.
-      cache.touch(t);
+      cache.invalidate(t);
       await touches.add(t);
     },
 

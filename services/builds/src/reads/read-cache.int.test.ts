@@ -13,24 +13,24 @@ import { createMongoJobLogRepository } from "../store/job-log-repository.js";
 import { createMongoPipelineUploadRepository } from "../store/pipeline-upload-repository.js";
 import { pipelineFromYaml } from "../test-pipelines.js";
 import {
-  startTouchBus,
-  TOUCH_STREAM,
-  TOUCH_SUBJECT,
-  type TouchBacklogDoc,
-  type TouchBus,
+  INVALIDATION_STREAM,
+  INVALIDATION_SUBJECT,
+  type InvalidationBacklogDoc,
+  type InvalidationFeed,
+  startInvalidationFeed,
 } from "./cache-invalidation-feed.js";
 import { createReadCache } from "./read-cache.js";
 
-// Two replicas of the builds service, each with its own read cache and touch bus, over one database and the stack's
-// real NATS: what one replica acknowledges, the other never hides behind what it kept.
+// Two replicas of the builds service, each with its own read cache and cache invalidation feed, over one database and
+// the stack's real NATS: what one replica acknowledges, the other never hides behind what it kept.
 const logger = createLogger("test", "silent");
-const NO_TOUCH = { builds: [], pipelines: [], organizations: [] };
+const NO_INVALIDATION = { builds: [], pipelines: [], organizations: [] };
 const events: EventPublisher = { async publish() {} };
 type Client = ReturnType<typeof createClient<typeof BuildsService>>;
 
 interface Replica {
   client: Client;
-  bus: TouchBus;
+  feed: InvalidationFeed;
   nc: NatsConnection;
   /** Database commands on builds and jobs this replica's reads sent. */
   reads(): number;
@@ -52,10 +52,10 @@ async function openReplica(): Promise<Replica> {
   const rdb = mongo.db(db.databaseName);
   const nc = await connect({ servers: process.env.NATS_URL ?? "" });
   const cache = createReadCache();
-  const bus = await startTouchBus({
+  const feed = await startInvalidationFeed({
     nc,
     js: jetstream(nc),
-    backlog: rdb.collection<TouchBacklogDoc>("build_touch_backlog"),
+    backlog: rdb.collection<InvalidationBacklogDoc>("build_touch_backlog"),
     cache,
     logger,
     newId,
@@ -70,7 +70,7 @@ async function openReplica(): Promise<Replica> {
     slots: await createMongoConcurrencySlotRepository(rdb),
     events,
     logger,
-    readCache: { cache, bus },
+    readCache: { cache, feed },
   });
   const client = createClient(
     BuildsService,
@@ -78,11 +78,11 @@ async function openReplica(): Promise<Replica> {
   );
   const replica: Replica = {
     client,
-    bus,
+    feed,
     nc,
     reads: () => reads,
     async close() {
-      await bus.stop().catch(() => {});
+      await feed.stop().catch(() => {});
       await nc.close().catch(() => {});
       await mongo.close();
     },
@@ -142,15 +142,15 @@ describe("the builds read cache across two replicas", () => {
     expect(pageAgain).toEqual(page);
   });
 
-  it("asks the touch stream for its last sequence with direct gets, which the stream allows", async () => {
+  it("asks the invalidation stream for its last sequence with direct gets, which the stream allows", async () => {
     const jsm = await jetstreamManager(a.nc);
-    const info = await jsm.streams.info(TOUCH_STREAM);
+    const info = await jsm.streams.info(INVALIDATION_STREAM);
     expect([info.config.allow_direct, info.config.num_replicas]).toEqual([true, 1]);
-    const last = await jsm.direct.getMessage(TOUCH_STREAM, { last_by_subj: TOUCH_SUBJECT });
+    const last = await jsm.direct.getMessage(INVALIDATION_STREAM, { last_by_subj: INVALIDATION_SUBJECT });
     expect(last?.seq).toBe(info.state.last_seq);
   });
 
-  it("a read waits until every touch in the stream when it began is applied", async () => {
+  it("a read waits until every invalidation in the stream when it began is applied", async () => {
     const pipeline = pipelineOf(YAML);
     const build = await createOn(a.client, pipeline);
     const ref = { pipelineId: pipeline.id, number: build.number };
@@ -158,8 +158,11 @@ describe("the builds read cache across two replicas", () => {
     for (let i = 0; i < 10; i++) {
       await b.client.getBuild(ref);
       await b.client.getBuild(ref);
-      // A touch lands in the stream (acknowledged) just before B's next read: B must apply it before answering.
-      await js.publish(TOUCH_SUBJECT, new TextEncoder().encode(JSON.stringify({ ...NO_TOUCH, builds: [build.id] })));
+      // An invalidation lands in the stream (acknowledged) just before B's next read: B must apply it before answering.
+      await js.publish(
+        INVALIDATION_SUBJECT,
+        new TextEncoder().encode(JSON.stringify({ ...NO_INVALIDATION, builds: [build.id] })),
+      );
       const before = b.reads();
       await b.client.getBuild(ref);
       expect(b.reads()).toBeGreaterThan(before);
@@ -204,21 +207,21 @@ describe("the builds read cache across two replicas", () => {
     expect(page.builds[0]?.number).toBe(next.number);
   });
 
-  it("publishes the touches of concurrent writes together, and the other replica sees every write", async () => {
+  it("publishes the invalidations of concurrent writes together, and the other replica sees every write", async () => {
     const pipeline = pipelineOf(YAML);
     const { number } = await createOn(a.client, pipeline);
     // B keeps the pipeline's page before the burst.
     const list = { organizationIds: [pipeline.organizationId], pipelineId: pipeline.id, perPage: 30 };
     expect((await b.client.listBuilds(list)).builds.map((x) => x.number)).toEqual([number]);
     let messages = 0;
-    const sub = a.nc.subscribe(TOUCH_SUBJECT, {
+    const sub = a.nc.subscribe(INVALIDATION_SUBJECT, {
       callback: () => {
         messages++;
       },
     });
     await a.nc.flush();
     const created = await Promise.all(Array.from({ length: 12 }, () => createOn(a.client, pipeline)));
-    // Three touched writes per create (the build, its jobs, its first state); together, far fewer messages.
+    // Three invalidating writes per create (the build, its jobs, its first state); together, far fewer messages.
     await a.nc.flush();
     sub.unsubscribe();
     expect(messages).toBeGreaterThan(0);
@@ -298,22 +301,22 @@ describe("the builds read cache across two replicas", () => {
     expect(grown.builds).toHaveLength(2);
   });
 
-  it("a change whose touch NATS would not take waits in the backlog, and reads go to the database until it is published", async () => {
+  it("a change whose invalidation NATS would not take waits in the backlog, and reads go to the database until it is published", async () => {
     const pipeline = pipelineOf(YAML);
     const cut = await openReplica();
     const build = await createOn(cut.client, pipeline);
     const ref = { pipelineId: pipeline.id, number: build.number };
     expect((await b.client.getBuild(ref)).build?.state).toBe("scheduled");
-    // The writer loses NATS: its next change is acknowledged with its touch in the backlog.
+    // The writer loses NATS: its next change is acknowledged with its invalidation in the backlog.
     await cut.nc.close();
     await cut.client.cancelBuild(ref);
-    const backlog = db.collection<TouchBacklogDoc>("build_touch_backlog");
+    const backlog = db.collection<InvalidationBacklogDoc>("build_touch_backlog");
     expect(await backlog.countDocuments()).toBeGreaterThan(0);
     const before = b.reads();
     expect(["canceling", "canceled"]).toContain((await b.client.getBuild(ref)).build?.state);
     expect(b.reads()).toBeGreaterThan(before);
     // Another process's relay publishes the backlog; then B serves from memory again, and the change.
-    await a.bus.relay({ force: true });
+    await a.feed.relay({ force: true });
     expect(await backlog.countDocuments()).toBe(0);
     // A look at the backlog stands for 50 ms: after that, B sees it empty.
     await new Promise((resolve) => setTimeout(resolve, 100));

@@ -1,12 +1,12 @@
 import { aBuild, aJob } from "../test-support.js";
-import { createReadCache, listScopes, mergeTouches, type Touch } from "./read-cache.js";
+import { createReadCache, type Invalidation, listScopes, mergeInvalidations } from "./read-cache.js";
 
 const b1 = aBuild({ id: "b1", pipelineId: "p1", organizationId: "o1", number: 1 });
 const b2 = aBuild({ id: "b2", pipelineId: "p1", organizationId: "o1", number: 2 });
 const other = aBuild({ id: "b9", pipelineId: "p9", organizationId: "o9", number: 1 });
 const j1 = aJob({ id: "j1", buildId: "b1", pipelineId: "p1", buildNumber: 1 });
-const none: Touch = { builds: [], pipelines: [], organizations: [] };
-const buildTouch = (b: typeof b1): Touch => ({
+const none: Invalidation = { builds: [], pipelines: [], organizations: [] };
+const buildInvalidation = (b: typeof b1): Invalidation => ({
   builds: [b.id],
   pipelines: [b.pipelineId],
   organizations: [b.organizationId],
@@ -28,11 +28,11 @@ describe("read cache: builds", () => {
     expect(cache.byNumber("p1", 1, true)).toBeUndefined();
   });
 
-  it("drops a build its touch names, and no other", () => {
+  it("drops a build its invalidation names, and no other", () => {
     const cache = createReadCache();
     cache.keepBuild(cache.ticket(), b1, [j1]);
     cache.keepBuild(cache.ticket(), other, []);
-    cache.touch(buildTouch(b1));
+    cache.invalidate(buildInvalidation(b1));
     expect(cache.byNumber("p1", 1, false)).toBeUndefined();
     expect(cache.byNumber("p9", 1, true)?.build).toBe(other);
   });
@@ -40,7 +40,7 @@ describe("read cache: builds", () => {
   it("never keeps what a read got when the build changed after the read began (the race)", () => {
     const cache = createReadCache();
     const ticket = cache.ticket();
-    cache.touch(buildTouch(b1)); // a change lands while the database is being read
+    cache.invalidate(buildInvalidation(b1)); // a change lands while the database is being read
     cache.keepBuild(ticket, b1, [j1]);
     expect(cache.byId("b1")).toBeUndefined();
     // A read begun after the change may keep its answer.
@@ -51,7 +51,7 @@ describe("read cache: builds", () => {
   it("a change of jobs drops the jobs kept and keeps the build", () => {
     const cache = createReadCache();
     cache.keepBuild(cache.ticket(), b1, [j1]);
-    cache.touch({ ...none, jobsOf: ["b1"] });
+    cache.invalidate({ ...none, jobsOf: ["b1"] });
     expect(cache.byNumber("p1", 1, true)).toBeUndefined();
     expect(cache.byNumber("p1", 1, false)?.build).toBe(b1);
   });
@@ -59,7 +59,7 @@ describe("read cache: builds", () => {
   it("jobs read before a change of them are not kept, with their build or alone", () => {
     const cache = createReadCache();
     const ticket = cache.ticket();
-    cache.touch({ ...none, jobsOf: ["b1"] });
+    cache.invalidate({ ...none, jobsOf: ["b1"] });
     cache.keepBuild(ticket, b1, [j1]);
     expect(cache.byId("b1")).toEqual({ build: b1 });
     cache.keepJobs(ticket, "b1", [j1]);
@@ -85,7 +85,7 @@ describe("read cache: builds", () => {
     const cache = createReadCache();
     cache.keepBuild(cache.ticket(), b1, [j1]);
     const ticket = cache.ticket();
-    cache.touch({ ...none, everything: true });
+    cache.invalidate({ ...none, everything: true });
     expect(cache.size().builds).toBe(0);
     cache.keepBuild(ticket, b2, []);
     expect(cache.byId("b2")).toBeUndefined();
@@ -115,7 +115,7 @@ describe("read cache: builds", () => {
   it("folding stamps past their bound makes every earlier read's answer unkeepable (safe, never stale)", () => {
     const cache = createReadCache({ maxStamps: 3 });
     const ticket = cache.ticket();
-    for (let i = 0; i < 5; i++) cache.touch({ ...none, builds: [`x${i}`] });
+    for (let i = 0; i < 5; i++) cache.invalidate({ ...none, builds: [`x${i}`] });
     cache.keepBuild(ticket, b1, []);
     expect(cache.byId("b1")).toBeUndefined();
     expect(cache.size().stamps).toBeLessThanOrEqual(3);
@@ -129,30 +129,30 @@ describe("read cache: lists", () => {
     const cache = createReadCache();
     cache.keepList(cache.ticket(), "k", scopes, ["b2", "b1"]);
     expect(cache.list("k")).toEqual(["b2", "b1"]);
-    cache.touch(buildTouch(other));
+    cache.invalidate(buildInvalidation(other));
     expect(cache.list("k")).toEqual(["b2", "b1"]);
-    cache.touch(buildTouch(b1));
+    cache.invalidate(buildInvalidation(b1));
     expect(cache.list("k")).toBeUndefined();
   });
 
   it("a change of jobs alone leaves lists (they filter on builds)", () => {
     const cache = createReadCache();
     cache.keepList(cache.ticket(), "k", scopes, ["b1"]);
-    cache.touch({ ...none, jobsOf: ["b1"] });
+    cache.invalidate({ ...none, jobsOf: ["b1"] });
     expect(cache.list("k")).toEqual(["b1"]);
   });
 
   it("an organization-wide list goes with any change in its organization", () => {
     const cache = createReadCache();
     cache.keepList(cache.ticket(), "org", listScopes({ organizationIds: ["o1"] }), ["b1"]);
-    cache.touch({ builds: ["b3"], pipelines: ["p3"], organizations: ["o1"] });
+    cache.invalidate({ builds: ["b3"], pipelines: ["p3"], organizations: ["o1"] });
     expect(cache.list("org")).toBeUndefined();
   });
 
   it("a list read before a change of its scope is not kept", () => {
     const cache = createReadCache();
     const ticket = cache.ticket();
-    cache.touch(buildTouch(b2));
+    cache.invalidate(buildInvalidation(b2));
     cache.keepList(ticket, "k", scopes, ["b1"]);
     expect(cache.list("k")).toBeUndefined();
   });
@@ -161,21 +161,21 @@ describe("read cache: lists", () => {
     const cache = createReadCache();
     cache.keepList(cache.ticket(), "k", scopes, ["b1"]);
     cache.keepList(cache.ticket(), "k9", listScopes({ organizationIds: ["o9"] }), ["b9"]);
-    cache.touch({ ...none, builds: ["b1"], allLists: true });
+    cache.invalidate({ ...none, builds: ["b1"], allLists: true });
     expect(cache.list("k")).toBeUndefined();
     expect(cache.list("k9")).toBeUndefined();
   });
 });
 
-describe("mergeTouches", () => {
-  it("gives a lone touch as it is", () => {
-    const t = buildTouch(b1);
-    expect(mergeTouches([t])).toBe(t);
+describe("mergeInvalidations", () => {
+  it("gives a lone invalidation as it is", () => {
+    const t = buildInvalidation(b1);
+    expect(mergeInvalidations([t])).toBe(t);
   });
 
-  it("unites what each touch names, each id once, and keeps every flag any of them set", () => {
-    const merged = mergeTouches([
-      buildTouch(b1),
+  it("unites what each invalidation names, each id once, and keeps every flag any of them set", () => {
+    const merged = mergeInvalidations([
+      buildInvalidation(b1),
       { ...none, jobsOf: ["b2"] },
       { builds: ["b1", "b3"], pipelines: ["p1", "p2"], organizations: ["o1"], allLists: true },
       { ...none, jobsOf: ["b2", "b1"] },
@@ -187,15 +187,15 @@ describe("mergeTouches", () => {
       jobsOf: ["b2", "b1"],
       allLists: true,
     });
-    expect(mergeTouches([none, { ...none, everything: true }])).toEqual({ ...none, everything: true });
-    expect(mergeTouches([none, none])).toEqual(none);
+    expect(mergeInvalidations([none, { ...none, everything: true }])).toEqual({ ...none, everything: true });
+    expect(mergeInvalidations([none, none])).toEqual(none);
   });
 
-  it("drops from a cache what the touches would have dropped one by one", () => {
+  it("drops from a cache what the invalidations would have dropped one by one", () => {
     const cache = createReadCache();
     cache.keepBuild(cache.ticket(), b1, [j1]);
     cache.keepBuild(cache.ticket(), other, []);
-    cache.touch(mergeTouches([{ ...none, jobsOf: ["b1"] }, buildTouch(other)]));
+    cache.invalidate(mergeInvalidations([{ ...none, jobsOf: ["b1"] }, buildInvalidation(other)]));
     expect(cache.byId("b1")?.jobs).toBeUndefined();
     expect(cache.byId("b1")?.build).toBe(b1);
     expect(cache.byId("b9")).toBeUndefined();

@@ -1,9 +1,10 @@
 /**
  * What the builds service's read path keeps of builds, their jobs and build lists, and the rule that decides when a
- * kept answer may be served. Pure (no I/O): the touch bus (touch-bus.ts) feeds it the changes every replica makes,
- * and build-reads.ts serves from it only after a barrier proved every acknowledged change has been applied here.
+ * kept answer may be served. Pure (no I/O): the cache invalidation feed (cache-invalidation-feed.ts) hands it the
+ * invalidations of the changes every replica makes, and build-reads.ts serves from it only after a barrier proved every
+ * acknowledged change has been applied here.
  *
- * Freshness is tracked by generations: every change ("touch") takes the next number of a counter and stamps the
+ * Freshness is tracked by generations: every invalidation takes the next number of a counter and stamps the
  * build and the scopes (its pipeline and organization) it changed. A read takes a ticket (the counter) before it
  * asks the database and may keep what it read only if nothing it covers was stamped after the ticket: a change that
  * raced the read is never hidden behind an older answer.
@@ -13,7 +14,7 @@ import type { Build } from "../domain/build.js";
 import type { Job } from "../domain/job.js";
 
 /** What one write changed: builds (by id) and the pipelines and organizations whose build lists it may change. */
-export interface Touch {
+export interface Invalidation {
   builds: readonly string[];
   /** Builds whose jobs changed (not the builds themselves). */
   jobsOf?: readonly string[];
@@ -25,19 +26,21 @@ export interface Touch {
   everything?: boolean;
 }
 
-/** One touch saying everything the given ones say (touches published together, touch-bus.ts). */
-export function mergeTouches(touches: readonly Touch[]): Touch {
-  if (touches.length === 1) return touches[0] as Touch;
-  const union = (of: (t: Touch) => readonly string[] | undefined) => [...new Set(touches.flatMap((t) => of(t) ?? []))];
-  const merged: Touch = {
+/** One invalidation saying everything the given ones say (published together, cache-invalidation-feed.ts). */
+export function mergeInvalidations(list: readonly Invalidation[]): Invalidation {
+  if (list.length === 1) return list[0] as Invalidation;
+  const union = (of: (t: Invalidation) => readonly string[] | undefined) => [
+    ...new Set(list.flatMap((t) => of(t) ?? [])),
+  ];
+  const merged: Invalidation = {
     builds: union((t) => t.builds),
     pipelines: union((t) => t.pipelines),
     organizations: union((t) => t.organizations),
   };
   const jobsOf = union((t) => t.jobsOf);
   if (jobsOf.length > 0) merged.jobsOf = jobsOf;
-  if (touches.some((t) => t.allLists)) merged.allLists = true;
-  if (touches.some((t) => t.everything)) merged.everything = true;
+  if (list.some((t) => t.allLists)) merged.allLists = true;
+  if (list.some((t) => t.everything)) merged.everything = true;
   return merged;
 }
 
@@ -110,7 +113,7 @@ export function createReadCache(opts: ReadCacheOptions = {}) {
     stamps.set(key, at);
   };
 
-  /** Drops everything: what was kept can no longer be proved current (a gap in the touches, a lost connection). */
+  /** Drops everything: what was kept can no longer be proved current (a gap in the invalidations, a lost connection). */
   const clear = () => {
     counter++;
     floor = counter;
@@ -123,8 +126,8 @@ export function createReadCache(opts: ReadCacheOptions = {}) {
     /** The generation a read records before it asks the database. */
     ticket: () => counter,
 
-    /** Applies a change: what it touched is dropped and stamped, so that no read begun before it keeps its answer. */
-    touch(t: Touch) {
+    /** Applies an invalidation: what it names is dropped and stamped, so that no read begun before it keeps its answer. */
+    invalidate(t: Invalidation) {
       if (t.everything) return clear();
       const at = ++counter;
       for (const id of t.builds) {

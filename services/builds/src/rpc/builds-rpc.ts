@@ -5,12 +5,12 @@ import type { Pipeline } from "@conveyor/proto/pipelines";
 import { failedPrecondition, invalidFields, notFound, pageWindow } from "@conveyor/runtime";
 import type { BuildsContext } from "../builds-context.js";
 import { type BuildCreation, checkPipeline } from "../creation/build-creation.js";
-import type { PipelineCopies } from "../creation/current-pipelines.js";
+import type { CurrentPipelines } from "../creation/current-pipelines.js";
 import { buildInputProblems } from "../domain/build-input.js";
 import { BUILD_STATES, type BuildState } from "../domain/types.js";
 import type { BuildCancel } from "../lifecycle/build-cancel.js";
 import type { BuildListFilter } from "../store/build-list-query.js";
-import { NO_JOBS, pageVersion, showBuild, shownJobs } from "./build-answer.js";
+import { buildAnswer, NO_JOBS, pageVersion, visibleJobs } from "./build-answer.js";
 import { buildMessage, userSnapshot } from "./build-message.js";
 
 /** "finished" in a state filter stands for these. */
@@ -28,10 +28,10 @@ export function createBuildRpcs(
     creation: BuildCreation;
     cancel: BuildCancel;
     /**
-     * The pipelines builds are created for, as they hold now (pipeline-copies.ts). The caller's copy may be a
+     * The pipelines builds are created for, as they hold now (current-pipelines.ts). The caller's copy may be a
      * cache's, up to its TTL old: a build admitted on it could land in a pipeline archived (or deleted) meanwhile.
      */
-    pipelines: PipelineCopies;
+    pipelines: CurrentPipelines;
   },
 ): BuildRpcs {
   const { repo, withLock } = ctx;
@@ -99,7 +99,7 @@ export function createBuildRpcs(
       const found =
         req.pipelineId !== "" && req.number > 0 ? await ctx.reads.buildWithJobs(req.pipelineId, req.number) : null;
       if (!found) throw notFound("build");
-      const shown = showBuild(found.build, found.jobs, req.includeRetriedJobs);
+      const shown = buildAnswer(found.build, found.jobs, req.includeRetriedJobs);
       if (req.ifNoneMatch !== "" && req.ifNoneMatch === shown.version) {
         return { version: shown.version, notModified: true };
       }
@@ -133,7 +133,9 @@ export function createBuildRpcs(
       const hasMore = page.builds.length > perPage;
       const shown = page.builds
         .slice(0, perPage)
-        .map((b) => showBuild(b, req.excludeJobs ? NO_JOBS : (page.jobs.get(b.id) ?? NO_JOBS), req.includeRetriedJobs));
+        .map((b) =>
+          buildAnswer(b, req.excludeJobs ? NO_JOBS : (page.jobs.get(b.id) ?? NO_JOBS), req.includeRetriedJobs),
+        );
       const version = pageVersion(
         shown.map((b) => b.version),
         hasMore,
@@ -145,7 +147,7 @@ export function createBuildRpcs(
     async cancelBuild(req) {
       const found = await requireBuild(req.pipelineId, req.number);
       const result = await withLock(found.id, () => cancel.cancelOnRequest(req.pipelineId, req.number, req.reason));
-      return { build: buildMessage(result.build, shownJobs(result.jobs, false)) };
+      return { build: buildMessage(result.build, visibleJobs(result.jobs, false)) };
     },
 
     async rebuildBuild(req) {

@@ -2,7 +2,7 @@ import { create } from "@bufbuild/protobuf";
 import { Code, type ConnectError, type HandlerContext } from "@connectrpc/connect";
 import { BuildReadSchema, ReadBuildsRequestSchema, ReadBuildsResponseSchema } from "@conveyor/proto/builds";
 import { callErrorFrom, currentRequestId, fieldErrorsOf, invalidFields, notFound } from "@conveyor/runtime";
-import { createBatchedReads, MAX_READS_PER_CALL } from "./read-builds-rpc.js";
+import { createReadBuildsRpc, MAX_READS_PER_CALL } from "./read-builds-rpc.js";
 
 const context = {} as HandlerContext;
 
@@ -11,7 +11,7 @@ function fakeReads() {
   const seen: string[] = [];
   return {
     seen,
-    reads: createBatchedReads({
+    reads: createReadBuildsRpc({
       getBuild: async (req) => {
         seen.push(`get ${req.number} ${currentRequestId() ?? "-"}`);
         if (req.number === 404) throw notFound("build");

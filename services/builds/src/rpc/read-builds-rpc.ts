@@ -15,7 +15,7 @@ export const MAX_READS_PER_CALL = 100;
 type Result = MessageInitShape<typeof BuildReadResultSchema>;
 type Reads = Pick<ServiceImpl<typeof BuildsService>, "getBuild" | "listBuilds">;
 
-export function createBatchedReads(reads: Reads): Pick<ServiceImpl<typeof BuildsService>, "readBuilds"> {
+export function createReadBuildsRpc(reads: Reads): Pick<ServiceImpl<typeof BuildsService>, "readBuilds"> {
   const answer = async (read: BuildRead, context: HandlerContext): Promise<Result> => {
     switch (read.read.case) {
       case "get":
