@@ -254,9 +254,12 @@ describe("two replicas of every service (CONVEYOR_REPLICAS=2)", () => {
   it("spread calls over both replicas of every service, the restarted ones included", async () => {
     // Connections end after 5 s, so within a few seconds every client has opened new ones through the balancers.
     await sleep(6_000);
-    for (const balancer of stack.balancers.filter((b) => !b.name.endsWith("-health"))) {
-      const counts = balancer.connections();
-      for (const [replica, n] of Object.entries(counts)) {
+    const balancers = stack.balancers.filter((b) => !b.name.endsWith("-health"));
+    expect(balancers.length).toBeGreaterThanOrEqual(KILL_ORDER.length);
+    for (const balancer of balancers) {
+      const counts = Object.entries(balancer.connections());
+      expect([balancer.name, counts.length]).toEqual([balancer.name, 2]);
+      for (const [replica, n] of counts) {
         expect(`${replica}: ${n > 0 ? "used" : "never used"}`).toBe(`${replica}: used`);
       }
     }
@@ -265,6 +268,7 @@ describe("two replicas of every service (CONVEYOR_REPLICAS=2)", () => {
     // balancers, until each replica has served some: a replica restarted after the last build was created may
     // otherwise have had nothing to do (the gateways cache pipelines).
     const slots = stack.replicaSets.filter((s) => s.name !== "gateway").flatMap((s) => s.slots);
+    expect(slots).toHaveLength(2 * (KILL_ORDER.length - 1));
     const served = async () => {
       const states: string[] = [];
       for (const slot of slots) {
