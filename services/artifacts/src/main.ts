@@ -1,9 +1,9 @@
 import { ArtifactsService } from "@conveyor/proto/artifacts";
 import { repeat, runService } from "@conveyor/runtime";
+import type { ArtifactsContext } from "./artifacts-context.js";
 import { createArtifactsService } from "./artifacts-service.js";
 import { readArtifactsConfig } from "./config.js";
 import { createS3ObjectStore } from "./object-store/object-store.js";
-import type { ArtifactsContext } from "./service-context.js";
 import { createMongoArtifactRepository } from "./store/artifact-repository.js";
 import { createSweeper } from "./sweep/sweeper.js";
 

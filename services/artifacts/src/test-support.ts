@@ -1,9 +1,9 @@
 import { createClient, createRouterTransport } from "@connectrpc/connect";
 import { ArtifactsService } from "@conveyor/proto/artifacts";
 import { newId } from "@conveyor/runtime";
+import type { ArtifactsContext } from "./artifacts-context.js";
 import { createArtifactsService } from "./artifacts-service.js";
 import { createMemoryObjectStore } from "./object-store/memory-object-store.js";
-import type { ArtifactsContext } from "./service-context.js";
 import { createMemoryArtifactRepository } from "./store/memory-artifact-repository.js";
 import { createSweeper } from "./sweep/sweeper.js";
 

@@ -2,9 +2,9 @@ import { randomBytes } from "node:crypto";
 import { Code, ConnectError } from "@connectrpc/connect";
 import type { CreateArtifactBatchRequest, UpdateArtifactStatesRequest } from "@conveyor/proto/artifacts";
 import { failedPrecondition, invalidFields, isUuid, toTimestamp } from "@conveyor/runtime";
+import type { ArtifactsContext } from "../artifacts-context.js";
 import { transition } from "../domain/artifact-state.js";
 import { batchArtifactIds, batchProblems, MAX_BATCH_SIZE, mimeTypeOf, objectKeyOf } from "../domain/batch.js";
-import type { ArtifactsContext } from "../service-context.js";
 import type { ArtifactDoc } from "../store/artifact-repository.js";
 import { artifactMessage } from "./artifact-message.js";
 

@@ -4,9 +4,9 @@ import type {
   SetArtifactRetentionRequest,
 } from "@conveyor/proto/artifacts";
 import { invalidFields, isUuid, notFound } from "@conveyor/runtime";
+import type { ArtifactsContext } from "../artifacts-context.js";
 import { transition } from "../domain/artifact-state.js";
 import { isValidRetention, MAX_RETENTION_DAYS } from "../domain/retention.js";
-import type { ArtifactsContext } from "../service-context.js";
 
 /** Deleting artifacts and an organization's retention. */
 export function createManageRpcs(ctx: ArtifactsContext) {

@@ -7,10 +7,10 @@ import type {
   SignArtifactDownloadRequest,
 } from "@conveyor/proto/artifacts";
 import { failedPrecondition, invalidFields, isUuid, notFound, pageWindow, toTimestamp } from "@conveyor/runtime";
+import type { ArtifactsContext } from "../artifacts-context.js";
 import { ARTIFACT_STATES, type ArtifactState, objectProblem } from "../domain/artifact-state.js";
 import { GlobError, MAX_GLOB_LENGTH } from "../domain/glob.js";
 import { createPathSearch } from "../domain/search.js";
-import type { ArtifactsContext } from "../service-context.js";
 import type { ArtifactDoc, ArtifactFilter } from "../store/artifact-repository.js";
 import { artifactMessage } from "./artifact-message.js";
 

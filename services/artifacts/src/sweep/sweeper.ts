@@ -1,6 +1,6 @@
+import type { ArtifactsContext } from "../artifacts-context.js";
 import { OBJECTLESS_STATES, transition } from "../domain/artifact-state.js";
 import { expiryCutoff } from "../domain/retention.js";
-import type { ArtifactsContext } from "../service-context.js";
 
 /** What one sweep did. */
 export interface SweepResult {
