@@ -88,7 +88,7 @@ export function createBuildsContext(
   deps: Pick<BuildsDeps, "repo" | "logs" | "events" | "outbox" | "logger" | "now" | "readCache">,
 ): BuildsContext {
   const { events, logger, readCache } = deps;
-  const repo = readCache ? withInvalidations(deps.repo, readCache.feed.publish) : deps.repo;
+  const repo = readCache ? withInvalidations(deps.repo, readCache.feed.publish, logger) : deps.repo;
   const now = deps.now ?? (() => new Date());
   return {
     ...createPipelineCounters({ repo, events, outbox: deps.outbox, logger, now }),

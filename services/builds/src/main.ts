@@ -18,11 +18,13 @@ import { createAnnotationsService, createBuildsService } from "./builds-service.
 import { readBuildsConfig } from "./config.js";
 import { createTriggerLookups } from "./jobs/trigger-lookups.js";
 import { consumePipelineRemovals } from "./lifecycle/pipeline-removal.js";
-import { type InvalidationBacklogDoc, startInvalidationFeed } from "./reads/cache-invalidation-feed.js";
+import { startInvalidationFeed } from "./reads/cache-invalidation-feed.js";
+import { openInvalidationStream } from "./reads/invalidation-stream.js";
 import { createReadCache } from "./reads/read-cache.js";
 import { createMongoAnnotationRepository } from "./store/annotation-repository.js";
 import { createMongoBuildRepository } from "./store/build-repository.js";
 import { createMongoConcurrencySlotRepository } from "./store/concurrency-slot-repository.js";
+import { createMongoInvalidationBacklog } from "./store/invalidation-backlog-repository.js";
 import { createMongoJobLogRepository } from "./store/job-log-repository.js";
 import { createMongoPipelineUploadRepository } from "./store/pipeline-upload-repository.js";
 
@@ -59,8 +61,13 @@ void runService(
       let readCache: Parameters<typeof createBuildsParts>[0]["readCache"];
       if (config.readCacheBuilds > 0) {
         const cache = createReadCache({ maxBuilds: config.readCacheBuilds });
-        const backlog = db.collection<InvalidationBacklogDoc>("build_touch_backlog");
-        const feed = await startInvalidationFeed({ nc: nats.nc, js: nats.js, backlog, cache, logger, newId });
+        const feed = await startInvalidationFeed({
+          stream: await openInvalidationStream({ nc: nats.nc, js: nats.js, logger }),
+          backlog: await createMongoInvalidationBacklog(db),
+          cache,
+          logger,
+          newId,
+        });
         readCache = { cache, feed };
         every(INVALIDATION_RELAY_MS, "invalidation relay", () => feed.relay());
       }

@@ -2,70 +2,62 @@
  * How every replica of the builds service learns what the others changed, fast enough to serve reads from memory
  * and never older than a change its caller saw acknowledged.
  *
- * - A write is acknowledged only after its touch (touch the build and its scopes, read-cache.ts) is in the JetStream
- *   stream CI_BUILD_TOUCHES, or, when NATS cannot take it, in the database's backlog (which a relay publishes later)
- *   and BACKLOG_ACK_DELAY_MS have passed.
- * - Touches of writes that finish while one is being published go together as one message (group commit).
- * - Every replica applies the stream in order (an ordered consumer) and remembers the last sequence applied.
+ * - A write is acknowledged only after its invalidation (what it changed: read-cache.ts) is in the JetStream stream
+ *   (invalidation-stream.ts), or, when NATS cannot take it, in the database's backlog (which a relay publishes
+ *   later) and BACKLOG_ACK_DELAY_MS have passed.
+ * - Invalidations of writes that finish while one is being published go together as one message (group commit).
+ * - Every replica applies the stream in order and remembers the last sequence applied.
  * - A read first asks the stream for its last sequence (one round trip, shared by every read waiting at that
  *   moment) and uses a look at the backlog begun at most BACKLOG_LOOK_MS ago, then waits until it has applied up to
- *   that sequence. Any touch acknowledged before the read began is then applied. With a backlog entry, an error, or
- *   a wait past BARRIER_TIMEOUT_MS, the read goes to the database.
- * - A gap in the sequence (touches expired before they were applied), a lost connection or a stream started again
- *   drop everything kept.
+ *   that sequence. Any invalidation acknowledged before the read began is then applied. With a backlog entry, an
+ *   error, or a wait past BARRIER_TIMEOUT_MS, the read goes to the database.
+ * - A gap in the sequence (invalidations expired before they were applied), a lost connection, a stream started
+ *   again, or a loop that broke (the stream's reader or the connection's status) drop everything kept. The two loops
+ *   are supervised (the runtime's supervised-loop.ts): a broken one is logged, counted and opened again, and until
+ *   the stream's reader runs again every read goes to the database.
  */
 
-import { createGroupCommit } from "@conveyor/runtime";
-import { DeliverPolicy, type JetStreamClient, jetstreamManager } from "@nats-io/jetstream";
-import type { NatsConnection } from "@nats-io/transport-node";
-import type { Collection } from "mongodb";
-import type { Logger } from "pino";
+import { createGroupCommit, type Logger, superviseLoop } from "@conveyor/runtime";
+import type { InvalidationBacklog } from "../store/invalidation-backlog-repository.js";
+import type { InvalidationStream } from "./invalidation-stream.js";
 import { type Invalidation, mergeInvalidations, type ReadCache } from "./read-cache.js";
 
-export const INVALIDATION_STREAM = "CI_BUILD_TOUCHES";
-export const INVALIDATION_SUBJECT = "touches.builds";
-/** Touches are needed only until every replica has applied them; a replica further behind drops its cache. */
-const INVALIDATION_MAX_AGE_NS = 120 * 1_000_000_000;
-/** The most touches published as one message (a merged touch of 100 creates is about 12 KB). */
+/** The most invalidations published as one message (a merged invalidation of 100 creates is about 12 KB). */
 const INVALIDATIONS_PER_MESSAGE = 100;
-/** How long a touch's publish waits for JetStream before it goes to the backlog instead. */
-const INVALIDATION_PUBLISH_TIMEOUT_MS = 1_000;
 /**
- * How long a read waits for the stream's last sequence or a look at the backlog: with NATS or the database gone the
- * read goes to the database at once rather than after the clients' own timeouts (5 s each).
+ * How long a read waits for a look at the backlog: with the database gone the read goes to the database at once
+ * rather than after the client's own timeout. The stream's last sequence is bounded alike (invalidation-stream.ts).
  */
-const BARRIER_QUERY_TIMEOUT_MS = 500;
-/** How long a read waits for the touches before it reads the database instead (unless told otherwise). */
+const BACKLOG_LOOK_TIMEOUT_MS = 500;
+/** How long a read waits for the invalidations before it reads the database instead (unless told otherwise). */
 const BARRIER_TIMEOUT_MS = 250;
 /**
- * How long a look at the backlog stands for reads. A write whose touch went to the backlog is acknowledged only
- * BACKLOG_ACK_DELAY_MS after, twice as long: any read that begins after that acknowledgement uses a look begun
+ * How long a look at the backlog stands for reads. A write whose invalidation went to the backlog is acknowledged
+ * only BACKLOG_ACK_DELAY_MS after, twice as long: any read that begins after that acknowledgement uses a look begun
  * after the entry was stored, so it sees the entry (and reads the database), while reads cost the database nothing.
  */
 const BACKLOG_LOOK_MS = 50;
 const BACKLOG_ACK_DELAY_MS = 2 * BACKLOG_LOOK_MS;
 /** How often a relay looks for backlog entries it did not write itself (those of a process that died). */
 const FOREIGN_BACKLOG_MS = 15_000;
+/** Backlog entries one relay pass publishes at most. */
+const RELAY_BATCH = 500;
 
 /** Makes changes known to every replica, and tells a read when what is kept may be served. */
 export interface InvalidationFeed {
-  /** Resolves once the touch is durable (in the stream or the backlog): only then may its write be acknowledged. */
+  /**
+   * Applies the invalidation to this replica's cache at once, then resolves once it is durable (in the stream or the
+   * backlog): only then may its write be acknowledged. Rejects when neither took it.
+   */
   publish(t: Invalidation): Promise<void>;
-  /** True once every touch acknowledged before the call is applied here; false: read the database. */
+  /** True once every invalidation acknowledged before the call is applied here; false: read the database. */
   barrier(): Promise<boolean>;
   /**
    * Publishes backlog entries (the relay, on a timer): at once when this process put some there, else only every
-   * `everyMs` (entries a process left when it died), unless `force`.
+   * FOREIGN_BACKLOG_MS (entries a process left when it died), unless `force`.
    */
   relay(opts?: { force?: boolean }): Promise<void>;
   stop(): Promise<void>;
-}
-
-/** A touch not yet in the stream. */
-export interface InvalidationBacklogDoc {
-  _id: string;
-  touch: Invalidation;
-  at: Date;
 }
 
 /** `work`, or a rejection once `ms` have passed. */
@@ -79,78 +71,37 @@ function within<T>(work: Promise<T>, ms: number): Promise<T> {
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
-const encodeTouch = (t: Invalidation) => encoder.encode(JSON.stringify(t));
-const decodeTouch = (data: Uint8Array): Invalidation | null => {
-  try {
-    const t = JSON.parse(decoder.decode(data)) as Invalidation;
-    return Array.isArray(t.builds) && Array.isArray(t.pipelines) && Array.isArray(t.organizations) ? t : null;
-  } catch {
-    return null;
-  }
-};
+const encode = (t: Invalidation) => encoder.encode(JSON.stringify(t));
+/** The invalidation a message holds; an error saying why when it holds none. */
+function decode(data: Uint8Array): Invalidation {
+  const t = JSON.parse(decoder.decode(data)) as Invalidation;
+  if (!Array.isArray(t.builds) || !Array.isArray(t.pipelines) || !Array.isArray(t.organizations))
+    throw new Error("not an invalidation");
+  return t;
+}
 
-/** Starts applying the touch stream to `cache` (creating the stream when missing). */
+/** Starts applying the invalidation stream to `cache`. */
 export async function startInvalidationFeed(opts: {
-  nc: NatsConnection;
-  js: JetStreamClient;
-  backlog: Collection<InvalidationBacklogDoc>;
+  stream: InvalidationStream;
+  backlog: InvalidationBacklog;
   cache: ReadCache;
   logger: Logger;
   newId: () => string;
-  /** How long a read waits for touches before it reads the database (default BARRIER_TIMEOUT_MS). */
+  /** How long a read waits for invalidations before it reads the database (default BARRIER_TIMEOUT_MS). */
   barrierTimeoutMs?: number;
+  /** The first pause before a broken loop is opened again (the runtime's default when absent). */
+  reopenBackoffMs?: number;
 }): Promise<InvalidationFeed> {
-  const { nc, js, backlog, cache, logger } = opts;
+  const { stream, backlog, cache, logger } = opts;
   const barrierTimeoutMs = opts.barrierTimeoutMs ?? BARRIER_TIMEOUT_MS;
-  const jsm = await jetstreamManager(nc, { timeout: BARRIER_QUERY_TIMEOUT_MS });
-  const streamInfo = async () => {
-    try {
-      return await jsm.streams.info(INVALIDATION_STREAM);
-    } catch {
-      try {
-        await jsm.streams.add({
-          name: INVALIDATION_STREAM,
-          subjects: [INVALIDATION_SUBJECT],
-          max_age: INVALIDATION_MAX_AGE_NS,
-          allow_direct: true,
-        });
-      } catch (err) {
-        // Another replica may have created it meanwhile.
-        logger.debug({ err }, "touch stream exists already");
-      }
-      return jsm.streams.info(INVALIDATION_STREAM);
-    }
-  };
-  let info = await streamInfo();
-  // A stream an earlier version made has no direct gets: allowed now (harmless to every reader).
-  if (!info.config.allow_direct && info.config.num_replicas <= 1) {
-    try {
-      info = await jsm.streams.update(INVALIDATION_STREAM, { allow_direct: true });
-    } catch (err) {
-      logger.debug({ err }, "touch stream kept without direct gets");
-    }
-  }
-  const direct = info.config.allow_direct && info.config.num_replicas <= 1;
-  /**
-   * The stream's last sequence. A direct get of its last touch answers at about half the cost of a stream info
-   * (measured: 0.12 against 0.24 ms, and half the server's CPU); only on a stream of one replica, since with more a
-   * direct get may be served by a follower that lags, and the barrier would promise too little. A stream whose
-   * touches all expired has no last touch: its info still knows the sequence.
-   */
-  const lastSequence = async () => {
-    const last = direct
-      ? await jsm.direct.getMessage(INVALIDATION_STREAM, { last_by_subj: INVALIDATION_SUBJECT })
-      : null;
-    return last ? last.seq : (await jsm.streams.info(INVALIDATION_STREAM)).state.last_seq;
-  };
-  const start = info.state.last_seq;
-  await backlog.createIndex({ at: 1 }, { name: "at" });
 
-  /** Whether this process put touches in the backlog since its relay last emptied it; when it last looked anyway. */
+  /** Whether this process put invalidations in the backlog since its relay last emptied it; when it last looked. */
   let ownBacklog = false;
   let lookedAt = 0;
   /** The last stream sequence applied to the cache. */
-  let applied = start;
+  let applied = await stream.lastSequence();
+  /** Whether the stream's reader runs: while it does not, nothing kept can be proved current. */
+  let reading = false;
   /** Reads waiting for `applied` to reach a sequence. */
   const waiting = new Set<{ upTo: number; wake: () => void }>();
   const advance = (seq: number) => {
@@ -167,32 +118,67 @@ export async function startInvalidationFeed(opts: {
     logger.debug({ why }, "build read cache dropped");
   };
 
-  const consumer = await js.consumers.get(INVALIDATION_STREAM, {
-    deliver_policy: DeliverPolicy.StartSequence,
-    opt_start_seq: start + 1,
+  let opened = 0;
+  /** Settles once the reader was first opened, or failed to open (its loop then tries again). */
+  let firstOpen: () => void = () => {};
+  const firstOpened = new Promise<void>((resolve) => {
+    firstOpen = resolve;
   });
-  const messages = await consumer.consume({ max_messages: 256 });
-  const consuming = (async () => {
-    for await (const msg of messages) {
-      if (msg.seq !== applied + 1) dropAll(`touch ${msg.seq} follows ${applied}: touches were missed`);
-      const touch = decodeTouch(msg.data);
-      if (touch) cache.invalidate(touch);
-      else dropAll(`touch ${msg.seq} could not be read`);
+  const reader = superviseLoop({
+    name: "builds.cache-invalidations",
+    logger,
+    ...(opts.reopenBackoffMs !== undefined ? { backoffMs: opts.reopenBackoffMs } : {}),
+    async open() {
+      // Opened again after a break: what was missed meanwhile is unknown, so the cache starts afresh from the
+      // stream's end (everything up to it was written before the cache was emptied).
+      if (opened++ > 0) {
+        const last = await stream.lastSequence();
+        dropAll("the invalidation stream's reader was opened again");
+        advance(last);
+      }
+      const source = await stream.readFrom(applied + 1);
+      reading = true;
+      firstOpen();
+      return source;
+    },
+    handle(msg) {
+      if (msg.seq !== applied + 1) dropAll(`invalidation ${msg.seq} follows ${applied}: some were missed`);
+      try {
+        cache.invalidate(decode(msg.data));
+      } catch (err) {
+        dropAll(`invalidation ${msg.seq} could not be read`);
+        logger.warn({ err, seq: msg.seq }, "unreadable invalidation: the build read cache was dropped");
+      }
       advance(msg.seq);
-    }
-  })().catch((err) => logger.warn({ err }, "touch consumer stopped"));
+    },
+    onBreak() {
+      reading = false;
+      firstOpen();
+      dropAll("the invalidation stream's reader broke");
+    },
+  });
 
-  // While disconnected, touches may be published by others and expire unseen: start afresh.
-  // Without a connection, a touch goes to the backlog and a read to the database at once.
+  // While disconnected, invalidations may be published by others and expire unseen: start afresh. Without a
+  // connection, an invalidation goes to the backlog and a read to the database at once.
   let connected = true;
-  const watching = (async () => {
-    for await (const s of nc.status()) {
+  const statusWatch = superviseLoop({
+    name: "builds.nats-status",
+    logger,
+    ...(opts.reopenBackoffMs !== undefined ? { backoffMs: opts.reopenBackoffMs } : {}),
+    open: () => stream.status(),
+    handle(s) {
       if (s.type === "disconnect" || s.type === "reconnect") {
         connected = s.type === "reconnect";
         dropAll(`NATS ${s.type}`);
       }
-    }
-  })().catch(() => {});
+      // The connection is closed for good (shutdown): nothing is left to read or watch.
+      if (s.type === "close") {
+        stop().catch((err: unknown) => logger.warn({ err }, "the cache invalidation feed did not stop cleanly"));
+      }
+    },
+    // Disconnections may go unseen until it runs again.
+    onBreak: () => dropAll("the NATS status watch broke"),
+  });
 
   /** One barrier query shared by every read that arrived before it began. */
   let inflight: Promise<number | null> | undefined;
@@ -201,11 +187,8 @@ export async function startInvalidationFeed(opts: {
   const backlogPending = (): Promise<boolean> => {
     const at = performance.now();
     if (look && at - look.at < BACKLOG_LOOK_MS) return look.pending;
-    const pending = within(
-      backlog.findOne({}, { projection: { _id: 1 } }).then((doc) => doc !== null),
-      BARRIER_QUERY_TIMEOUT_MS,
-    );
-    // A failed look stands for nothing.
+    const pending = within(backlog.hasAny(), BACKLOG_LOOK_TIMEOUT_MS);
+    // A failed look stands for nothing (its readers see the failure themselves and go to the database).
     pending.catch(() => {
       if (look?.pending === pending) look = undefined;
     });
@@ -214,7 +197,8 @@ export async function startInvalidationFeed(opts: {
   };
 
   const query = async (): Promise<number | null> => {
-    const [last, pending] = await Promise.all([lastSequence(), backlogPending()]);
+    // The stream's queries time out on their own (invalidation-stream.ts).
+    const [last, pending] = await Promise.all([stream.lastSequence(), backlogPending()]);
     if (pending) return null;
     if (last < applied) {
       // The stream was made again (its data lost): what was applied no longer describes it.
@@ -224,7 +208,8 @@ export async function startInvalidationFeed(opts: {
     return last;
   };
   const sharedQuery = async (): Promise<number | null> => {
-    // A query already under way may have begun before this read: wait for it, then share the next one.
+    // A query already under way may have begun before this read: wait for it (whatever its outcome, which its own
+    // readers are told), then share the next one.
     if (inflight) await inflight.catch(() => null);
     inflight ??= query().finally(() => {
       inflight = undefined;
@@ -242,43 +227,50 @@ export async function startInvalidationFeed(opts: {
       }, barrierTimeoutMs).unref();
     });
 
-  const publishTouch = (t: Invalidation) =>
-    js.publish(INVALIDATION_SUBJECT, encodeTouch(t), { timeout: INVALIDATION_PUBLISH_TIMEOUT_MS });
-
-  /** Puts touches in the stream as one, or in the backlog when the stream cannot take them. */
-  const sendTouches = async (list: Invalidation[]) => {
+  /** Puts invalidations in the stream as one, or in the backlog when the stream cannot take them. */
+  const send = async (list: Invalidation[]) => {
     const t = mergeInvalidations(list);
     try {
       if (!connected) throw new Error("not connected to NATS");
-      await publishTouch(t);
+      await stream.publish(encode(t));
     } catch (err) {
-      // While disconnected every write comes here: the disconnection itself is what is worth a warning.
-      if (connected) logger.warn({ err }, "touch not published; kept in the backlog");
-      else logger.debug("NATS disconnected: touch kept in the backlog");
+      try {
+        await backlog.add({ id: opts.newId(), invalidation: t, at: new Date() });
+      } catch (backlogError) {
+        throw new AggregateError([err, backlogError], "invalidation neither published nor kept in the backlog");
+      }
       ownBacklog = true;
-      await backlog.insertOne({ _id: opts.newId(), touch: t, at: new Date() });
+      // While disconnected every write comes here: the disconnection itself is what is worth a warning.
+      if (connected) logger.warn({ err }, "invalidation not published; kept in the backlog");
+      else logger.debug("NATS disconnected: invalidation kept in the backlog");
       // Until every replica's next look at the backlog has begun (see BACKLOG_LOOK_MS).
       await new Promise((resolve) => setTimeout(resolve, BACKLOG_ACK_DELAY_MS));
     }
   };
-  // Touches of writes that end while one is being published go together in the next message (group commit): a
-  // create makes three touches, and concurrent creates would otherwise publish and apply each on its own.
-  const touches = createGroupCommit<Invalidation>({ send: sendTouches, maxSize: INVALIDATIONS_PER_MESSAGE });
+  // Invalidations of writes that end while one is being published go together in the next message (group commit):
+  // a create makes three, and concurrent creates would otherwise publish and apply each on its own.
+  const outgoing = createGroupCommit<Invalidation>({ send, maxSize: INVALIDATIONS_PER_MESSAGE });
+
+  /** Stops both loops (a function declaration: the status loop calls it when the connection closes). */
+  async function stop() {
+    await Promise.all([reader.stop(), statusWatch.stop()]);
+  }
+  await firstOpened;
 
   return {
     async publish(t) {
       // This replica's own reads see the change at once, whatever the stream does.
       cache.invalidate(t);
-      await touches.add(t);
+      await outgoing.add(t);
     },
 
     async barrier() {
-      if (!connected) return false;
+      if (!connected || !reading) return false;
       try {
         const upTo = await sharedQuery();
         return upTo !== null && (await reached(upTo));
       } catch (err) {
-        logger.debug({ err }, "touch barrier failed: reading the database");
+        logger.debug({ err }, "invalidation barrier failed: reading the database");
         dropAll("barrier failed");
         return false;
       }
@@ -288,25 +280,21 @@ export async function startInvalidationFeed(opts: {
       const now = Date.now();
       if (!relayOpts?.force && !ownBacklog && now - lookedAt < FOREIGN_BACKLOG_MS) return;
       lookedAt = now;
-      // Cleared first: a touch put in the backlog while this pass runs sets it again for the next pass.
+      // Cleared first: an invalidation put in the backlog while this pass runs sets it again for the next pass.
       ownBacklog = false;
       try {
-        const entries = await backlog.find({}).sort({ at: 1 }).limit(500).toArray();
+        const entries = await backlog.oldest(RELAY_BATCH);
         for (const entry of entries) {
-          await publishTouch(entry.touch);
-          await backlog.deleteOne({ _id: entry._id });
+          await stream.publish(encode(entry.invalidation));
+          await backlog.remove(entry.id);
         }
-        if (entries.length === 500) ownBacklog = true;
+        if (entries.length === RELAY_BATCH) ownBacklog = true;
       } catch (err) {
         ownBacklog = true;
         throw err;
       }
     },
 
-    async stop() {
-      await messages.close();
-      await consuming;
-      void watching;
-    },
+    stop,
   };
 }

@@ -1,3 +1,4 @@
+import { createLogger } from "@conveyor/runtime";
 import type { Build } from "../domain/build.js";
 import type { Job } from "../domain/job.js";
 import type { BuildRepository, CreationClaim } from "../store/build-repository.js";
@@ -13,6 +14,7 @@ const claim = (buildId: string): CreationClaim => ({
   jobIds: [],
   createdAt: new Date(),
 });
+const logger = createLogger("test", "silent");
 const ofBuild = (id: string): Invalidation => ({ builds: [id], pipelines: [`p-${id}`], organizations: ["org"] });
 const ofJobsOf = (...ids: string[]): Invalidation => ({ builds: [], pipelines: [], organizations: [], jobsOf: ids });
 
@@ -31,14 +33,18 @@ function setup() {
     insertJobs: write("insertJobs"),
     deleteJobs: write("deleteJobs"),
   } as unknown as BuildRepository;
-  const repo = withInvalidations(inner, async (t) => {
-    published.push(t);
-  });
+  const repo = withInvalidations(
+    inner,
+    async (t) => {
+      published.push(t);
+    },
+    logger,
+  );
   return { repo, published, failing };
 }
 
 describe("withInvalidations", () => {
-  it("published a creation once, when its build is stored after its jobs: the build, its lists and its jobs", async () => {
+  it("invalidates a creation once, when its build is stored after its jobs: the build, its lists and its jobs", async () => {
     const { repo, published } = setup();
     await repo.insertClaim(claim("b1"));
     await repo.insertJobs([job("j1", "b1"), job("j2", "b1")]);
@@ -50,7 +56,7 @@ describe("withInvalidations", () => {
     expect(published[1]).toEqual(ofJobsOf("b1"));
   });
 
-  it("published a build stored without a claim, and jobs of builds not all claimed", async () => {
+  it("invalidates a build stored without a claim, and jobs of builds not all claimed", async () => {
     const { repo, published } = setup();
     await repo.insertBuild(build("b2"));
     expect(published).toEqual([ofBuild("b2")]);
@@ -82,7 +88,7 @@ describe("withInvalidations", () => {
     expect(published[3]).toEqual(ofJobsOf("b6"));
   });
 
-  it("does not count a claim whose insert failed, and published the jobs a repair removes", async () => {
+  it("does not count a claim whose insert failed, and invalidates the jobs a repair removes", async () => {
     const { repo, published, failing } = setup();
     failing.add("insertClaim");
     await expect(repo.insertClaim(claim("b7"))).rejects.toThrow("insertClaim failed");

@@ -11,11 +11,16 @@
  * repair, whose writes invalidate.
  */
 
+import type { Logger } from "@conveyor/runtime";
 import type { Build } from "../domain/build.js";
 import type { Job } from "../domain/job.js";
 import type { BuildRepository } from "../store/build-repository.js";
 import type { Invalidation } from "./read-cache.js";
 
+/**
+ * Publishes an invalidation (the feed's publish): it applies it to this replica's cache at once, then resolves once
+ * every replica will apply it, or rejects when it could not be made durable.
+ */
 type Publish = (t: Invalidation) => Promise<void>;
 
 const NOTHING: Invalidation = { builds: [], pipelines: [], organizations: [] };
@@ -36,7 +41,12 @@ const ofJobs = (jobs: readonly Pick<Job, "buildId">[]): Invalidation => ({
   jobsOf: [...new Set(jobs.map((j) => j.buildId))],
 });
 
-export function withInvalidations(inner: BuildRepository, publish: Publish): BuildRepository {
+/** Wraps a build repository so that each write publishes what it changed (see the file's comment). */
+export function withInvalidations(
+  inner: BuildRepository,
+  publish: Publish,
+  logger: Pick<Logger, "error">,
+): BuildRepository {
   /** Runs a write, then publishes its invalidation: the one computed from its result, or `onError` when it failed. */
   const invalidating = async <T>(
     write: () => Promise<T>,
@@ -47,7 +57,15 @@ export function withInvalidations(inner: BuildRepository, publish: Publish): Bui
     try {
       result = await write();
     } catch (err) {
-      await publish(onError).catch(() => {});
+      // The caller is told the write's own error. Its invalidation failing too is logged: this replica's cache
+      // dropped what it names already (publish applies it here first), but other replicas may serve what the write
+      // changed until their cache's TTL.
+      await publish(onError).catch((publishError: unknown) =>
+        logger.error(
+          { err: publishError, writeError: err, invalidation: onError },
+          "a failed write's invalidation was not published: other replicas may serve what it changed",
+        ),
+      );
       throw err;
     }
     const t = invalidationOf(result);

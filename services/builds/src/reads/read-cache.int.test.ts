@@ -9,16 +9,16 @@ import { createBuildsParts } from "../builds-context.js";
 import { createBuildsService } from "../builds-service.js";
 import { createMongoBuildRepository } from "../store/build-repository.js";
 import { createMongoConcurrencySlotRepository } from "../store/concurrency-slot-repository.js";
+import {
+  createMongoInvalidationBacklog,
+  INVALIDATION_BACKLOG_COLLECTION,
+  type InvalidationBacklogDoc,
+} from "../store/invalidation-backlog-repository.js";
 import { createMongoJobLogRepository } from "../store/job-log-repository.js";
 import { createMongoPipelineUploadRepository } from "../store/pipeline-upload-repository.js";
 import { pipelineFromYaml } from "../test-pipelines.js";
-import {
-  INVALIDATION_STREAM,
-  INVALIDATION_SUBJECT,
-  type InvalidationBacklogDoc,
-  type InvalidationFeed,
-  startInvalidationFeed,
-} from "./cache-invalidation-feed.js";
+import { type InvalidationFeed, startInvalidationFeed } from "./cache-invalidation-feed.js";
+import { INVALIDATION_STREAM, INVALIDATION_SUBJECT, openInvalidationStream } from "./invalidation-stream.js";
 import { createReadCache } from "./read-cache.js";
 
 // Two replicas of the builds service, each with its own read cache and cache invalidation feed, over one database and
@@ -53,9 +53,8 @@ async function openReplica(): Promise<Replica> {
   const nc = await connect({ servers: process.env.NATS_URL ?? "" });
   const cache = createReadCache();
   const feed = await startInvalidationFeed({
-    nc,
-    js: jetstream(nc),
-    backlog: rdb.collection<InvalidationBacklogDoc>("build_touch_backlog"),
+    stream: await openInvalidationStream({ nc, js: jetstream(nc), logger }),
+    backlog: await createMongoInvalidationBacklog(rdb),
     cache,
     logger,
     newId,
@@ -310,7 +309,7 @@ describe("the builds read cache across two replicas", () => {
     // The writer loses NATS: its next change is acknowledged with its invalidation in the backlog.
     await cut.nc.close();
     await cut.client.cancelBuild(ref);
-    const backlog = db.collection<InvalidationBacklogDoc>("build_touch_backlog");
+    const backlog = db.collection<InvalidationBacklogDoc>(INVALIDATION_BACKLOG_COLLECTION);
     expect(await backlog.countDocuments()).toBeGreaterThan(0);
     const before = b.reads();
     expect(["canceling", "canceled"]).toContain((await b.client.getBuild(ref)).build?.state);
