@@ -1,7 +1,6 @@
 import type { Pipeline } from "@conveyor/proto/pipelines";
-import { type Fences, pipelineFence } from "@conveyor/runtime";
+import { type Fences, type Logger, pipelineFence } from "@conveyor/runtime";
 import { LRUCache } from "lru-cache";
-import type { Logger } from "pino";
 
 /** Pipelines kept at most (each with its steps, a few KB). */
 const MAX_KEPT = 1_000;

@@ -3,10 +3,9 @@
  * (cache-invalidation-feed.ts says what is done with them). This file is only the NATS side: making sure the stream
  * exists, its last sequence, reading it in order from a sequence, publishing to it, and the connection's status.
  */
-import { ensureStream, type LoopSource } from "@conveyor/runtime";
+import { ensureStream, type Logger, type LoopSource } from "@conveyor/runtime";
 import { DeliverPolicy, type JetStreamClient, jetstreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
-import type { Logger } from "pino";
 
 /**
  * The stream's and subject's names. They predate the word "invalidation" (a change was a "touch"); stacks running
