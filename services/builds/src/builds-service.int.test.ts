@@ -194,15 +194,26 @@ describe("builds service on MongoDB", () => {
 
   it("skips queued and cancels running builds of the same branch when the pipeline says so", async () => {
     const p = pipeline([script("a")], { skipQueuedBranchBuilds: true, cancelRunningBranchBuilds: true });
+    const get = async (n: number | undefined) => (await client.getBuild({ pipelineId: p.id, number: n ?? 0 })).build;
     const first = await client.createBuild({ pipeline: p, commit: "1", branch: "main" });
     const second = await client.createBuild({ pipeline: p, commit: "2", branch: "main" });
-    await drive(second.build?.jobs[0]?.id ?? "").catch(() => undefined);
+    // The second build skipped the first, still queued; its own job now runs on an agent.
+    expect((await get(first.build?.number))?.state).toBe("skipped");
+    const jobId = second.build?.jobs[0]?.id ?? "";
+    for (const event of [JobEventType.ASSIGN, JobEventType.ACCEPT, JobEventType.START]) {
+      await client.transitionJob({ jobId, event });
+    }
+    expect((await get(second.build?.number))?.state).toBe("running");
     const other = await client.createBuild({ pipeline: p, commit: "x", branch: "other" });
     const third = await client.createBuild({ pipeline: p, commit: "3", branch: "main" });
-    expect(third.build?.number).toBeGreaterThan(0);
-    const get = async (n: number | undefined) => (await client.getBuild({ pipelineId: p.id, number: n ?? 0 })).build;
-    expect((await get(first.build?.number))?.state).toBe("skipped");
+    // The third cancels the running second: its job waits for its agent to stop (canceling).
+    const canceled = await get(second.build?.number);
+    expect(canceled?.state).toBe("canceling");
+    expect(canceled?.cancelReason).toBe(`superseded by build #${third.build?.number}`);
+    expect(canceled?.jobs.map((j) => j.state)).toEqual(["canceling"]);
+    // Builds of another branch, and the new build itself, are left alone.
     expect((await get(other.build?.number))?.state).toBe("scheduled");
+    expect((await get(third.build?.number))?.state).toBe("scheduled");
   });
 
   it("rebuilds with a new number and a link to the original", async () => {

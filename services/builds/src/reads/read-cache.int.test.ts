@@ -81,8 +81,8 @@ async function openReplica(): Promise<Replica> {
     nc,
     reads: () => reads,
     async close() {
-      await feed.stop().catch(() => {});
-      await nc.close().catch(() => {});
+      await feed.stop();
+      await nc.close();
       await mongo.close();
     },
   };
