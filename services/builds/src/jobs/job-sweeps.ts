@@ -1,6 +1,6 @@
 import type { BuildsContext } from "../builds-context.js";
 import type { JobEvent } from "../domain/state-machine.js";
-import type { JobTransitions } from "./job-transitions.js";
+import { type JobTransitions, movedOn } from "./job-transitions.js";
 
 /** How many jobs one sweep moves at most, per kind. */
 const SWEEP_LIMIT = 100;
@@ -47,7 +47,8 @@ export function createJobSweeps(
         logger.info({ jobId: job.id, buildId: job.buildId, event: event.type }, "job swept");
       } catch (err) {
         // It moved on meanwhile (finished, canceled, taken by an agent): nothing to do.
-        logger.debug({ err, jobId: job.id, event: event.type }, "swept job changed first");
+        if (movedOn(err)) logger.debug({ err, jobId: job.id, event: event.type }, "swept job changed first");
+        else logger.warn({ err, jobId: job.id, event: event.type }, "job not swept; the next sweep tries again");
       }
     }
     return moved;

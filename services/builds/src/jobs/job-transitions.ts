@@ -1,3 +1,4 @@
+import { Code, ConnectError } from "@connectrpc/connect";
 import { failedPrecondition, invalidFields, notFound } from "@conveyor/runtime";
 import { type BuildsContext, MAX_ATTEMPTS } from "../builds-context.js";
 import type { AgentSnapshot, Job } from "../domain/job.js";
@@ -7,6 +8,15 @@ import { applyJobEvent, isFinishedJobState, type JobEvent } from "../domain/stat
 import type { BuildWithJobs, Reconcile } from "../lifecycle/reconcile.js";
 import type { JobUpdate } from "../store/build-repository.js";
 import type { JobRetries } from "./job-retries.js";
+
+/**
+ * Whether a transition was refused because the job moved on or went meanwhile (FailedPrecondition, NotFound): what a
+ * sweep expects of a job it read a moment before. Any other failure (the database unreachable) is worth a warning.
+ */
+export function movedOn(err: unknown): boolean {
+  const code = ConnectError.from(err).code;
+  return code === Code.FailedPrecondition || code === Code.NotFound;
+}
 
 /** The longest timeout a job may be given: a week. */
 const MAX_TIMEOUT_MINUTES = 7 * 24 * 60;
@@ -159,7 +169,8 @@ export function createJobTransitions(ctx: BuildsContext, reconcile: Reconcile, r
           ctx.logger.info({ jobId: job.id, agentId: job.agent?.id }, "unaccepted job assignment returned to the queue");
         } catch (err) {
           // It moved on meanwhile (accepted, canceled): nothing to do.
-          ctx.logger.debug({ err, jobId: job.id }, "stale assignment changed before it was requeued");
+          if (movedOn(err)) ctx.logger.debug({ err, jobId: job.id }, "stale assignment changed before it was requeued");
+          else ctx.logger.warn({ err, jobId: job.id }, "stale assignment not requeued; the next sweep tries again");
         }
       }
       return requeued;

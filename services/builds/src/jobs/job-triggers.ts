@@ -7,7 +7,7 @@ import { type BuildCreation, checkPipeline } from "../creation/build-creation.js
 import type { Build } from "../domain/build.js";
 import type { Job } from "../domain/job.js";
 import { crossesClusters, triggeredBuildInput } from "../domain/triggers.js";
-import type { JobTransitions } from "./job-transitions.js";
+import { type JobTransitions, movedOn } from "./job-transitions.js";
 
 /** What the trigger runner asks other services: the target pipeline, and whether the build may be created. */
 export interface TriggerLookups {
@@ -162,7 +162,8 @@ export function createJobTriggers(
             if (child?.finishedAt) await follow(job, child);
           }
         } catch (err) {
-          logger.debug({ err, jobId: job.id }, "trigger job changed during the sweep");
+          if (movedOn(err)) logger.debug({ err, jobId: job.id }, "trigger job changed during the sweep");
+          else logger.warn({ err, jobId: job.id }, "trigger job not swept; the next sweep tries again");
         }
       }
     },
