@@ -1,5 +1,5 @@
 import { Code, ConnectError } from "@connectrpc/connect";
-import { type ClusterClient, ensureCluster } from "./bootstrap.js";
+import { type AdminUserClient, type ClusterClient, ensureCluster, findExistingUser } from "./bootstrap.js";
 
 /** An agents service that knows some clusters of organization o1. */
 function fakeAgents(existing: Array<{ id: string; name: string }>) {
@@ -91,5 +91,43 @@ describe("ensureCluster", () => {
       },
     } as unknown as ClusterClient;
     await expect(ensureCluster(client, "o1", { id: "c1" })).rejects.toThrow(/down/);
+  });
+});
+
+describe("findExistingUser", () => {
+  const jane = { id: "u1", email: "jane@example.com", name: "Jane" };
+  /** An identity service whose getUser answers as `getUser` says, with jane as the organization's one member. */
+  function fakeIdentity(getUser: (id: string) => Promise<{ user?: typeof jane }>) {
+    let listed = 0;
+    const client = {
+      getUser: (req: { id: string }) => getUser(req.id),
+      async listMembers() {
+        listed += 1;
+        return { members: [{ user: jane }], totalCount: 1 };
+      },
+    } as unknown as AdminUserClient;
+    return { client, listed: () => listed };
+  }
+
+  it("takes the saved user when it is the one with the email", async () => {
+    const { client, listed } = fakeIdentity(async () => ({ user: jane }));
+    expect(await findExistingUser(client, jane.email, "o1", "u1")).toEqual(jane);
+    expect(listed()).toBe(0);
+  });
+
+  it("looks among the members when the saved user no longer exists", async () => {
+    const { client, listed } = fakeIdentity(async () => {
+      throw new ConnectError("no user", Code.NotFound);
+    });
+    expect(await findExistingUser(client, jane.email, "o1", "gone")).toEqual(jane);
+    expect(listed()).toBe(1);
+  });
+
+  it("passes on a failure to read the saved user instead of hiding it", async () => {
+    const { client, listed } = fakeIdentity(async () => {
+      throw new ConnectError("down", Code.Unavailable);
+    });
+    await expect(findExistingUser(client, jane.email, "o1", "u1")).rejects.toThrow(/down/);
+    expect(listed()).toBe(0);
   });
 });

@@ -244,16 +244,28 @@ export async function ensureCluster(
   throw new Error(`Could not create or find the cluster "${DEFAULT_CLUSTER_NAME}" of the bootstrap organization`);
 }
 
+/** What finding an existing admin user asks of the identity service. */
+export type AdminUserClient = Pick<IdentityClient, "getUser" | "listMembers">;
+
 /**
  * The admin user exists already (a duplicate email): take its id from credentials.json when that is the same user,
- * else look for it among the organization's members.
+ * else look for it among the organization's members. A saved id that names no user any more is looked for the same
+ * way; any other failure is passed on.
  */
-async function findExistingUser(identity: IdentityClient, email: string, orgId: string, savedId: string | undefined) {
+export async function findExistingUser(
+  identity: AdminUserClient,
+  email: string,
+  orgId: string,
+  savedId: string | undefined,
+) {
   if (savedId) {
     const found = await identity
       .getUser({ id: savedId })
       .then((r) => r.user)
-      .catch(() => undefined);
+      .catch((err: unknown) => {
+        if (isCode(err, Code.NotFound)) return undefined;
+        throw err;
+      });
     if (found?.email === email) return found;
   }
   for (let page = 1; ; page++) {

@@ -9,6 +9,13 @@ import {
   firstBuildWalkthrough,
 } from "./first-build.js";
 
+/** The build as the API answers once it finished. */
+const FINISHED = JSON.stringify({
+  state: "passed",
+  finished_at: "2026-01-01T00:00:05.000Z",
+  jobs: [{ label: "Say hello", state: "passed", exit_status: 0 }],
+});
+
 describe("the first-build walk-through", () => {
   const dir = mkdtempSync(join(tmpdir(), "conveyor-first-build-"));
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -22,19 +29,22 @@ describe("the first-build walk-through", () => {
 
   /**
    * Runs the walk-through in bash as a user would paste it, with its repository in a temporary folder and `curl`
-   * replaced by a function that records each request (and answers the last one with a finished build).
+   * replaced by a function that records each request and answers as the API would: the pipeline, the build (number
+   * 1), then the build still running once and finished after that.
    */
   function runWalkthrough(): string {
     const repo = join(dir, "hello");
     const script = lines.map((line) => (line === `REPO=${FIRST_BUILD_REPO}` ? `REPO=${repo}` : line));
     const fakeCurl = [
-      "n=0",
+      // The walk-through runs curl in pipelines and command substitutions (subshells): the count is kept in a file.
+      `echo 0 > "${dir}/count"`,
       "curl() {",
-      "  n=$((n + 1))",
+      `  n=$(($(cat "${dir}/count") + 1)); echo "$n" > "${dir}/count"`,
       `  printf '%s\\n' "$@" > "${dir}/request-$n.args"`,
       '  case "$*" in',
-      `    *--data-binary*) cat > "${dir}/request-$n.body" ;;`,
-      `    *builds/1*) printf '%s' '{"state":"passed","jobs":[{"label":"Say hello","state":"passed","exit_status":0}]}' ;;`,
+      `    *--data-binary*) cat > "${dir}/request-$n.body"; printf '%s' '{"slug":"hello"}' ;;`,
+      `    *POST*builds*) printf '%s' '{"number":1}' ;;`,
+      `    *builds/1*) if [ "$n" -eq 3 ]; then printf '%s' '{"state":"running","jobs":[]}'; else printf '%s' '${FINISHED}'; fi ;;`,
       "  esac",
       "}",
     ];
@@ -75,7 +85,8 @@ describe("the first-build walk-through", () => {
     expect(build).toEqual({ commit: "HEAD", branch: "main", message: "My first build" });
 
     expect(args(3)).toContain("http://127.0.0.1:8080/v2/organizations/conveyor/pipelines/hello/builds/1");
-    expect(output).toBe("passed\n  Say hello passed 0\n");
+    expect(args(4)).toEqual(args(3));
+    expect(output).toBe("pipeline: hello\nbuild: 1\npassed\n  Say hello passed 0\n");
   });
 });
 

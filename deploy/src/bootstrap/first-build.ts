@@ -1,6 +1,6 @@
 /**
  * The walk-through `npm start` prints and the README shows under "Your first build": a local git repository, a
- * pipeline of two command steps in the bootstrap cluster, a build, and the build read back. The commands use the
+ * pipeline of two command steps in the bootstrap cluster, a build, and, once the build finished, its state and jobs. The commands use the
  * shell variables TOKEN, CLUSTER and API; the summary sets them to the values of the running stack, the README reads
  * them from .data/credentials.json.
  */
@@ -31,26 +31,29 @@ export function firstBuildCommands(): string[] {
     `  "configuration": ${JSON.stringify(FIRST_BUILD_PIPELINE_YAML)}`,
     "}",
   ];
-  const readBack =
-    'node -e \'const b = JSON.parse(require("fs").readFileSync(0, "utf8")); ' +
-    'console.log(b.state ?? b.message); for (const j of b.jobs ?? []) console.log(" ", j.label, j.state, j.exit_status ?? "")\'';
-  // curl -w '\n': a JSON answer ends without a line break, and the next command's output would run on from it.
   return [
     `REPO=${FIRST_BUILD_REPO}`,
+    // A shell function that runs a line of JavaScript over the JSON on its standard input, as `v`.
+    `json() { node -e "const v = JSON.parse(require('fs').readFileSync(0, 'utf8')); $1"; }`,
     "# a git repository with one commit (the agent clones it from this path)",
     'git init -q -b main "$REPO"',
     `printf '# Hello\\nBuilt by Conveyor.\\n' > "$REPO/README.md"`,
     'git -C "$REPO" add README.md',
     'git -C "$REPO" -c user.name=Conveyor -c user.email=conveyor@localhost commit -q -m "First commit"',
     "# a pipeline in the cluster, with two command steps",
-    `curl -sS -w '\\n' -X POST "$API/pipelines" ${auth} ${json} --data-binary @- <<EOF`,
+    `curl -sS -X POST "$API/pipelines" ${auth} ${json} \\`,
+    `  --data-binary @- <<EOF | json 'console.log("pipeline:", v.slug ?? v.message)'`,
     ...pipelineJson,
     "EOF",
     "# a build of the branch's latest commit",
-    `curl -sS -w '\\n' -X POST "$API/pipelines/hello/builds" ${auth} ${json} \\`,
-    `  -d '{"commit": "HEAD", "branch": "main", "message": "My first build"}'`,
-    "# a few seconds later, once a local agent has run both jobs: passed, and each job passed with exit status 0",
-    `curl -sS "$API/pipelines/hello/builds/1" ${auth} | ${readBack}`,
+    `NUMBER=$(curl -sS -X POST "$API/pipelines/hello/builds" ${auth} \\`,
+    `  ${json} -d '{"commit": "HEAD", "branch": "main", "message": "My first build"}' |`,
+    "  json 'console.log(v.number)')",
+    'echo "build: $NUMBER"',
+    "# wait until the build is finished (the local agent runs its jobs), then print its state and its jobs",
+    `until BUILD=$(curl -sS "$API/pipelines/hello/builds/$NUMBER" ${auth}) &&`,
+    `  echo "$BUILD" | json 'process.exit(v.finished_at ? 0 : 1)'; do sleep 1; done`,
+    `echo "$BUILD" | json 'console.log(v.state); for (const j of v.jobs) console.log(" ", j.label, j.state, j.exit_status)'`,
   ];
 }
 
