@@ -2,35 +2,9 @@
  * A build's state, derived from its jobs (docs/compatibility.md#build-states). Deriving rather than storing transitions
  * keeps the build consistent with its jobs whatever order job events arrive in.
  */
-import { isFinishedJobState, isHardFailure, RUNNING_JOB_STATES } from "./job-states.js";
-import type { DerivedBuildState, JobModel, JobState } from "./types.js";
-
-/** Job states that mean work is under way or about to be: the build is not just sitting at a block step. */
-const PROGRESSING_STATES: readonly JobState[] = [
-  "scheduled",
-  "assigned",
-  "accepted",
-  "running",
-  "canceling",
-  "timing_out",
-  "limiting",
-  "limited",
-];
-
-/** Job states that show the build got going (an agent took a job, or a block step was unblocked). */
-const STARTED_STATES: readonly JobState[] = [
-  "assigned",
-  "accepted",
-  "running",
-  "canceling",
-  "timing_out",
-  "passed",
-  "failed",
-  "timed_out",
-  "canceled",
-  "expired",
-  "unblocked",
-];
+import { isFinishedJobState, isHardFailure } from "./job-states.js";
+import { BUILD_STARTED_JOB_STATES, PROGRESSING_JOB_STATES, RUNNING_JOB_STATES } from "./state-sets.js";
+import type { DerivedBuildState, JobModel } from "./types.js";
 
 /**
  * The build state for `jobs`, by the first rule that applies:
@@ -70,13 +44,13 @@ export function deriveBuildState(all: readonly JobModel[], flags: { cancelReques
   if (jobs.every((job) => isFinishedJobState(job.state))) {
     return { state: hardFailure ? "failed" : "passed", blocked: false, finished: true };
   }
-  const progressing = jobs.some((job) => PROGRESSING_STATES.includes(job.state));
+  const progressing = jobs.some((job) => PROGRESSING_JOB_STATES.includes(job.state));
   const block = jobs.find((job) => job.type === "manual" && !job.isInput && job.state === "blocked");
   if (block && !progressing) {
     const shown = block.blockedState ?? "passed";
     return { state: hardFailure && shown !== "failed" ? "failing" : shown, blocked: true, finished: false };
   }
   if (hardFailure) return { state: "failing", blocked: false, finished: false };
-  const started = jobs.some((job) => job.type !== "waiter" && STARTED_STATES.includes(job.state));
+  const started = jobs.some((job) => job.type !== "waiter" && BUILD_STARTED_JOB_STATES.includes(job.state));
   return { state: started ? "running" : "scheduled", blocked: false, finished: false };
 }

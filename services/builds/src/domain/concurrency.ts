@@ -4,20 +4,8 @@
  * group's slots. `ordered` jobs (the default) start in the order they were created: no job of the group created earlier
  * may still be waiting. `eager` jobs start whenever a slot is free. Pure.
  */
+import { GROUP_WAITING_STATES, SLOT_HOLDING_STATES } from "./state-sets.js";
 import type { JobState } from "./types.js";
-
-/** States of a job that holds a slot: handed to agents, or running. */
-export const SLOT_HOLDING_STATES: readonly JobState[] = [
-  "scheduled",
-  "assigned",
-  "accepted",
-  "running",
-  "canceling",
-  "timing_out",
-];
-
-/** States of a job of a group that has not started yet. */
-export const GROUP_WAITING_STATES: readonly JobState[] = ["pending", "waiting", "limiting", "limited"];
 
 /** A slot taken by a job whose promotion a crash interrupted is freed after this long. */
 export const ABANDONED_SLOT_MS = 30_000;

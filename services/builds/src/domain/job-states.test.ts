@@ -1,12 +1,4 @@
-import {
-  cancelPlan,
-  isActiveJobState,
-  isFinishedJobState,
-  isFinishedNotOk,
-  isFinishedOk,
-  isHardFailure,
-  jobCounts,
-} from "./job-states.js";
+import { cancelPlan, isFinishedJobState, isFinishedNotOk, isFinishedOk, isHardFailure } from "./job-states.js";
 import { JOB_STATES, type JobModel, type JobState } from "./types.js";
 
 function job(id: string, state: JobState, overrides: Partial<JobModel> = {}): JobModel {
@@ -63,13 +55,6 @@ describe("isFinishedJobState", () => {
   });
 });
 
-describe("isActiveJobState", () => {
-  it("is true exactly for the states an agent holds", () => {
-    const active = JOB_STATES.filter(isActiveJobState);
-    expect(active).toEqual(["assigned", "accepted", "running", "timing_out", "canceling"]);
-  });
-});
-
 describe("isFinishedOk / isFinishedNotOk / isHardFailure", () => {
   it.each<[JobState, boolean, boolean, boolean, boolean]>([
     // state, softFailed, ok, not ok, hard failure
@@ -93,50 +78,6 @@ describe("isFinishedOk / isFinishedNotOk / isHardFailure", () => {
     expect(isFinishedOk(j)).toBe(ok);
     expect(isFinishedNotOk(j)).toBe(notOk);
     expect(isHardFailure(j)).toBe(hard);
-  });
-});
-
-describe("jobCounts", () => {
-  it("counts nothing for no jobs", () => {
-    expect(jobCounts([])).toEqual({ scheduled: 0, running: 0, waiting: 0 });
-  });
-
-  it("sorts each state into its counter", () => {
-    const jobs = JOB_STATES.map((state, i) => job(`j${i}`, state));
-    expect(jobCounts(jobs)).toEqual({ scheduled: 2, running: 4, waiting: 5 });
-  });
-
-  it("counts scheduled and assigned as scheduled", () => {
-    expect(jobCounts([job("a", "scheduled"), job("b", "assigned")])).toEqual({ scheduled: 2, running: 0, waiting: 0 });
-  });
-
-  it("counts accepted, running, canceling and timing_out as running", () => {
-    const jobs = [job("a", "accepted"), job("b", "running"), job("c", "canceling"), job("d", "timing_out")];
-    expect(jobCounts(jobs)).toEqual({ scheduled: 0, running: 4, waiting: 0 });
-  });
-
-  it("counts pending, waiting, blocked, limiting and limited as waiting", () => {
-    const jobs = [
-      job("a", "pending"),
-      job("b", "waiting"),
-      job("c", "blocked", { type: "manual" }),
-      job("d", "limiting"),
-      job("e", "limited"),
-    ];
-    expect(jobCounts(jobs)).toEqual({ scheduled: 0, running: 0, waiting: 5 });
-  });
-
-  it("does not count waiters", () => {
-    expect(jobCounts([job("w", "waiting", { type: "waiter" }), job("x", "pending", { type: "waiter" })])).toEqual({
-      scheduled: 0,
-      running: 0,
-      waiting: 0,
-    });
-  });
-
-  it("does not count finished jobs", () => {
-    const jobs = [job("a", "passed"), job("b", "failed"), job("c", "broken"), job("d", "canceled")];
-    expect(jobCounts(jobs)).toEqual({ scheduled: 0, running: 0, waiting: 0 });
   });
 });
 

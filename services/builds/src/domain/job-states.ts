@@ -1,20 +1,14 @@
 /**
- * Classification of job states (docs/compatibility.md#job-states), shared by the state machine, the build state and the
- * pipeline counters.
+ * What a job's state says about it (docs/compatibility.md#job-states): finished, and finished well or badly, and what
+ * canceling its build does to it. Shared by the state machine and the build state; the named sets are in
+ * state-sets.ts.
  */
-import { ACTIVE_JOB_STATES, FINISHED_JOB_STATES } from "@conveyor/ci-rules";
+import { FINISHED_JOB_STATES } from "./state-sets.js";
 import type { JobModel, JobState } from "./types.js";
-
-export { ACTIVE_JOB_STATES, FINISHED_JOB_STATES, RUNNING_JOB_STATES } from "@conveyor/ci-rules";
 
 /** Whether `state` is final. */
 export function isFinishedJobState(state: JobState): boolean {
   return FINISHED_JOB_STATES.includes(state);
-}
-
-/** Whether an agent holds a job in `state` (assigned, accepted, running, canceling, timing_out). */
-export function isActiveJobState(state: JobState): boolean {
-  return ACTIVE_JOB_STATES.includes(state);
 }
 
 /**
@@ -58,47 +52,6 @@ export function isHardFailure(job: Pick<JobModel, "state" | "softFailed">): bool
     default:
       return false;
   }
-}
-
-/** The three job counters of a pipeline. */
-export interface JobCounts {
-  scheduled: number;
-  running: number;
-  waiting: number;
-}
-
-/**
- * Counts jobs for the pipeline counters: scheduled = runnable and waiting for an agent (scheduled, assigned);
- * running = on an agent (accepted, running, canceling, timing_out); waiting = waiting on something else (pending,
- * waiting, blocked, limiting, limited). Waiter jobs are bookkeeping that never run anywhere, so they are not counted.
- */
-export function jobCounts(jobs: readonly JobModel[]): JobCounts {
-  const counts: JobCounts = { scheduled: 0, running: 0, waiting: 0 };
-  for (const job of jobs) {
-    if (job.type === "waiter" || job.retried) continue;
-    switch (job.state) {
-      case "scheduled":
-      case "assigned":
-        counts.scheduled++;
-        break;
-      case "accepted":
-      case "running":
-      case "canceling":
-      case "timing_out":
-        counts.running++;
-        break;
-      case "pending":
-      case "waiting":
-      case "blocked":
-      case "limiting":
-      case "limited":
-        counts.waiting++;
-        break;
-      default:
-        break;
-    }
-  }
-  return counts;
 }
 
 /** Which jobs of a build to cancel: `cancel` go straight to canceled, `canceling` wait for their agent. */

@@ -6,6 +6,7 @@
 import { type BuildContext, type PipelineStep, STEP_LIMITS } from "@conveyor/ci-rules";
 import type { Job, PlannedJob } from "./job.js";
 import { planSteps } from "./jobs-from-steps.js";
+import { REPLACEABLE_JOB_STATES } from "./state-sets.js";
 import type { JobState } from "./types.js";
 
 /** Bounds of one upload and of a build. */
@@ -17,9 +18,6 @@ export const UPLOAD_LIMITS = {
   /** Jobs a build may hold, every attempt included. */
   maxBuildJobs: STEP_LIMITS.maxBuildJobs,
 } as const;
-
-/** Jobs `replace` removes: those no agent has taken yet and no person has acted on. */
-const UNSTARTED: readonly JobState[] = ["pending", "waiting", "blocked", "scheduled", "limiting", "limited"];
 
 /** What an upload changes in its build. */
 export interface UploadPlan {
@@ -69,7 +67,7 @@ export function planUpload(input: UploadInput): { ok: true; plan: UploadPlan } |
       problem: `An upload may add at most ${UPLOAD_LIMITS.maxSteps} steps; this one has ${steps.length}`,
     };
   const remove = input.replace
-    ? input.jobs.filter((j) => j.id !== uploader.id && !j.retried && UNSTARTED.includes(j.state))
+    ? input.jobs.filter((j) => j.id !== uploader.id && !j.retried && REPLACEABLE_JOB_STATES.includes(j.state))
     : [];
   const removed = new Set(remove.map((j) => j.id));
   const kept = input.jobs.filter((j) => !removed.has(j.id));

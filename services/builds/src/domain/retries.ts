@@ -6,15 +6,12 @@
 import type { AutomaticRetryRule } from "@conveyor/ci-rules";
 import type { UserSnapshot } from "./build.js";
 import type { Job } from "./job.js";
-import type { JobState } from "./types.js";
+import { RETRYABLE_JOB_STATES } from "./state-sets.js";
 
 export type RetryType = "automatic" | "manual";
 
 /** Buildkite's cap on a rule's `limit`. */
 export const MAX_AUTOMATIC_RETRIES = 10;
-
-/** States in which a finished job may be retried by hand (and automatically, except canceled). */
-const RETRYABLE: readonly JobState[] = ["failed", "timed_out", "canceled", "expired"];
 
 /** How many automatic retries led to this attempt: the automatic links of its chain of retry sources. */
 export function automaticRetriesBefore(job: Pick<Job, "retrySource">, jobs: readonly Job[]): number {
@@ -69,7 +66,7 @@ export function manualRetryProblem(job: Job): string | null {
   const manual = job.step.type === "script" ? job.step.retry?.manual : undefined;
   if (manual && !manual.allowed) return manual.reason || "This job can't be retried";
   if (job.state === "passed" && manual?.permit_on_passed) return null;
-  if (!RETRYABLE.includes(job.state)) return "Only failed, timed out or canceled jobs can be retried";
+  if (!RETRYABLE_JOB_STATES.includes(job.state)) return "Only failed, timed out or canceled jobs can be retried";
   return null;
 }
 

@@ -1,16 +1,11 @@
 import { createCoalescer } from "@conveyor/runtime";
 import type { BuildsContext } from "../builds-context.js";
 import type { Build } from "../domain/build.js";
-import {
-  admissions,
-  GROUP_WAITING_STATES,
-  type GroupJob,
-  SLOT_HOLDING_STATES,
-  staleSlots,
-} from "../domain/concurrency.js";
+import { admissions, type GroupJob, staleSlots } from "../domain/concurrency.js";
 import type { Job } from "../domain/job.js";
 import { stampsFor } from "../domain/job-stamps.js";
 import { isFinishedJobState } from "../domain/job-states.js";
+import { GROUP_WAITING_STATES, SLOT_HOLDING_STATES } from "../domain/state-sets.js";
 import type { ConcurrencySlotRepository } from "../store/concurrency-slot-repository.js";
 
 /** A finished job of a group frees its slot; builds settling within this long after it ask the gate to look. */

@@ -4,7 +4,7 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import { failedPrecondition, invalidFields, notFound } from "@conveyor/runtime";
 import { type BuildsContext, MAX_ATTEMPTS } from "../builds-context.js";
 import type { Job } from "../domain/job.js";
-import { RUNNING_JOB_STATES } from "../domain/job-states.js";
+import { RUNNING_JOB_STATES } from "../domain/state-sets.js";
 import { requireRunningJob } from "./running-job.js";
 
 /** Limits of job logs. */

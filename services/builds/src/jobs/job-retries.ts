@@ -3,11 +3,8 @@ import { type BuildsContext, MAX_ATTEMPTS } from "../builds-context.js";
 import type { UserSnapshot } from "../domain/build.js";
 import type { Job } from "../domain/job.js";
 import { automaticRetryRule, manualRetryProblem, type RetryType, retryOf } from "../domain/retries.js";
-import type { JobState } from "../domain/types.js";
+import { STOPPED_BY_FAILURE_STATES } from "../domain/state-sets.js";
 import type { BuildWithJobs, Reconcile } from "../lifecycle/reconcile.js";
-
-/** States jobs reach because something before them failed; a retry gives them another chance. */
-const FAILED_BEHIND: readonly JobState[] = ["waiting_failed", "blocked_failed", "unblocked_failed"];
 
 /**
  * Retries: a new attempt of a finished job takes its place. The attempt is stored first and the old job marked
@@ -21,7 +18,7 @@ export function createJobRetries(ctx: BuildsContext) {
   /** Jobs stopped by an earlier failure get another chance: they go back to pending and are advanced again. */
   const reopenBehind = async (jobs: readonly Job[]) => {
     for (const job of jobs) {
-      if (job.retried || !FAILED_BEHIND.includes(job.state)) continue;
+      if (job.retried || !STOPPED_BY_FAILURE_STATES.includes(job.state)) continue;
       const reopened = await repo.updateJob(job.id, job.state, { state: "pending", finishedAt: null });
       if (reopened) await ctx.publishJob(reopened, job.state);
     }

@@ -5,6 +5,7 @@ import type { AgentSnapshot, Job } from "../domain/job.js";
 import { jobEnvironment } from "../domain/job-env.js";
 import { stampsFor } from "../domain/job-stamps.js";
 import { applyJobEvent, isFinishedJobState, type JobEvent } from "../domain/state-machine.js";
+import { STARTED_ON_AGENT_STATES } from "../domain/state-sets.js";
 import type { BuildWithJobs, Reconcile } from "../lifecycle/reconcile.js";
 import type { JobUpdate } from "../store/build-repository.js";
 import type { JobRetries } from "./job-retries.js";
@@ -43,9 +44,6 @@ export interface TransitionResult extends BuildWithJobs {
 export function createJobTransitions(ctx: BuildsContext, reconcile: Reconcile, retries: JobRetries) {
   const { repo, now, withLock } = ctx;
 
-  /** States a started agent job can be in while its agent still runs it. */
-  const STARTED_STATES: ReadonlySet<string> = new Set(["running", "canceling", "timing_out"]);
-
   /** Applies `event` to a job under its build's lock, stores it with a compare-and-set, then reconciles the build. */
   const apply = async (jobId: string, event: JobEvent, opts: TransitionOptions = {}): Promise<TransitionResult> => {
     const found = jobId === "" ? null : await repo.findJob(jobId);
@@ -75,7 +73,7 @@ export function createJobTransitions(ctx: BuildsContext, reconcile: Reconcile, r
             const reconciled = await reconcile(job.buildId);
             // A repeated start of the job this agent runs (the answer to its first was lost) answers the same:
             // Buildkite's agent gives a job up when its start is refused, and the job would then fail as lost.
-            if (event.type === "start" && opts.agentId !== undefined && STARTED_STATES.has(job.state)) {
+            if (event.type === "start" && opts.agentId !== undefined && STARTED_ON_AGENT_STATES.includes(job.state)) {
               return { job: reconciled.jobs.find((j) => j.id === job.id) ?? job, ...reconciled };
             }
           }

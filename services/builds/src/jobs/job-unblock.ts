@@ -6,12 +6,10 @@ import type { UserSnapshot } from "../domain/build.js";
 import type { Job } from "../domain/job.js";
 import { stampsFor } from "../domain/job-stamps.js";
 import { applyJobEvent } from "../domain/state-machine.js";
+import { CANCELED_BUILD_STATES } from "../domain/state-sets.js";
 import { mayUnblock, type Unblocker } from "../domain/unblock-permission.js";
 import type { Reconcile } from "../lifecycle/reconcile.js";
 import type { BuildMetaData } from "../meta-data/build-meta-data.js";
-
-/** Build states in which nothing may be unblocked any more. */
-const CANCELED_BUILD_STATES = new Set(["canceling", "canceled"]);
 
 /** The most field keys one unblock may submit. */
 const MAX_SUBMITTED_FIELDS = 100;
@@ -51,7 +49,7 @@ export function createJobUnblock(ctx: BuildsContext, reconcile: Reconcile, metaD
               "Only members of the step's allowed_teams, or callers who may build, may unblock it",
             );
           if (job.type !== "manual") throw failedPrecondition("Only block and input jobs can be unblocked");
-          if (build.cancelRequested || CANCELED_BUILD_STATES.has(build.state))
+          if (build.cancelRequested || CANCELED_BUILD_STATES.includes(build.state))
             throw failedPrecondition("Jobs from canceled builds cannot be unblocked");
           if (job.state === "unblocked") throw failedPrecondition("This job has already been unblocked");
           if (job.state !== "blocked")

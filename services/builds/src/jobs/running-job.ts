@@ -1,6 +1,6 @@
 import { failedPrecondition, notFound } from "@conveyor/runtime";
 import type { Job } from "../domain/job.js";
-import { RUNNING_JOB_STATES } from "../domain/job-states.js";
+import { RUNNING_JOB_STATES } from "../domain/state-sets.js";
 import type { BuildRepository } from "../store/build-repository-contract.js";
 
 /**

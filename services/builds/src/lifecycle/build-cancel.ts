@@ -3,12 +3,8 @@ import { type BuildsContext, MAX_ATTEMPTS } from "../builds-context.js";
 import type { Build } from "../domain/build.js";
 import { stampsFor } from "../domain/job-stamps.js";
 import { cancelPlan } from "../domain/state-machine.js";
-import type { BuildState, JobState } from "../domain/types.js";
+import { CANCELABLE_BUILD_STATES, SKIPPED_WITH_BUILD_STATES } from "../domain/state-sets.js";
 import type { BuildWithJobs, Reconcile } from "./reconcile.js";
-
-const CANCELABLE: BuildState[] = ["scheduled", "running", "failing"];
-/** Jobs a superseded, not-yet-started build drops. */
-const SKIPPABLE: JobState[] = ["pending", "waiting", "scheduled", "assigned", "blocked", "limited"];
 
 /** Canceling builds: on request, and when a newer build supersedes them. */
 export function createBuildCancel(ctx: BuildsContext, reconcile: Reconcile) {
@@ -48,7 +44,7 @@ export function createBuildCancel(ctx: BuildsContext, reconcile: Reconcile) {
     const build = await repo.findBuild(pipelineId, number);
     if (!build) throw notFound("build");
     // A build waiting at a block step shows its blocked_state (passed by default) but is not finished.
-    const cancelable = CANCELABLE.includes(build.state) || build.blocked;
+    const cancelable = CANCELABLE_BUILD_STATES.includes(build.state) || build.blocked;
     if (!cancelable || build.finishedAt)
       throw failedPrecondition(`Build can't be canceled because it's ${build.state}`);
     if (build.cancelRequested) return reconcile(build.id);
@@ -63,7 +59,7 @@ export function createBuildCancel(ctx: BuildsContext, reconcile: Reconcile) {
     const at = now();
     await ctx.markCounts(build.pipelineId);
     for (const job of jobs) {
-      if (!SKIPPABLE.includes(job.state)) continue;
+      if (!SKIPPED_WITH_BUILD_STATES.includes(job.state)) continue;
       const updated = await repo.updateJob(job.id, job.state, { state: "skipped", finishedAt: at });
       if (updated) await ctx.publishJob(updated, job.state);
     }

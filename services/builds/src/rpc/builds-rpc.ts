@@ -7,14 +7,12 @@ import type { BuildsContext } from "../builds-context.js";
 import { type BuildCreation, checkPipeline } from "../creation/build-creation.js";
 import type { CurrentPipelines } from "../creation/current-pipelines.js";
 import { buildInputProblems } from "../domain/build-input.js";
+import { FINISHED_FILTER_STATES } from "../domain/state-sets.js";
 import { BUILD_STATES, type BuildState } from "../domain/types.js";
 import type { BuildCancel } from "../lifecycle/build-cancel.js";
 import type { BuildListFilter } from "../store/build-list-query.js";
 import { buildAnswer, NO_JOBS, pageVersion, visibleJobs } from "./build-answer.js";
 import { buildMessage, userSnapshot } from "./build-message.js";
-
-/** "finished" in a state filter stands for these. */
-const FINISHED_FILTER: BuildState[] = ["passed", "failed", "blocked", "canceled"];
 
 type BuildRpcs = Pick<
   ServiceImpl<typeof BuildsService>,
@@ -110,7 +108,7 @@ export function createBuildRpcs(
       if (req.organizationIds.length === 0 && req.pipelineIds.length === 0) return { builds: [], hasMore: false };
       const states = new Set<BuildState>();
       for (const s of req.states) {
-        if (s === "finished") for (const f of FINISHED_FILTER) states.add(f);
+        if (s === "finished") for (const f of FINISHED_FILTER_STATES) states.add(f);
         else if ((BUILD_STATES as readonly string[]).includes(s)) states.add(s as BuildState);
         else throw invalidFields([{ field: "state", code: `"${s}" is not a build state` }]);
       }

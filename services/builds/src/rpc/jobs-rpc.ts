@@ -5,6 +5,7 @@ import { invalidFields, notFound, toTimestamp } from "@conveyor/runtime";
 import type { BuildsContext } from "../builds-context.js";
 import type { AgentSnapshot } from "../domain/job.js";
 import type { JobEvent } from "../domain/state-machine.js";
+import { COUNTED_JOB_STATES } from "../domain/state-sets.js";
 import type { JobState } from "../domain/types.js";
 import type { JobLogs } from "../jobs/job-logs.js";
 import type { JobTransitions } from "../jobs/job-transitions.js";
@@ -31,11 +32,7 @@ const EVENT_TYPES: Partial<Record<JobEventType, Exclude<JobEvent["type"], "finis
 const MAX_DISPATCHABLE = 1000;
 
 /** Job states the metrics count, by what the job waits for (buildkite-agent-metrics' three numbers). */
-const METRIC_STATES: Record<"scheduled" | "running" | "waiting", readonly JobState[]> = {
-  scheduled: ["scheduled", "assigned"],
-  running: ["accepted", "running", "canceling", "timing_out"],
-  waiting: ["pending", "waiting", "blocked", "limiting", "limited"],
-};
+const METRIC_STATES = COUNTED_JOB_STATES;
 
 function agentSnapshot(agent: JobAgent | undefined): AgentSnapshot | undefined {
   if (!agent || agent.id === "") return undefined;

@@ -1,5 +1,6 @@
 import { createGroupCommit, createInsertBatcher, isDuplicateKeyError } from "@conveyor/runtime";
 import type { Collection, Db, Filter } from "mongodb";
+import { SUPERSEDABLE_BUILD_STATES } from "../domain/state-sets.js";
 import type { JobState } from "../domain/types.js";
 import {
   type BuildDoc,
@@ -193,7 +194,7 @@ export async function createMongoBuildRepository(db: Db): Promise<BuildRepositor
           pipelineId,
           branch,
           number: { $lt: beforeNumber },
-          state: { $in: ["scheduled", "running", "failing", "blocked", "passed"] },
+          state: { $in: [...SUPERSEDABLE_BUILD_STATES] },
           finishedAt: null,
         })
         .toArray();

@@ -1,13 +1,9 @@
 import type { Collection } from "mongodb";
-import { RUNNING_JOB_STATES } from "../domain/job-states.js";
-import type { BuildState, JobState, JobType } from "../domain/types.js";
+import { COUNTED_JOB_STATES, RUNNING_BUILD_STATES } from "../domain/state-sets.js";
+import type { JobState, JobType } from "../domain/types.js";
 import type { BuildDoc, JobDoc } from "./build-docs.js";
 
-/** The states each of a pipeline's counters counts. */
-const RUNNING_BUILD_STATES: BuildState[] = ["running", "failing", "canceling"];
-const SCHEDULED_JOB_STATES: JobState[] = ["scheduled", "assigned"];
-const WAITING_JOB_STATES: JobState[] = ["pending", "waiting", "blocked", "limited", "limiting"];
-/** Waiter jobs are bookkeeping that never runs anywhere: the counters leave them out (as domain jobCounts does). */
+/** Waiter jobs are bookkeeping that never runs anywhere: the counters leave them out . */
 const COUNTED_JOB_TYPES: JobType[] = ["script", "manual", "trigger"];
 
 /** A pipeline's live counters, as the pipelines service shows them. */
@@ -39,9 +35,9 @@ export async function countPipeline(
   const [scheduledBuilds, runningBuilds, scheduledJobs, runningJobs, waitingJobs] = await Promise.all([
     count(builds, { state: { $in: ["scheduled"] } }),
     count(builds, { state: { $in: RUNNING_BUILD_STATES } }),
-    countJobs(SCHEDULED_JOB_STATES),
-    countJobs(RUNNING_JOB_STATES),
-    countJobs(WAITING_JOB_STATES),
+    countJobs(COUNTED_JOB_STATES.scheduled),
+    countJobs(COUNTED_JOB_STATES.running),
+    countJobs(COUNTED_JOB_STATES.waiting),
   ]);
   return { scheduledBuilds, runningBuilds, scheduledJobs, runningJobs, waitingJobs };
 }
