@@ -56,19 +56,25 @@ describe("createCoalescer", () => {
   it("goes on after a failed run, and idle() waits for every key", async () => {
     const seen: string[] = [];
     let fail = true;
-    const c = createCoalescer(async (key) => {
-      seen.push(key);
-      await tick();
-      if (fail) {
-        fail = false;
-        throw new Error("database away");
-      }
-    });
+    const warned: string[] = [];
+    const logger = { warn: (_obj: unknown, msg: string) => warned.push(msg) };
+    const c = createCoalescer(
+      async (key) => {
+        seen.push(key);
+        await tick();
+        if (fail) {
+          fail = false;
+          throw new Error("database away");
+        }
+      },
+      { logger: logger as never },
+    );
     c.request("p1");
     c.request("p1");
     c.request("p2");
     await c.idle();
     expect(seen.sort()).toEqual(["p1", "p1", "p2"]);
+    expect(warned).toEqual(["a coalesced run failed"]);
     await expect(c.idle()).resolves.toBeUndefined();
   });
 
@@ -82,6 +88,29 @@ describe("createCoalescer", () => {
     c.request("p1");
     await c.idle();
     expect(count).toBe(2);
+  });
+});
+
+describe("createCoalescer when a run throws", () => {
+  it("logs the failure with its key and runs the key again when asked", async () => {
+    const warnings: Array<{ obj: unknown; msg: string }> = [];
+    const logger = { warn: (obj: unknown, msg: string) => warnings.push({ obj, msg }) };
+    const failure = new Error("recount failed");
+    let runs = 0;
+    const c = createCoalescer(
+      async () => {
+        runs++;
+        if (runs === 1) throw failure;
+      },
+      { logger: logger as never },
+    );
+    c.request("p1");
+    await c.idle();
+    expect(warnings).toEqual([{ obj: { err: failure, key: "p1" }, msg: "a coalesced run failed" }]);
+    c.request("p1");
+    await c.idle();
+    expect(runs).toBe(2);
+    expect(warnings).toHaveLength(1);
   });
 });
 

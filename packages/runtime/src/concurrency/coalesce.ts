@@ -1,9 +1,13 @@
+import type { Logger } from "pino";
+import { fallbackLogger } from "../process/fallback-logger.js";
+
 /**
  * Runs `work(key)` in the background, at most one run per key at a time: a request while a run is under way asks for
  * exactly one more run after it, however many requests arrive meanwhile. For derived values that are recomputed from
  * the database after every change (a pipeline's counters): under load the recomputations coalesce instead of piling
- * up, and the change that asked for one does not wait for it. `work` must handle its own errors; `idle()` resolves
- * when no run is under way or asked for (for shutdown and tests).
+ * up, and the change that asked for one does not wait for it. `work` should handle its own errors: one it throws is
+ * logged (to `logger`) and the runs go on. `idle()` resolves when no run is under way or asked for (for shutdown
+ * and tests).
  *
  * `gapMs(lastRunMs)` spaces the runs of a key: the run asked for during a run starts that long after it ended. A gap
  * proportional to the run's length bounds the share of the database that recomputations take, however costly they
@@ -11,7 +15,7 @@
  */
 export function createCoalescer(
   work: (key: string) => Promise<void>,
-  opts: { gapMs?: (lastRunMs: number) => number } = {},
+  opts: { gapMs?: (lastRunMs: number) => number; logger?: Pick<Logger, "warn"> } = {},
 ) {
   /** Keys with a run under way; true when another run was asked for meanwhile. */
   const running = new Map<string, boolean>();
@@ -30,8 +34,9 @@ export function createCoalescer(
       const started = performance.now();
       try {
         await work(key);
-      } catch {
-        // work reports its own errors; a failed run must not stop the next one
+      } catch (err) {
+        // A failed run must not stop the next one.
+        (opts.logger ?? fallbackLogger()).warn({ err, key }, "a coalesced run failed");
       }
       if (running.get(key) !== true) break;
       const gap = opts.gapMs?.(performance.now() - started) ?? 0;

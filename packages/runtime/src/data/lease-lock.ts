@@ -2,7 +2,9 @@ import { randomUUID } from "node:crypto";
 import { setTimeout as sleep } from "node:timers/promises";
 import { Code, ConnectError } from "@connectrpc/connect";
 import type { Collection } from "mongodb";
+import type { Logger } from "pino";
 import { createKeyedLock, type KeyedLock } from "../concurrency/keyed-lock.js";
+import { fallbackLogger } from "../process/fallback-logger.js";
 import { isDuplicateKeyError } from "./duplicate-key.js";
 
 /** A held lock: its key, a token naming this holding, and when the holding lapses if never released. */
@@ -19,6 +21,8 @@ export interface LeaseLockOptions {
   waitMs?: number;
   /** How often a waiting caller tries again. */
   pollMs?: number;
+  /** Where a holding that could not be released is reported. */
+  logger?: Pick<Logger, "warn">;
 }
 
 /**
@@ -62,8 +66,10 @@ export function createLeaseLock(collection: Collection<LeaseDoc>, opts: LeaseLoc
       try {
         return await work();
       } finally {
-        await collection.deleteOne({ _id: key, holder }).catch(() => {
-          // Left to lapse: another process takes it over after the lease.
+        await collection.deleteOne({ _id: key, holder }).catch((err: unknown) => {
+          // The work is done: its caller gets its answer, and the holding lapses after the lease; until then the
+          // key's other callers wait (or give up with Unavailable), which the warning explains.
+          (opts.logger ?? fallbackLogger()).warn({ err, key, leaseMs }, "lease not released; it lapses after leaseMs");
         });
       }
     });
