@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync, statSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import {
@@ -81,5 +81,14 @@ describe("credentials.json", () => {
 
   it("reads a missing or corrupt file as nothing saved", () => {
     expect(readCredentials(join(dir, "missing.json"))).toBeUndefined();
+    const corrupt = join(dir, "corrupt.json");
+    writeFileSync(corrupt, '{"apiUrl": "http://127.0.0.1:80');
+    expect(readCredentials(corrupt)).toBeUndefined();
+  });
+
+  it("passes on a file it cannot read instead of taking it for nothing saved", () => {
+    const unreadable = join(dir, "a-folder.json");
+    mkdirSync(unreadable);
+    expect(() => readCredentials(unreadable)).toThrow(/EISDIR/);
   });
 });

@@ -13,12 +13,23 @@ export interface Credentials {
   updatedAt: string;
 }
 
-/** Reads saved credentials; undefined when the file is missing or not what this launcher wrote. */
+/**
+ * Reads saved credentials; undefined when the file is missing or not what this launcher wrote (not JSON). Any other
+ * failure to read it (permissions) is thrown rather than taken for "none saved", which would make new ones.
+ */
 export function readCredentials(file: string): Partial<Credentials> | undefined {
+  let text: string;
+  try {
+    text = readFileSync(file, "utf8");
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === "ENOENT") return undefined;
+    throw err;
+  }
   let parsed: unknown;
   try {
-    parsed = JSON.parse(readFileSync(file, "utf8"));
+    parsed = JSON.parse(text);
   } catch {
+    // Not JSON: not what this launcher wrote.
     return undefined;
   }
   return typeof parsed === "object" && parsed !== null ? (parsed as Partial<Credentials>) : undefined;

@@ -1,5 +1,5 @@
 import { spawn } from "node:child_process";
-import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { dataPaths } from "../host/paths.js";
@@ -51,6 +51,19 @@ describe("stack.json", () => {
     expect(record.launcher.pid).toBe(process.pid);
     expect(await exited).toBe("SIGTERM");
     expect(lines.join("\n")).toContain(`nats-server (pid ${pid})`);
+  });
+
+  it("is read as absent when missing or cut short, and a failure to read it is passed on", async () => {
+    const paths = dataPaths(dir);
+    expect(readStackFile(paths)).toBeUndefined();
+    writeFileSync(paths.stackFile, '{"launcher": {"pid": 12');
+    expect(readStackFile(paths)).toBeUndefined();
+    // A stack.json cut short names no live launcher: the next launcher takes the data directory over.
+    expect((await claimDataDir(paths, () => {})).launcher.pid).toBe(process.pid);
+    releaseDataDir(paths);
+    mkdirSync(paths.stackFile);
+    expect(() => readStackFile(paths)).toThrow(/EISDIR/);
+    await expect(claimDataDir(paths, () => {})).rejects.toThrow(/EISDIR/);
   });
 
   it("does not mistake a later process with a reused PID for a recorded one", () => {

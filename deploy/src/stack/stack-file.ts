@@ -65,11 +65,22 @@ export function isRecordedProcessAlive(rec: ProcessRecord): boolean {
   return processStartTime(rec.pid) === rec.startTime;
 }
 
-/** Reads stack.json; undefined when it is missing or unreadable. */
+/**
+ * Reads stack.json; undefined when it is missing, or cut short (a launcher that died while creating it). Any other
+ * failure to read it (permissions) is thrown: the data directory cannot be claimed or checked then.
+ */
 export function readStackFile(paths: DataPaths): StackRecord | undefined {
+  let text: string;
   try {
-    return JSON.parse(readFileSync(paths.stackFile, "utf8")) as StackRecord;
+    text = readFileSync(paths.stackFile, "utf8");
+  } catch (err) {
+    if (errorCode(err) === "ENOENT") return undefined;
+    throw err;
+  }
+  try {
+    return JSON.parse(text) as StackRecord;
   } catch {
+    // Not JSON: no launcher finished writing it, so none runs from it.
     return undefined;
   }
 }
@@ -106,8 +117,9 @@ export async function claimDataDir(paths: DataPaths, log: (line: string) => void
     if (existing) await stopLeftovers(existing, log);
     try {
       unlinkSync(paths.stackFile);
-    } catch {
-      // Another launcher removed it first; the exclusive create decides who wins.
+    } catch (err) {
+      // ENOENT: another launcher removed it first; the exclusive create decides who wins.
+      if (errorCode(err) !== "ENOENT") throw err;
     }
   }
   throw new Error(`Could not claim ${paths.stackFile}; another launcher keeps taking it`);
@@ -119,8 +131,8 @@ export function releaseDataDir(paths: DataPaths): void {
   if (existing && existing.launcher.pid !== process.pid) return;
   try {
     unlinkSync(paths.stackFile);
-  } catch {
-    // Already gone.
+  } catch (err) {
+    if (errorCode(err) !== "ENOENT") throw err;
   }
 }
 
@@ -136,8 +148,9 @@ export async function stopLeftovers(record: StackRecord, log: (line: string) => 
     for (const p of alive) {
       try {
         process.kill(p.pid, sig);
-      } catch {
-        // Already gone.
+      } catch (err) {
+        // ESRCH: it exited meanwhile.
+        if (errorCode(err) !== "ESRCH") throw err;
       }
     }
   };
@@ -148,4 +161,9 @@ export async function stopLeftovers(record: StackRecord, log: (line: string) => 
     signal("SIGKILL");
     await sleep(200);
   }
+}
+
+/** The system error code of a failed file or process call (ENOENT, ESRCH, ...), if it has one. */
+function errorCode(err: unknown): string | undefined {
+  return (err as NodeJS.ErrnoException | undefined)?.code;
 }
