@@ -51,7 +51,7 @@ export function aJob(overrides: Partial<Job> = {}): Job {
   return {
     id: "j-1",
     type: "script",
-    stepIndex: 0,
+    stepPosition: 0,
     stepKey: null,
     state: "scheduled",
     dependsOn: [],

@@ -150,7 +150,7 @@ export function createBuildCreation(
           pipelineId: pipeline.id,
           buildNumber: number,
           clusterId: pipeline.clusterId ?? null,
-          stepId: stepIds[p.stepIndex] ?? newId(),
+          stepId: stepIds[p.stepPosition] ?? newId(),
         },
         at,
       ),

@@ -63,7 +63,7 @@ async function claimedOnly(stored: number, createdAt: Date) {
   const buildId = randomUUID();
   const pipelineId = randomUUID();
   const jobs = Array.from({ length: stored }, (_, i) =>
-    aJob({ id: randomUUID(), buildId, pipelineId, buildNumber: 1, stepIndex: i, createdAt, runnableAt: createdAt }),
+    aJob({ id: randomUUID(), buildId, pipelineId, buildNumber: 1, stepPosition: i, createdAt, runnableAt: createdAt }),
   );
   await repo.insertClaim({ buildId, pipelineId, jobIds: [...jobs.map((j) => j.id), randomUUID()], createdAt });
   await repo.insertJobs(jobs);

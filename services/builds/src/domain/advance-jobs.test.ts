@@ -5,7 +5,7 @@ function job(id: string, type: JobType, state: JobState, overrides: Partial<JobM
   return {
     id,
     type,
-    stepIndex: 0,
+    stepPosition: 0,
     stepKey: null,
     state,
     dependsOn: [],

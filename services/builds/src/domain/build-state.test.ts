@@ -9,7 +9,7 @@ function job(state: JobState, overrides: Partial<JobModel> = {}): JobModel {
   return {
     id: `job-${nextId}`,
     type,
-    stepIndex: 0,
+    stepPosition: 0,
     stepKey: null,
     state,
     dependsOn: [],

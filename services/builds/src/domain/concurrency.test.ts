@@ -85,7 +85,7 @@ describe("advance into a concurrency group", () => {
   const model = (over: Partial<JobModel>): JobModel => ({
     id: "j",
     type: "script",
-    stepIndex: 0,
+    stepPosition: 0,
     stepKey: null,
     state: "pending",
     dependsOn: [],

@@ -5,7 +5,7 @@ function job(state: JobState, overrides: Partial<JobModel> = {}): JobModel {
   return {
     id: "job-1",
     type: "script",
-    stepIndex: 0,
+    stepPosition: 0,
     stepKey: null,
     state,
     dependsOn: [],

@@ -5,7 +5,7 @@ function job(id: string, state: JobState, overrides: Partial<JobModel> = {}): Jo
   return {
     id,
     type: "script",
-    stepIndex: 0,
+    stepPosition: 0,
     stepKey: null,
     state,
     dependsOn: [],

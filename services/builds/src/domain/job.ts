@@ -1,7 +1,8 @@
 /**
  * The one declaration of a job's shape in the builds service. JobModel (types.ts) is what the state machine reads;
  * a job planned from a step adds its JobDefinition; a stored job adds where it belongs and what happened to it.
- * The repository keeps its own storage form private; the proto Job and the REST Job are views of this one.
+ * The repository's storage form (JobDoc), its updates (JobUpdate) and what dispatch reads (DispatchableJob) are
+ * derived from it; the proto Job and the REST Job are views of it.
  */
 import type { PipelineStep, TriggerStep } from "@conveyor/ci-rules";
 import type { UserSnapshot } from "./build.js";
@@ -102,6 +103,12 @@ export interface Job extends PlannedJob {
   unblockedAt: Date | null;
 }
 
+/** A build's jobs in their order: by step, then parallel index, then age (retries after what they retried). */
+export const jobOrder = (a: Job, b: Job): number =>
+  a.stepPosition - b.stepPosition ||
+  (a.parallelGroupIndex ?? -1) - (b.parallelGroupIndex ?? -1) ||
+  a.createdAt.getTime() - b.createdAt.getTime();
+
 /** The queue a job's agent query rules name: the value of its `queue=` rule, else "default". */
 export function queueOf(agentQueryRules: readonly string[]): string {
   for (const rule of agentQueryRules) {
@@ -112,14 +119,7 @@ export function queueOf(agentQueryRules: readonly string[]): string {
 }
 
 /** Where a new job belongs: its build, and the step it comes from. */
-export interface JobPlace {
-  buildId: string;
-  organizationId: string;
-  pipelineId: string;
-  buildNumber: number;
-  clusterId: string | null;
-  stepId: string;
-}
+export type JobPlace = Pick<Job, "buildId" | "organizationId" | "pipelineId" | "buildNumber" | "clusterId" | "stepId">;
 
 /** A planned job as stored when its build is created or a pipeline upload adds it: nothing has happened to it. */
 export function storedJob(p: PlannedJob, place: JobPlace, at: Date): Job {

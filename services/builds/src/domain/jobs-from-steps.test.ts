@@ -75,7 +75,7 @@ describe("planJobs: job types and fields", () => {
     expect(job).toEqual({
       id: "j1",
       type: "script",
-      stepIndex: 0,
+      stepPosition: 0,
       stepKey: "test",
       state: "limited",
       dependsOn: [],
@@ -134,7 +134,7 @@ describe("planJobs: job types and fields", () => {
 
   it("makes parallel jobs with their index and total", () => {
     const jobs = plan([script("Shard", { parallelism: 3 })]);
-    expect(jobs.map((j) => [j.id, j.parallelGroupIndex, j.parallelGroupTotal, j.state, j.stepIndex])).toEqual([
+    expect(jobs.map((j) => [j.id, j.parallelGroupIndex, j.parallelGroupTotal, j.state, j.stepPosition])).toEqual([
       ["j1", 0, 3, "scheduled", 0],
       ["j2", 1, 3, "scheduled", 0],
       ["j3", 2, 3, "scheduled", 0],
@@ -208,7 +208,7 @@ describe("planJobs: job types and fields", () => {
 
   it("numbers steps and calls newId once per job, in order", () => {
     const jobs = plan([script("a", { parallelism: 2 }), wait(), block("b"), trigger("c")]);
-    expect(jobs.map((j) => [j.id, j.stepIndex])).toEqual([
+    expect(jobs.map((j) => [j.id, j.stepPosition])).toEqual([
       ["j1", 0],
       ["j2", 0],
       ["j3", 1],

@@ -112,7 +112,7 @@ function jobsOf(step: PipelineStep, stepIndex: number, omitted: Omission, opts: 
     jobs.push({
       id: opts.newId(),
       type: JOB_TYPES[step.type],
-      stepIndex,
+      stepPosition: stepIndex,
       stepKey: step.key ?? null,
       state,
       dependsOn: [],

@@ -16,9 +16,9 @@ function stepsOf(yaml: string, existing: readonly Job[] = []) {
 /** A build: upload step (running), then a wait, then deploy behind it. */
 function buildJobs(): Job[] {
   return [
-    aJob({ id: "up", stepIndex: 0, stepKey: "generate", state: "running" }),
-    aJob({ id: "w", type: "waiter", stepIndex: 1, state: "waiting", dependsOn: ["up"] }),
-    aJob({ id: "deploy", stepIndex: 2, stepKey: "deploy", state: "pending", dependsOn: ["w"] }),
+    aJob({ id: "up", stepPosition: 0, stepKey: "generate", state: "running" }),
+    aJob({ id: "w", type: "waiter", stepPosition: 1, state: "waiting", dependsOn: ["up"] }),
+    aJob({ id: "deploy", stepPosition: 2, stepKey: "deploy", state: "pending", dependsOn: ["w"] }),
   ];
 }
 
@@ -44,7 +44,7 @@ function plan(yaml: string, overrides: Partial<UploadInput> = {}) {
 describe("planUpload", () => {
   it("places the new steps after the uploader, in order, before the next step", () => {
     const { jobs } = plan("steps:\n  - command: a\n  - command: b\n  - command: c\n");
-    const positions = jobs.map((j) => j.stepIndex);
+    const positions = jobs.map((j) => j.stepPosition);
     expect(positions).toEqual([...positions].sort((x, y) => x - y));
     expect(positions[0]).toBeGreaterThan(0);
     expect(positions[2]).toBeLessThan(1);
@@ -62,12 +62,19 @@ describe("planUpload", () => {
 
   it("makes an uploaded wait wait for the steps running beside the uploader since the last wait, not before it", () => {
     const jobs = [
-      aJob({ id: "early", stepIndex: 0, state: "passed" }),
-      aJob({ id: "w0", type: "waiter", stepIndex: 1, state: "passed", dependsOn: ["early"] }),
-      aJob({ id: "lint", stepIndex: 2, state: "running", dependsOn: ["w0"] }),
-      aJob({ id: "first-up", stepIndex: 3, state: "failed", retried: true, retriedInJobId: "up", dependsOn: ["w0"] }),
-      aJob({ id: "up", stepIndex: 3, state: "running", retrySource: { jobId: "first-up", retryType: "automatic" } }),
-      aJob({ id: "w1", type: "waiter", stepIndex: 4, state: "waiting", dependsOn: ["lint", "first-up", "w0"] }),
+      aJob({ id: "early", stepPosition: 0, state: "passed" }),
+      aJob({ id: "w0", type: "waiter", stepPosition: 1, state: "passed", dependsOn: ["early"] }),
+      aJob({ id: "lint", stepPosition: 2, state: "running", dependsOn: ["w0"] }),
+      aJob({
+        id: "first-up",
+        stepPosition: 3,
+        state: "failed",
+        retried: true,
+        retriedInJobId: "up",
+        dependsOn: ["w0"],
+      }),
+      aJob({ id: "up", stepPosition: 3, state: "running", retrySource: { jobId: "first-up", retryType: "automatic" } }),
+      aJob({ id: "w1", type: "waiter", stepPosition: 4, state: "waiting", dependsOn: ["lint", "first-up", "w0"] }),
     ];
     const { jobs: added } = plan("steps:\n  - command: a\n  - wait\n  - command: b\n", { jobs });
     expect(added.map((j) => j.dependsOn)).toEqual([["w0"], ["lint", "first-up", "new-0", "w0"], ["new-1"]]);
@@ -80,16 +87,16 @@ describe("planUpload", () => {
 
   it("also counts dependants of the job the uploader is an attempt of", () => {
     const jobs = [
-      aJob({ id: "first", stepIndex: 0, state: "failed", retried: true, retriedInJobId: "up" }),
-      aJob({ id: "up", stepIndex: 0, state: "running", retrySource: { jobId: "first", retryType: "automatic" } }),
-      aJob({ id: "after", stepIndex: 1, state: "waiting", dependsOn: ["first"] }),
+      aJob({ id: "first", stepPosition: 0, state: "failed", retried: true, retriedInJobId: "up" }),
+      aJob({ id: "up", stepPosition: 0, state: "running", retrySource: { jobId: "first", retryType: "automatic" } }),
+      aJob({ id: "after", stepPosition: 1, state: "waiting", dependsOn: ["first"] }),
     ];
     const { waitFor } = plan("steps:\n  - command: a\n", { jobs });
     expect(waitFor).toEqual([{ id: "after", state: "waiting", dependsOn: ["first", "new-0"] }]);
   });
 
   it("resolves depends_on against steps already in the build", () => {
-    const jobs = [...buildJobs(), aJob({ id: "lint", stepIndex: 3, stepKey: "lint", state: "passed" })];
+    const jobs = [...buildJobs(), aJob({ id: "lint", stepPosition: 3, stepKey: "lint", state: "passed" })];
     const { jobs: added } = plan("steps:\n  - command: a\n    depends_on: lint\n", { jobs });
     expect(added[0]?.dependsOn).toEqual(["lint"]);
   });
@@ -118,13 +125,13 @@ describe("planUpload", () => {
 
   it("with replace, drops the jobs that have not started and nothing else", () => {
     const jobs = [
-      aJob({ id: "done", stepIndex: 0, state: "passed" }),
-      aJob({ id: "up", stepIndex: 1, state: "running" }),
-      aJob({ id: "busy", stepIndex: 1, state: "running", parallelGroupIndex: 1 }),
-      aJob({ id: "queued", stepIndex: 2, state: "scheduled" }),
-      aJob({ id: "taken", stepIndex: 2, state: "assigned", parallelGroupIndex: 1 }),
-      aJob({ id: "gate", type: "manual", stepIndex: 3, state: "blocked" }),
-      aJob({ id: "later", stepIndex: 4, state: "waiting", dependsOn: ["up"] }),
+      aJob({ id: "done", stepPosition: 0, state: "passed" }),
+      aJob({ id: "up", stepPosition: 1, state: "running" }),
+      aJob({ id: "busy", stepPosition: 1, state: "running", parallelGroupIndex: 1 }),
+      aJob({ id: "queued", stepPosition: 2, state: "scheduled" }),
+      aJob({ id: "taken", stepPosition: 2, state: "assigned", parallelGroupIndex: 1 }),
+      aJob({ id: "gate", type: "manual", stepPosition: 3, state: "blocked" }),
+      aJob({ id: "later", stepPosition: 4, state: "waiting", dependsOn: ["up"] }),
     ];
     const result = plan("steps:\n  - command: a\n", { jobs, replace: true });
     expect(result.remove).toEqual([
@@ -137,18 +144,18 @@ describe("planUpload", () => {
 
   it("renumbers the build's steps when nested uploads leave no room", () => {
     const jobs = [
-      aJob({ id: "a", stepIndex: 0, state: "passed" }),
-      aJob({ id: "up", stepIndex: 0.5, state: "running" }),
-      aJob({ id: "b", stepIndex: 0.5 + 1e-8, state: "waiting", dependsOn: ["up"] }),
-      aJob({ id: "c", stepIndex: 7, state: "waiting", dependsOn: ["b"] }),
+      aJob({ id: "a", stepPosition: 0, state: "passed" }),
+      aJob({ id: "up", stepPosition: 0.5, state: "running" }),
+      aJob({ id: "b", stepPosition: 0.5 + 1e-8, state: "waiting", dependsOn: ["up"] }),
+      aJob({ id: "c", stepPosition: 7, state: "waiting", dependsOn: ["b"] }),
     ];
     const result = plan("steps:\n  - command: x\n  - command: y\n", { jobs });
     expect(result.renumber).toEqual([
-      { id: "up", stepIndex: 1 },
-      { id: "b", stepIndex: 2 },
-      { id: "c", stepIndex: 3 },
+      { id: "up", stepPosition: 1 },
+      { id: "b", stepPosition: 2 },
+      { id: "c", stepPosition: 3 },
     ]);
-    expect(result.jobs.map((j) => j.stepIndex)).toEqual([1 + 1 / 3, 1 + 2 / 3]);
+    expect(result.jobs.map((j) => j.stepPosition)).toEqual([1 + 1 / 3, 1 + 2 / 3]);
   });
 
   it("refuses more steps or jobs than the limits", () => {
@@ -157,7 +164,7 @@ describe("planUpload", () => {
     const wide = `steps:\n${"  - command: x\n    parallelism: 500\n".repeat(5)}`;
     expect(() => plan(wide)).toThrow(/at most 2000 jobs/);
     const full = Array.from({ length: UPLOAD_LIMITS.maxBuildJobs - 1 }, (_, i) =>
-      aJob({ id: i === 0 ? "up" : `j${i}`, stepIndex: i, state: i === 0 ? "running" : "passed" }),
+      aJob({ id: i === 0 ? "up" : `j${i}`, stepPosition: i, state: i === 0 ? "running" : "passed" }),
     );
     expect(() => plan("steps:\n  - command: a\n  - command: b\n", { jobs: full })).toThrow(/at most 4000 jobs/);
   });

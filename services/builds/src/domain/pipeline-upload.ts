@@ -28,7 +28,7 @@ export interface UploadPlan {
   /** Jobs `replace` drops, with the state they must still be in. */
   remove: Array<{ id: string; state: JobState }>;
   /** New positions of existing jobs, when the gap after the uploader was too narrow for the new steps. */
-  renumber: Array<{ id: string; stepIndex: number }>;
+  renumber: Array<{ id: string; stepPosition: number }>;
 }
 
 export interface UploadInput {
@@ -91,7 +91,7 @@ export function planUpload(input: UploadInput): { ok: true; plan: UploadPlan } |
   const { positions, renumber } = placeAfter(uploader, kept, steps.length);
   const jobs = planned.map((job) => ({
     ...job,
-    stepIndex: positions(job.stepIndex),
+    stepPosition: positions(job.stepPosition),
     env: job.type === "script" ? { ...input.env, ...job.env } : job.env,
   }));
   const newIds = jobs.map((j) => j.id);
@@ -119,13 +119,16 @@ const isBarrier = (job: Job) =>
  * barrier up to the uploader itself (those running beside it, and the uploader).
  */
 function placeOf(uploader: Job, jobs: readonly Job[]): { barrier: string | null; since: string[] } {
-  const before = jobs.filter((j) => j.stepIndex < uploader.stepIndex && !j.retrySource && isBarrier(j));
-  const barrier = before.reduce<Job | null>((last, j) => (!last || j.stepIndex > last.stepIndex ? j : last), null);
+  const before = jobs.filter((j) => j.stepPosition < uploader.stepPosition && !j.retrySource && isBarrier(j));
+  const barrier = before.reduce<Job | null>(
+    (last, j) => (!last || j.stepPosition > last.stepPosition ? j : last),
+    null,
+  );
   const since = jobs
     .filter(
       (j) =>
-        j.stepIndex > (barrier?.stepIndex ?? Number.NEGATIVE_INFINITY) &&
-        j.stepIndex <= uploader.stepIndex &&
+        j.stepPosition > (barrier?.stepPosition ?? Number.NEGATIVE_INFINITY) &&
+        j.stepPosition <= uploader.stepPosition &&
         !j.retrySource &&
         !isBarrier(j),
     )
@@ -159,16 +162,16 @@ function placeAfter(
   count: number,
 ): { positions: (i: number) => number; renumber: UploadPlan["renumber"] } {
   const after = (lo: number, indexes: number[]) => indexes.find((i) => i > lo) ?? lo + 1;
-  const sorted = [...new Set(jobs.map((j) => j.stepIndex))].sort((a, b) => a - b);
-  let lo = uploader.stepIndex;
+  const sorted = [...new Set(jobs.map((j) => j.stepPosition))].sort((a, b) => a - b);
+  let lo = uploader.stepPosition;
   let hi = after(lo, sorted);
   let renumber: UploadPlan["renumber"] = [];
   if ((hi - lo) / (count + 1) < MIN_GAP) {
     const ordinal = new Map(sorted.map((value, i) => [value, i]));
     renumber = jobs
-      .filter((j) => ordinal.get(j.stepIndex) !== j.stepIndex)
-      .map((j) => ({ id: j.id, stepIndex: ordinal.get(j.stepIndex) ?? 0 }));
-    lo = ordinal.get(uploader.stepIndex) ?? 0;
+      .filter((j) => ordinal.get(j.stepPosition) !== j.stepPosition)
+      .map((j) => ({ id: j.id, stepPosition: ordinal.get(j.stepPosition) ?? 0 }));
+    lo = ordinal.get(uploader.stepPosition) ?? 0;
     hi = lo + 1;
   }
   const step = (hi - lo) / (count + 1);

@@ -14,13 +14,16 @@ export type BrokenReason = "branch_mismatch" | "conditional_failed" | "skipped_s
 
 /**
  * One job of a build, as the domain functions see it. A step with `parallelism: N` yields N jobs sharing a
- * `stepIndex`. Dependencies are by job id and are fixed when the jobs are created.
+ * `stepPosition`. Dependencies are by job id and are fixed when the jobs are created.
  */
 export interface JobModel {
   id: string;
   type: JobType;
-  /** Index of the step in the pipeline's step list. */
-  stepIndex: number;
+  /**
+   * Where the job's step stands in its build's order of steps (the proto Job's step_position): the step's index when
+   * the build is created; steps a pipeline upload adds sit between the uploader's and the next (fractions).
+   */
+  stepPosition: number;
   stepKey: string | null;
   state: JobState;
   /** Job ids that must finish before this job may be scheduled. */

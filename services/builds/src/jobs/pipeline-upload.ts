@@ -54,10 +54,10 @@ export function createPipelineUpload(ctx: BuildsContext, reconcile: Reconcile, u
       newId,
     });
     if (!planned.ok) throw invalidFields([{ field: "pipeline", code: planned.problem }]);
-    const stepIdsByIndex = new Map<number, string>();
+    const stepIdsByPosition = new Map<number, string>();
     const stepIds = planned.plan.jobs.map((job) => {
-      const known = stepIdsByIndex.get(job.stepIndex) ?? newId();
-      stepIdsByIndex.set(job.stepIndex, known);
+      const known = stepIdsByPosition.get(job.stepPosition) ?? newId();
+      stepIdsByPosition.set(job.stepPosition, known);
       return known;
     });
     return {
@@ -77,7 +77,7 @@ export function createPipelineUpload(ctx: BuildsContext, reconcile: Reconcile, u
     const { plan } = record;
     if (!plan) return;
     for (const { id, state } of plan.remove) await repo.deleteJob(id, state);
-    await repo.setStepIndexes(plan.renumber);
+    await repo.setStepPositions(plan.renumber);
     const jobs = plan.jobs.map((p, i) =>
       storedJob(
         p,

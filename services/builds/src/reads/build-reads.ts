@@ -5,18 +5,12 @@
  */
 
 import type { Build } from "../domain/build.js";
-import type { Job } from "../domain/job.js";
+import { type Job, jobOrder } from "../domain/job.js";
 import type { BuildListFilter } from "../store/build-list-query.js";
 import type { BuildRepository } from "../store/build-repository.js";
 import type { InvalidationFeed } from "./cache-invalidation-feed.js";
 import { listScopes, type ReadCache } from "./read-cache.js";
 import { createSharedReads } from "./shared-reads.js";
-
-/** A build's jobs in their order: by step, then parallel index, then age (retries after what they retried). */
-export const jobOrder = (a: Job, b: Job) =>
-  a.stepIndex - b.stepIndex ||
-  (a.parallelGroupIndex ?? -1) - (b.parallelGroupIndex ?? -1) ||
-  a.createdAt.getTime() - b.createdAt.getTime();
 
 export interface BuildReads {
   buildWithJobs(pipelineId: string, number: number): Promise<{ build: Build; jobs: readonly Job[] } | null>;

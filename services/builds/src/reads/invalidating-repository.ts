@@ -149,12 +149,12 @@ export function withInvalidations(
         t,
       );
     },
-    async setStepIndexes(positions) {
+    async setStepPositions(positions) {
       if (positions.length === 0) return;
       const invalidations = await Promise.all([...new Set(positions.map((p) => p.id))].map(jobInvalidation));
       const t = { ...NOTHING, jobsOf: [...new Set(invalidations.flatMap((x) => x.jobsOf ?? []))] };
       return invalidating(
-        () => inner.setStepIndexes(positions),
+        () => inner.setStepPositions(positions),
         () => t,
         t,
       );

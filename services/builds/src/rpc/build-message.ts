@@ -37,7 +37,7 @@ export function jobMessage(j: Job): MessageInitShape<typeof JobSchema> {
     clusterId: j.clusterId ?? "",
     queue: j.queue ?? "",
     stepId: j.stepId,
-    stepPosition: j.stepIndex,
+    stepPosition: j.stepPosition,
     state: j.state,
     command: j.command ?? "",
     agentQueryRules: j.agentQueryRules,

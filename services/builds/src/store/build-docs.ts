@@ -16,20 +16,42 @@ export type BuildDoc = Omit<Build, "id" | "env" | "metaData" | "pipeline"> & {
   pipelineEnvJson?: string;
 };
 
-/** How a job is stored: maps and nested step data as JSON text, for the same reason. */
-export type JobDoc = Omit<Job, "id" | "env" | "softFail" | "step" | "trigger" | "queue" | "signal" | "signalReason"> & {
-  _id: string;
-  envJson: string;
-  softFailJson: string;
-  stepJson: string;
-  triggerJson: string | null;
-  /** Absent on jobs stored before queues were recorded. */
-  queue?: string | null;
-  signal?: string | null;
-  signalReason?: string | null;
-  /** How many header times the job holds (their compare-and-set); absent on jobs given none since it was kept. */
-  headerTimesHeld?: number | null;
-};
+/** Job fields stored as JSON text: maps and nested step data, for the same reason. */
+type JsonJobFields = "env" | "softFail" | "step" | "trigger";
+/** Job fields added after the first jobs were stored: absent on older documents, read as their empty value. */
+type LaterJobFields =
+  | "queue"
+  | "signal"
+  | "signalReason"
+  | "assignedAt"
+  | "headerTimes"
+  | "retriedInJobId"
+  | "retriesCount"
+  | "retryType"
+  | "retrySource"
+  | "retriedBy"
+  | "unblockedBy"
+  | "deadlineAt"
+  | "triggeredBuild"
+  | "unblockFields"
+  | "clusterId";
+
+/**
+ * How a job is stored: the Job, with its id as _id, its JSON fields as text, and the fields added later optional.
+ * Every other field is stored under its own name (a JobUpdate is $set as it is).
+ */
+export type JobDoc = Omit<Job, "id" | "stepPosition" | JsonJobFields | LaterJobFields> &
+  Partial<Pick<Job, LaterJobFields>> & {
+    _id: string;
+    /** The job's stepPosition, under the name it had when positions were whole step indexes (indexes use it). */
+    stepIndex: number;
+    envJson: string;
+    softFailJson: string;
+    stepJson: string;
+    triggerJson: string | null;
+    /** How many header times the job holds (their compare-and-set); absent on jobs given none since it was kept. */
+    headerTimesHeld?: number | null;
+  };
 
 const metaPairs = (metaData: Record<string, string>) => Object.entries(metaData).map(([k, v]) => `${k}=${v}`);
 
@@ -71,10 +93,11 @@ export function fromBuildDoc(d: BuildDoc): Build {
 }
 
 export function toJobDoc(j: Job): JobDoc {
-  const { id, env, softFail, step, trigger, ...rest } = j;
+  const { id, stepPosition, env, softFail, step, trigger, ...rest } = j;
   return {
     ...rest,
     _id: id,
+    stepIndex: stepPosition,
     envJson: JSON.stringify(env),
     softFailJson: JSON.stringify(softFail),
     stepJson: JSON.stringify(step),
@@ -83,10 +106,11 @@ export function toJobDoc(j: Job): JobDoc {
 }
 
 export function fromJobDoc(d: JobDoc): Job {
-  const { _id, envJson, softFailJson, stepJson, triggerJson, headerTimesHeld: _held, ...rest } = d;
+  const { _id, stepIndex, envJson, softFailJson, stepJson, triggerJson, headerTimesHeld: _held, ...rest } = d;
   return {
     ...rest,
     id: _id,
+    stepPosition: stepIndex,
     env: JSON.parse(envJson) as Job["env"],
     softFail: JSON.parse(softFailJson) as Job["softFail"],
     step: JSON.parse(stepJson) as Job["step"],

@@ -42,11 +42,17 @@ export type JobUpdate = Partial<
   >
 >;
 
-/** What dispatch matches an agent by: the fields of a scheduled job the agents service keeps as its hints. */
-export type DispatchableJob = Pick<
-  Job,
-  "id" | "organizationId" | "clusterId" | "agentQueryRules" | "priority" | "runnableAt"
->;
+/** The fields of a scheduled job dispatch matches an agent by (the agents service keeps them as its hints). */
+export const DISPATCHABLE_JOB_FIELDS = [
+  "organizationId",
+  "clusterId",
+  "agentQueryRules",
+  "priority",
+  "runnableAt",
+] as const satisfies ReadonlyArray<keyof Job>;
+
+/** What dispatch matches an agent by: a scheduled job's id and DISPATCHABLE_JOB_FIELDS. */
+export type DispatchableJob = Pick<Job, "id" | (typeof DISPATCHABLE_JOB_FIELDS)[number]>;
 
 /**
  * A build creation under way (build-creation.ts): stored before the build's jobs, removed once the build stands. A
@@ -125,7 +131,7 @@ export interface BuildRepository {
   /** Adds dependencies to a job that has not been scheduled yet (pending or waiting); false when it was. */
   addDependencies(id: string, dependsOn: readonly string[]): Promise<boolean>;
   /** Moves jobs to new positions in their build's order. */
-  setStepIndexes(positions: ReadonlyArray<{ id: string; stepIndex: number }>): Promise<void>;
+  setStepPositions(positions: ReadonlyArray<Pick<Job, "id" | "stepPosition">>): Promise<void>;
   findBuild(pipelineId: string, number: number): Promise<Build | null>;
   /** A build and its jobs, read at once (both by pipeline and number): one round trip for a build's answer. */
   findBuildWithJobs(pipelineId: string, number: number): Promise<{ build: Build; jobs: Job[] } | null>;

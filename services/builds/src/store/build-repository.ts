@@ -1,5 +1,6 @@
 import { createGroupCommit, createInsertBatcher, isDuplicateKeyError } from "@conveyor/runtime";
 import type { Collection, Db, Filter } from "mongodb";
+import { jobOrder } from "../domain/job.js";
 import { SUPERSEDABLE_BUILD_STATES } from "../domain/state-sets.js";
 import type { JobState } from "../domain/types.js";
 import {
@@ -17,6 +18,7 @@ import { buildListQuery, mergeBuildPages, splitBuildList } from "./build-list-qu
 import {
   type BuildRepository,
   type CreationClaim,
+  DISPATCHABLE_JOB_FIELDS,
   DuplicateBuildNumberError,
   DuplicateClaimError,
 } from "./build-repository-contract.js";
@@ -25,11 +27,8 @@ import { countPipeline } from "./pipeline-counts.js";
 export * from "./build-repository-contract.js";
 
 /** A scheduled job as dispatchableJobs reads it: only the fields of DispatchableJob. */
-type DispatchableJobDoc = Pick<
-  JobDoc,
-  "_id" | "organizationId" | "clusterId" | "agentQueryRules" | "priority" | "runnableAt"
->;
-const DISPATCHABLE_FIELDS = { organizationId: 1, clusterId: 1, agentQueryRules: 1, priority: 1, runnableAt: 1 };
+type DispatchableJobDoc = Pick<JobDoc, "_id" | (typeof DISPATCHABLE_JOB_FIELDS)[number]>;
+const DISPATCHABLE_PROJECTION = Object.fromEntries(DISPATCHABLE_JOB_FIELDS.map((field) => [field, 1]));
 
 /** The most unfinished jobs of one concurrency group the gate reads at once. */
 const MAX_GROUP_JOBS = 5000;
@@ -130,10 +129,12 @@ export async function createMongoBuildRepository(db: Db): Promise<BuildRepositor
           { $addToSet: { dependsOn: { $each: [...dependsOn] } } },
         )
       ).matchedCount === 1,
-    async setStepIndexes(positions) {
+    async setStepPositions(positions) {
       if (positions.length === 0) return;
       await jobs.bulkWrite(
-        positions.map(({ id, stepIndex }) => ({ updateOne: { filter: { _id: id }, update: { $set: { stepIndex } } } })),
+        positions.map(({ id, stepPosition }) => ({
+          updateOne: { filter: { _id: id }, update: { $set: { stepIndex: stepPosition } } },
+        })),
       );
     },
     findBuild: async (pipelineId, number) => build(await builds.findOne({ pipelineId, number })),
@@ -147,12 +148,7 @@ export async function createMongoBuildRepository(db: Db): Promise<BuildRepositor
       if (!doc) return null;
       const found = fromBuildDoc(doc);
       const list = jobDocs.map(fromJobDoc).filter((j) => j.buildId === found.id);
-      list.sort(
-        (a, b) =>
-          a.stepIndex - b.stepIndex ||
-          (a.parallelGroupIndex ?? -1) - (b.parallelGroupIndex ?? -1) ||
-          a.createdAt.getTime() - b.createdAt.getTime(),
-      );
+      list.sort(jobOrder);
       return { build: found, jobs: list };
     },
     async listBuilds(f, skip, limit) {
@@ -236,7 +232,7 @@ export async function createMongoBuildRepository(db: Db): Promise<BuildRepositor
     async dispatchableJobs(limit) {
       const docs = await jobs
         .find({ state: "scheduled", type: "script" })
-        .project<DispatchableJobDoc>(DISPATCHABLE_FIELDS)
+        .project<DispatchableJobDoc>(DISPATCHABLE_PROJECTION)
         .sort({ state: 1, priority: -1, runnableAt: 1 })
         .limit(limit)
         .toArray();

@@ -44,7 +44,7 @@ describe("builds and jobs created at the same time", () => {
 
     inserts.length = 0;
     const jobLists = Array.from({ length: 10 }, (_, b) =>
-      Array.from({ length: 3 }, (_, j) => aJob({ id: `j-${b}-${j}`, buildId: `b-${b}`, stepIndex: j })),
+      Array.from({ length: 3 }, (_, j) => aJob({ id: `j-${b}-${j}`, buildId: `b-${b}`, stepPosition: j })),
     );
     await Promise.all(jobLists.map((list) => repo.insertJobs(list)));
     expect(await mongo.db(dbName).collection("jobs").countDocuments({})).toBe(30);

@@ -30,6 +30,21 @@ export interface PipelineUploadRepository {
 
 type UploadDoc = Omit<UploadRecord, "id" | "plan"> & { _id: string; planJson: string | null };
 
+/**
+ * A stored plan as JSON. A plan stored before jobs had a stepPosition names it stepIndex (in its jobs and its
+ * renumbering); one left unapplied by a crash across an upgrade is read with the name it has now.
+ */
+function parsePlan(json: string): UploadPlan {
+  const plan = JSON.parse(json) as UploadPlan;
+  const positioned = <T extends { stepPosition: number }>(item: T): T => {
+    const legacy = item as T & { stepIndex?: number };
+    if (legacy.stepPosition !== undefined || legacy.stepIndex === undefined) return item;
+    const { stepIndex, ...rest } = legacy;
+    return { ...rest, stepPosition: stepIndex } as unknown as T;
+  };
+  return { ...plan, jobs: plan.jobs.map(positioned), renumber: plan.renumber.map(positioned) };
+}
+
 /** The MongoDB implementation; creates its indexes before returning. */
 export async function createMongoPipelineUploadRepository(db: Db): Promise<PipelineUploadRepository> {
   const uploads: Collection<UploadDoc> = db.collection("pipeline_uploads");
@@ -39,7 +54,7 @@ export async function createMongoPipelineUploadRepository(db: Db): Promise<Pipel
       const doc = await uploads.findOne({ _id: id });
       if (!doc) return null;
       const { _id, planJson, ...rest } = doc;
-      return { ...rest, id: _id, plan: planJson ? (JSON.parse(planJson) as UploadPlan) : null };
+      return { ...rest, id: _id, plan: planJson ? parsePlan(planJson) : null };
     },
     async insert(record) {
       const { id, plan, ...rest } = record;
