@@ -13,7 +13,7 @@ import {
   repeat,
   runService,
 } from "@conveyor/runtime";
-import { createBuildsParts } from "./builds-context.js";
+import { type BuildsDeps, createBuildsParts } from "./builds-context.js";
 import { createAnnotationsService, createBuildsService } from "./builds-service.js";
 import { readBuildsConfig } from "./config.js";
 import { createTriggerLookups } from "./jobs/trigger-lookups.js";
@@ -58,7 +58,7 @@ void runService(
         repeat(work, { what, everyMs: ms, costFactor: 3, logger });
       // Builds and lists are served from memory while the cache invalidation feed proves them current (several replicas
       // included).
-      let readCache: Parameters<typeof createBuildsParts>[0]["readCache"];
+      let readCache: BuildsDeps["readCache"];
       if (config.readCacheBuilds > 0) {
         const cache = createReadCache({ maxBuilds: config.readCacheBuilds });
         const feed = await startInvalidationFeed({

@@ -47,6 +47,7 @@ function uncachedReads(repo: BuildRepository): BuildReads {
   };
 }
 
+/** The reads over the repository, through the read cache when there is one. */
 export function createBuildReads(
   repo: BuildRepository,
   cached?: { cache: ReadCache; feed: InvalidationFeed },

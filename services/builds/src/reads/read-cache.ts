@@ -88,6 +88,7 @@ export function listScopes(q: {
   ];
 }
 
+/** Creates an empty read cache (see the file's comment for the rule it keeps). */
 export function createReadCache(opts: ReadCacheOptions = {}) {
   const ttl = opts.ttlMs ?? 30_000;
   /** (pipeline, number) → build id: never changes for a build, so it goes only with the build. */

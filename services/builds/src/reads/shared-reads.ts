@@ -12,6 +12,7 @@ export interface SharedReads {
   share<T>(key: string, arrivedAt: number, read: () => Promise<T>): Promise<T>;
 }
 
+/** Creates the shared reads of one process; `now` is the monotonic clock reads arrive by. */
 export function createSharedReads(now: () => number = () => performance.now()): SharedReads {
   const underWay = new Map<string, { startedAt: number; answer: Promise<unknown> }>();
   return {

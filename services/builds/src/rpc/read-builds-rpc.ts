@@ -15,6 +15,7 @@ export const MAX_READS_PER_CALL = 100;
 type Result = MessageInitShape<typeof BuildReadResultSchema>;
 type Reads = Pick<ServiceImpl<typeof BuildsService>, "getBuild" | "listBuilds">;
 
+/** The ReadBuilds RPC over the GetBuild and ListBuilds handlers it answers each read with. */
 export function createReadBuildsRpc(reads: Reads): Pick<ServiceImpl<typeof BuildsService>, "readBuilds"> {
   const answer = async (read: BuildRead, context: HandlerContext): Promise<Result> => {
     switch (read.read.case) {

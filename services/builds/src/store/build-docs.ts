@@ -58,6 +58,7 @@ const metaPairs = (metaData: Record<string, string>) => Object.entries(metaData)
 /** A creation's claim as stored: its build id is its _id, so one claim stands per build. */
 export type ClaimDoc = Omit<CreationClaim, "buildId"> & { _id: string };
 
+/** A build as stored. */
 export function toBuildDoc(b: Build): BuildDoc {
   const { id, env, metaData, pipeline, ...rest } = b;
   const { env: pipelineEnv, ...pipelineInfo } = pipeline;
@@ -72,6 +73,7 @@ export function toBuildDoc(b: Build): BuildDoc {
   };
 }
 
+/** A stored build, with the defaults of fields older documents lack. */
 export function fromBuildDoc(d: BuildDoc): Build {
   const { _id, envJson, metaDataJson, metaPairs: _pairs, pipelineInfo, pipelineEnvJson, ...rest } = d;
   return {
@@ -92,6 +94,7 @@ export function fromBuildDoc(d: BuildDoc): Build {
   };
 }
 
+/** A job as stored. */
 export function toJobDoc(j: Job): JobDoc {
   const { id, stepPosition, env, softFail, step, trigger, ...rest } = j;
   return {
@@ -105,6 +108,7 @@ export function toJobDoc(j: Job): JobDoc {
   };
 }
 
+/** A stored job, with the defaults of fields older documents lack. */
 export function fromJobDoc(d: JobDoc): Job {
   const { _id, stepIndex, envJson, softFailJson, stepJson, triggerJson, headerTimesHeld: _held, ...rest } = d;
   return {
