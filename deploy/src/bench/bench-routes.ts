@@ -29,6 +29,7 @@ const BENCH_CONFIGURATION =
 const pipelinePath = (c: BenchContext) =>
   c.pipelineSlug && `/v2/organizations/${c.orgSlug}/pipelines/${c.pipelineSlug}`;
 const buildPath = (c: BenchContext) => c.pipelineSlug && `${pipelinePath(c)}/builds/1`;
+/** The bench pipeline's first page of 30 builds (empty when the bench made no pipeline). */
 export const pagePath = (c: BenchContext) => c.pipelineSlug && `${pipelinePath(c)}/builds?per_page=30`;
 
 /** The routes measured by `npm run bench`, in report order. Later features add their hot routes here. */

@@ -17,6 +17,7 @@ export interface SecretFinding {
   redacted: string;
 }
 
+/** A secret shown safely: its first characters and its length. */
 export function redact(secret: string): string {
   return `${secret.slice(0, 7)}…(${secret.length})`;
 }

@@ -37,6 +37,7 @@ export interface AgentDirs {
   sockets: string;
 }
 
+/** The folders of local agent `id` under the data directory. */
 export function agentDirs(dataDir: string, id: string): AgentDirs {
   const root = join(dataDir, "agents", id);
   return {

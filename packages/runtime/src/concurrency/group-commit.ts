@@ -42,6 +42,7 @@ const settleAll = <I>(batch: readonly Waiting<I>[], err: unknown) => {
   }
 };
 
+/** Creates a group commit over `opts.send` (see the module doc above). */
 export function createGroupCommit<I>(opts: GroupCommitOptions<I>) {
   const maxSize = Math.max(1, opts.maxSize ?? 500);
   const sizeOf = opts.sizeOf ?? (() => 1);

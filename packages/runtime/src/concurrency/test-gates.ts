@@ -11,6 +11,7 @@ export interface Gates {
   openAll(): Promise<void>;
 }
 
+/** Creates a set of gates, all closed until the test opens them. */
 export function createGates(): Gates {
   const closed: Array<() => void> = [];
   const settle = () => new Promise<void>((resolve) => setImmediate(resolve));

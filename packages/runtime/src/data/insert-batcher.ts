@@ -64,6 +64,7 @@ function settle<D>(batch: readonly Waiting<readonly D[]>[], err: unknown) {
   }
 }
 
+/** Creates the grouped inserts of one collection over its `insertMany` (see the module doc above). */
 export function createInsertBatcher<D>(insertMany: InsertMany<D>, opts: InsertBatcherOptions = {}) {
   const group = createGroupCommit<readonly D[]>({
     send: (items) => insertMany(items.flat() as D[]),

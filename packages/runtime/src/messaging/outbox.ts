@@ -86,10 +86,12 @@ export interface OutboxOptions {
   batch?: number;
 }
 
+/** The JetStream message id of an entry's publish: its key and version, so that a second publish is de-duplicated. */
 export const msgIdOf = (key: string, version: string) => `${key}:${version}`;
 
 const prefixOf = (key: string) => key.slice(0, Math.max(0, key.indexOf(":")));
 
+/** Creates the outbox over its store and publisher (see the module doc above for why and how). */
 export function createOutbox(opts: OutboxOptions) {
   const { store, publish, logger, resolvers } = opts;
   const now = opts.now ?? (() => new Date());

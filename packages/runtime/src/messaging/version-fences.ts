@@ -44,6 +44,7 @@ const subjectOf = (key: string) => {
 
 /** A fence's value as stored: its decimal digits. */
 export const encodeFence = (n: number) => new TextEncoder().encode(String(n));
+/** A stored fence's value; 0 for anything that is not a whole number of zero or more. */
 export const decodeFence = (data: Uint8Array): number => {
   const n = Number(new TextDecoder().decode(data));
   return Number.isSafeInteger(n) && n >= 0 ? n : 0;

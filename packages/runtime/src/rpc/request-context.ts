@@ -19,6 +19,7 @@ const storage = new AsyncLocalStorage<RequestContext>();
 /** A client-supplied id is kept when it is 1–128 visible ASCII characters of a safe set; else a new one is made. */
 const VALID_REQUEST_ID = /^[A-Za-z0-9._:/+=@-]{1,128}$/;
 
+/** Whether a client-supplied request id may be kept (VALID_REQUEST_ID). */
 export function isValidRequestId(value: unknown): value is string {
   return typeof value === "string" && VALID_REQUEST_ID.test(value);
 }
