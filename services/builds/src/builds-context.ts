@@ -14,7 +14,11 @@ import {
   type Logger,
   SUBJECTS,
 } from "@conveyor/runtime";
-import { type CountersOutboxDeps, createPipelineCounters, type PipelineCounters } from "./counts/pipeline-counters.js";
+import {
+  type CountersOutboxDeps,
+  createPipelineCounters,
+  type PipelineCounters,
+} from "./counters/pipeline-counters.js";
 import { type BuildCreation, createBuildCreation } from "./creation/build-creation.js";
 import { createCreationRepair } from "./creation/creation-repair.js";
 import { type CurrentPipelines, createCurrentPipelines } from "./creation/current-pipelines.js";
