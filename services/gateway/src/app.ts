@@ -92,13 +92,7 @@ export async function buildApp(deps: AppDeps): Promise<GatewayApp> {
   });
   registerErrorHandling(app);
   const principals = createPrincipalCache(
-    identityLookup(async (secret, requestId) => {
-      const res = await deps.clients.identity.authenticateAccessToken(
-        { secret },
-        { headers: { "x-request-id": requestId } },
-      );
-      return res.principal;
-    }),
+    identityLookup(async (secret) => (await deps.clients.identity.authenticateAccessToken({ secret })).principal),
     { ttlMs: deps.config.tokenCacheTtlMs },
   );
   registerArtifactQueryToken(app);

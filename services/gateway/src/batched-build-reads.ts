@@ -43,7 +43,7 @@ interface Pending {
   error?: unknown;
 }
 
-/** The request id a call's options carry (rpcOptions), else the one of the context it is made in. */
+/** The request id a call names in its headers, else the one of the context it is made in (as propagateRequestId). */
 function requestIdOf(options: CallOptions | undefined): string {
   return new Headers(options?.headers).get(REQUEST_ID_HEADER) ?? currentRequestId() ?? "";
 }

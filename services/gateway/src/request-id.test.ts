@@ -1,3 +1,5 @@
+import { request as httpRequest } from "node:http";
+import type { AddressInfo } from "node:net";
 import { Writable } from "node:stream";
 import { Role } from "@conveyor/proto/identity";
 import { createLogger, currentRequestId } from "@conveyor/runtime";
@@ -73,6 +75,41 @@ describe("request ids", () => {
     expect(res.headers.get("x-request-id")).toBe("socket-1");
     expect(seen).toEqual([{ header: "socket-1", context: "socket-1" }]);
     expect(lines.filter((line) => line.requestId === "socket-1").map((line) => line.msg)).toContain("request failed");
+    await app.close();
+  });
+
+  it("keeps the context when the body arrives well after the headers (a slow client)", async () => {
+    const { app, seen, lines } = await harness();
+    await app.listen({ host: "127.0.0.1", port: 0 });
+    const { port } = app.server.address() as AddressInfo;
+    const body = JSON.stringify({ name: "Web", repository: "git@example.com:acme/web.git" });
+    const status = await new Promise<number | undefined>((resolve, reject) => {
+      const req = httpRequest(
+        {
+          host: "127.0.0.1",
+          port,
+          method: "POST",
+          path: "/v2/organizations/acme/pipelines",
+          headers: {
+            authorization: "Bearer full",
+            "content-type": "application/json",
+            "content-length": Buffer.byteLength(body),
+            "x-request-id": "slow-1",
+          },
+        },
+        (res) => {
+          res.resume();
+          res.on("end", () => resolve(res.statusCode));
+        },
+      );
+      req.on("error", reject);
+      // The headers go first; the body follows once the gateway has authenticated the request and waits for it.
+      req.flushHeaders();
+      setTimeout(() => req.end(body), 100);
+    });
+    expect(status).toBe(500);
+    expect(seen).toEqual([{ header: "slow-1", context: "slow-1" }]);
+    expect(lines.filter((line) => line.requestId === "slow-1").map((line) => line.msg)).toContain("request failed");
     await app.close();
   });
 

@@ -1,6 +1,13 @@
 import { create } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
-import { Code, ConnectError, createClient, createRouterTransport, type ServiceImpl } from "@connectrpc/connect";
+import {
+  Code,
+  ConnectError,
+  createClient,
+  createRouterTransport,
+  type Interceptor,
+  type ServiceImpl,
+} from "@connectrpc/connect";
 import { AgentsService } from "@conveyor/proto/agents";
 import { AnnotationsService } from "@conveyor/proto/annotations";
 import { ArtifactsService } from "@conveyor/proto/artifacts";
@@ -20,7 +27,7 @@ import {
   UserSchema,
 } from "@conveyor/proto/identity";
 import { PipelinesService } from "@conveyor/proto/pipelines";
-import { acceptRequestId, propagateRequestId } from "@conveyor/runtime";
+import { acceptRequestId, propagateRequestId, REQUEST_ID_HEADER } from "@conveyor/runtime";
 import { type AppDeps, buildApp } from "./app.js";
 import type { GatewayClients } from "./clients.js";
 
@@ -126,6 +133,17 @@ export interface FakeServices {
   artifacts?: Partial<ServiceImpl<typeof ArtifactsService>>;
 }
 
+/**
+ * Fails a call that carries no request id: every call the gateway makes while serving a request must carry its id
+ * (from the request's context, by propagateRequestId), so a call made outside that context fails the test that made it.
+ */
+const requireRequestId: Interceptor = (next) => async (req) => {
+  if (!req.header.get(REQUEST_ID_HEADER)) {
+    throw new ConnectError(`${req.method.name} was called without a request id`, Code.Internal);
+  }
+  return next(req);
+};
+
 /** Builds the gateway app over in-memory fakes of every backend service. */
 export async function buildTestApp(
   world: FakeWorld,
@@ -147,7 +165,10 @@ export async function buildTestApp(
       router.service(AgentsService, services.agents ?? {});
       // As the real clients and servers do: calls carry the request id of the context they are made in.
     },
-    { transport: { interceptors: [propagateRequestId] }, router: { interceptors: [acceptRequestId] } },
+    {
+      transport: { interceptors: [propagateRequestId] },
+      router: { interceptors: [requireRequestId, acceptRequestId] },
+    },
   );
   const clients: GatewayClients = {
     identity: createClient(IdentityService, transport),

@@ -1,7 +1,6 @@
 import { Type } from "@fastify/type-provider-typebox";
 import type { FastifyInstance } from "fastify";
 import { responses, typed } from "../routes/declare.js";
-import { rpcOptions } from "../routes/deps.js";
 import { MAX_INT32, text } from "../routes/params.js";
 import type { AgentApiDeps } from "./agent-api.js";
 import { credentialOf } from "./agent-credentials.js";
@@ -40,16 +39,13 @@ export function agentControlRoutes(app: FastifyInstance, deps: AgentApiDeps): vo
     },
     async (request) => {
       const { organizationId, agentId } = credentialOf(request);
-      await clients.agents.pauseAgent(
-        {
-          organizationId,
-          id: agentId,
-          note: request.body.note ?? "",
-          // The agent leaves out a zero timeout: absent takes the default.
-          ...(request.body.timeout_in_minutes ? { timeoutInMinutes: request.body.timeout_in_minutes } : {}),
-        },
-        rpcOptions(request),
-      );
+      await clients.agents.pauseAgent({
+        organizationId,
+        id: agentId,
+        note: request.body.note ?? "",
+        // The agent leaves out a zero timeout: absent takes the default.
+        ...(request.body.timeout_in_minutes ? { timeoutInMinutes: request.body.timeout_in_minutes } : {}),
+      });
       return {};
     },
   );
@@ -62,7 +58,7 @@ export function agentControlRoutes(app: FastifyInstance, deps: AgentApiDeps): vo
     },
     async (request) => {
       const { organizationId, agentId } = credentialOf(request);
-      await clients.agents.resumeAgent({ organizationId, id: agentId }, rpcOptions(request));
+      await clients.agents.resumeAgent({ organizationId, id: agentId });
       return {};
     },
   );
@@ -81,10 +77,7 @@ export function agentControlRoutes(app: FastifyInstance, deps: AgentApiDeps): vo
     },
     async (request) => {
       const { organizationId, agentId } = credentialOf(request);
-      await clients.agents.stopAgent(
-        { organizationId, id: agentId, force: request.body.force ?? false },
-        rpcOptions(request),
-      );
+      await clients.agents.stopAgent({ organizationId, id: agentId, force: request.body.force ?? false });
       return {};
     },
   );

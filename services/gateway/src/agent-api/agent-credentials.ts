@@ -46,9 +46,7 @@ export function agentSecret(header: string | undefined): string | undefined {
 /** A short-lived cache of agent credential lookups, dropped early when the agents service revokes one. */
 export function createAgentCredentialCache(clients: Pick<GatewayClients, "agents">, opts: { ttlMs: number }) {
   const cache = createSecretCache<AgentCredential>(
-    serviceLookup(async (secret, requestId) =>
-      clients.agents.authenticateAgentCredential({ secret }, { headers: { "x-request-id": requestId } }),
-    ),
+    serviceLookup((secret) => clients.agents.authenticateAgentCredential({ secret })),
     opts,
   );
   return {
@@ -93,7 +91,7 @@ export function registerAgentAuthentication(app: FastifyInstance, cache: AgentCr
     if (!kinds) return;
     const secret = agentSecret(request.headers.authorization);
     if (!secret) throw new HttpError(401, INVALID);
-    const credential = await cache.get(secret, request.id);
+    const credential = await cache.get(secret);
     const kind = credential && KIND_NAMES[credential.kind];
     if (!credential || !kind || !kinds.includes(kind)) throw new HttpError(401, INVALID);
     request.agentCredential = credential;

@@ -4,7 +4,6 @@ import { Type } from "@fastify/type-provider-typebox";
 import type { FastifyInstance } from "fastify";
 import { Int, NullableTimestamp, Str } from "../render/schemas.js";
 import { responses, typed } from "../routes/declare.js";
-import { rpcOptions } from "../routes/deps.js";
 import { MAX_INT32, text } from "../routes/params.js";
 import type { AgentApiDeps } from "./agent-api.js";
 import { credentialOf } from "./agent-credentials.js";
@@ -104,27 +103,24 @@ export function agentRoutes(app: FastifyInstance, deps: AgentApiDeps): void {
     },
     async (request) => {
       const body = request.body ?? {};
-      const res = await clients.agents.registerAgent(
-        {
-          tokenId: credentialOf(request).tokenId,
-          name: body.name ?? "",
-          hostname: body.hostname ?? "",
-          os: body.os ?? "",
-          arch: body.arch ?? "",
-          version: body.version ?? "",
-          build: body.build ?? "",
-          metaData: body.meta_data ?? [],
-          ...(typeof body.priority === "number" ? { priority: body.priority } : {}),
-          pid: body.pid ?? 0,
-          machineId: body.machine_id ?? "",
-          scriptEvalEnabled: body.script_eval_enabled ?? true,
-          ignoreInDispatches: body.ignore_in_dispatches ?? false,
-          features: body.features ?? [],
-          userAgent: request.headers["user-agent"] ?? "",
-          ipAddress: request.ip,
-        },
-        rpcOptions(request),
-      );
+      const res = await clients.agents.registerAgent({
+        tokenId: credentialOf(request).tokenId,
+        name: body.name ?? "",
+        hostname: body.hostname ?? "",
+        os: body.os ?? "",
+        arch: body.arch ?? "",
+        version: body.version ?? "",
+        build: body.build ?? "",
+        metaData: body.meta_data ?? [],
+        ...(typeof body.priority === "number" ? { priority: body.priority } : {}),
+        pid: body.pid ?? 0,
+        machineId: body.machine_id ?? "",
+        scriptEvalEnabled: body.script_eval_enabled ?? true,
+        ignoreInDispatches: body.ignore_in_dispatches ?? false,
+        features: body.features ?? [],
+        userAgent: request.headers["user-agent"] ?? "",
+        ipAddress: request.ip,
+      });
       return {
         id: res.agent?.id ?? "",
         name: res.agent?.name ?? "",
@@ -152,14 +148,11 @@ export function agentRoutes(app: FastifyInstance, deps: AgentApiDeps): void {
       },
     },
     async (request) => {
-      await clients.agents.connectAgent(
-        {
-          agentId: credentialOf(request).agentId,
-          userAgent: request.headers["user-agent"] ?? "",
-          ipAddress: request.ip,
-        },
-        rpcOptions(request),
-      );
+      await clients.agents.connectAgent({
+        agentId: credentialOf(request).agentId,
+        userAgent: request.headers["user-agent"] ?? "",
+        ipAddress: request.ip,
+      });
       return {};
     },
   );
@@ -176,7 +169,7 @@ export function agentRoutes(app: FastifyInstance, deps: AgentApiDeps): void {
       },
     },
     async (request) => {
-      await clients.agents.disconnectAgent({ agentId: credentialOf(request).agentId }, rpcOptions(request));
+      await clients.agents.disconnectAgent({ agentId: credentialOf(request).agentId });
       return {};
     },
   );
@@ -194,7 +187,7 @@ export function agentRoutes(app: FastifyInstance, deps: AgentApiDeps): void {
       },
     },
     async (request) => {
-      const res = await clients.agents.heartbeatAgent({ agentId: credentialOf(request).agentId }, rpcOptions(request));
+      const res = await clients.agents.heartbeatAgent({ agentId: credentialOf(request).agentId });
       return { sent_at: request.body?.sent_at ?? null, received_at: isoTime(res.receivedAt) };
     },
   );
@@ -211,7 +204,7 @@ export function agentRoutes(app: FastifyInstance, deps: AgentApiDeps): void {
       },
     },
     async (request) => {
-      const res = await clients.agents.pingAgent({ agentId: credentialOf(request).agentId }, rpcOptions(request));
+      const res = await clients.agents.pingAgent({ agentId: credentialOf(request).agentId });
       return {
         action: res.action,
         ...(res.message ? { message: res.message } : {}),
@@ -234,10 +227,10 @@ export function agentRoutes(app: FastifyInstance, deps: AgentApiDeps): void {
     async (request) => {
       const credential = credentialOf(request);
       const [organization, cluster] = await Promise.all([
-        deps.organizations.get(credential.organizationId, request.id),
+        deps.organizations.get(credential.organizationId),
         credential.clusterId
           ? clients.agents
-              .getCluster({ organizationId: credential.organizationId, id: credential.clusterId }, rpcOptions(request))
+              .getCluster({ organizationId: credential.organizationId, id: credential.clusterId })
               .then((r) => r.cluster)
           : undefined,
       ]);
@@ -274,8 +267,8 @@ export function agentRoutes(app: FastifyInstance, deps: AgentApiDeps): void {
     async (request) => {
       const credential = credentialOf(request);
       const [metrics, organization] = await Promise.all([
-        clients.agents.getMetrics({ organizationId: credential.organizationId }, rpcOptions(request)),
-        deps.organizations.get(credential.organizationId, request.id),
+        clients.agents.getMetrics({ organizationId: credential.organizationId }),
+        deps.organizations.get(credential.organizationId),
       ]);
       const queues = Object.entries(metrics.queues);
       return {

@@ -1,7 +1,6 @@
 import { Type } from "@fastify/type-provider-typebox";
 import type { FastifyInstance } from "fastify";
 import { responses, typed } from "../routes/declare.js";
-import { rpcOptions } from "../routes/deps.js";
 import { Id, MAX_INT32, text } from "../routes/params.js";
 import type { AgentApiDeps } from "./agent-api.js";
 import { Empty } from "./agent-routes.js";
@@ -52,20 +51,17 @@ export function annotationAgentRoutes(app: FastifyInstance, deps: AgentApiDeps):
     async (request) => {
       const { jobId, buildId } = await jobAccess.job(request, request.params.id);
       const body = request.body;
-      await clients.annotations.annotateBuild(
-        {
-          buildId,
-          jobId,
-          body: body.body ?? "",
-          context: body.context ?? "",
-          style: body.style ?? "",
-          append: body.append ?? false,
-          // The agent leaves out a zero priority: absent keeps the annotation's own (or takes the default).
-          ...(body.priority ? { priority: body.priority } : {}),
-          scope: body.scope ?? "",
-        },
-        rpcOptions(request),
-      );
+      await clients.annotations.annotateBuild({
+        buildId,
+        jobId,
+        body: body.body ?? "",
+        context: body.context ?? "",
+        style: body.style ?? "",
+        append: body.append ?? false,
+        // The agent leaves out a zero priority: absent keeps the annotation's own (or takes the default).
+        ...(body.priority ? { priority: body.priority } : {}),
+        scope: body.scope ?? "",
+      });
       return {};
     },
   );
@@ -85,10 +81,12 @@ export function annotationAgentRoutes(app: FastifyInstance, deps: AgentApiDeps):
     },
     async (request) => {
       const { jobId, buildId } = await jobAccess.job(request, request.params.id);
-      await clients.annotations.removeAnnotation(
-        { buildId, jobId, context: request.params.context, scope: request.query.scope ?? "" },
-        rpcOptions(request),
-      );
+      await clients.annotations.removeAnnotation({
+        buildId,
+        jobId,
+        context: request.params.context,
+        scope: request.query.scope ?? "",
+      });
       return {};
     },
   );

@@ -6,7 +6,6 @@ import type { FastifyInstance, FastifyRequest } from "fastify";
 import { HttpError } from "../http-error.js";
 import { AgentArtifactSchema, renderAgentArtifact } from "../render/artifact.js";
 import { responses } from "../routes/declare.js";
-import { rpcOptions } from "../routes/deps.js";
 import type { AgentApiDeps } from "./agent-api.js";
 import { credentialOf } from "./agent-credentials.js";
 import { Empty } from "./agent-routes.js";
@@ -131,15 +130,15 @@ export function artifactAgentRoutes(app: FastifyInstance, deps: AgentApiDeps): v
   const urlBase = deps.artifactUrlBase;
 
   /** A job by id (the caller's own, already checked), as the builds service has it. */
-  const jobOf = async (request: FastifyRequest, jobId: string) => {
-    const { job } = await clients.builds.getJob({ jobId }, rpcOptions(request));
+  const jobOf = async (jobId: string) => {
+    const { job } = await clients.builds.getJob({ jobId });
     if (!job) throw new HttpError(404, "No job found");
     return job;
   };
 
   /** The caller's job, while it runs: a finished job's artifacts are neither announced nor finished any more. */
-  const runningJobOf = async (request: FastifyRequest, jobId: string) => {
-    const job = await jobOf(request, jobId);
+  const runningJobOf = async (jobId: string) => {
+    const job = await jobOf(jobId);
     if (!isRunningJobState(job.state)) {
       throw new HttpError(422, `The job is ${job.state}: artifacts can be uploaded only while it runs`);
     }
@@ -164,28 +163,25 @@ export function artifactAgentRoutes(app: FastifyInstance, deps: AgentApiDeps): v
       if (body.upload_destination) {
         throw new HttpError(422, "Only the default artifact storage is supported: upload without --destination");
       }
-      const job = await runningJobOf(request, jobId);
+      const job = await runningJobOf(jobId);
       const res = await clients.artifacts
-        .createArtifactBatch(
-          {
-            organizationId: job.organizationId,
-            pipelineId: job.pipelineId,
-            buildId: job.buildId,
-            buildNumber: job.buildNumber,
-            jobId,
-            batchId: body.id,
-            urlBase,
-            artifacts: body.artifacts.map((a) => ({
-              path: a.path,
-              fileSize: BigInt(a.file_size),
-              sha1sum: a.sha1sum,
-              sha256sum: a.sha256sum ?? "",
-              contentType: a.content_type ?? "",
-              globPath: a.glob_path ?? "",
-            })),
-          },
-          rpcOptions(request),
-        )
+        .createArtifactBatch({
+          organizationId: job.organizationId,
+          pipelineId: job.pipelineId,
+          buildId: job.buildId,
+          buildNumber: job.buildNumber,
+          jobId,
+          batchId: body.id,
+          urlBase,
+          artifacts: body.artifacts.map((a) => ({
+            path: a.path,
+            fileSize: BigInt(a.file_size),
+            sha1sum: a.sha1sum,
+            sha256sum: a.sha256sum ?? "",
+            contentType: a.content_type ?? "",
+            globPath: a.glob_path ?? "",
+          })),
+        })
         .catch((err: unknown) => {
           // The quota answer the agent knows (403: it stops retrying and says why).
           const e = ConnectError.from(err);
@@ -223,11 +219,11 @@ export function artifactAgentRoutes(app: FastifyInstance, deps: AgentApiDeps): v
     },
     async (request) => {
       const { jobId } = await jobAccess.job(request, request.params.id);
-      await runningJobOf(request, jobId);
-      await clients.artifacts.updateArtifactStates(
-        { jobId, updates: request.body.artifacts.map((a) => ({ id: a.id, state: a.state })) },
-        rpcOptions(request),
-      );
+      await runningJobOf(jobId);
+      await clients.artifacts.updateArtifactStates({
+        jobId,
+        updates: request.body.artifacts.map((a) => ({ id: a.id, state: a.state })),
+      });
       return {};
     },
   );
@@ -242,23 +238,20 @@ export function artifactAgentRoutes(app: FastifyInstance, deps: AgentApiDeps): v
       await jobAccess.build(request, buildId);
       return { own: true as const };
     }
-    const located = await clients.artifacts.locateBuild({ buildId }, rpcOptions(request)).catch((err: unknown) => {
+    const located = await clients.artifacts.locateBuild({ buildId }).catch((err: unknown) => {
       if (ConnectError.from(err).code === Code.NotFound) return undefined;
       throw err;
     });
     // A build without artifacts has nothing to find; one of another organization is none of the caller's business.
     if (!located || located.organizationId !== credential.organizationId) throw new HttpError(404, "No build found");
-    const source = await jobOf(request, credential.jobId);
+    const source = await jobOf(credential.jobId);
     if (source.pipelineId !== located.pipelineId) {
-      const { allowed } = await clients.rules.checkRule(
-        {
-          organizationId: located.organizationId,
-          type: ARTIFACTS_READ_RULE,
-          sourceId: source.pipelineId,
-          targetId: located.pipelineId,
-        },
-        rpcOptions(request),
-      );
+      const { allowed } = await clients.rules.checkRule({
+        organizationId: located.organizationId,
+        type: ARTIFACTS_READ_RULE,
+        sourceId: source.pipelineId,
+        targetId: located.pipelineId,
+      });
       if (!allowed) {
         throw new HttpError(
           403,
@@ -294,15 +287,16 @@ export function artifactAgentRoutes(app: FastifyInstance, deps: AgentApiDeps): v
         const located =
           access.own === false
             ? access.located
-            : await clients.artifacts.locateBuild({ buildId }, rpcOptions(request)).catch((err: unknown) => {
+            : await clients.artifacts.locateBuild({ buildId }).catch((err: unknown) => {
                 if (ConnectError.from(err).code === Code.NotFound) return undefined;
                 throw err;
               });
         if (!located) return [];
-        const { build } = await clients.builds.getBuild(
-          { pipelineId: located.pipelineId, number: located.buildNumber, includeRetriedJobs: true },
-          rpcOptions(request),
-        );
+        const { build } = await clients.builds.getBuild({
+          pipelineId: located.pipelineId,
+          number: located.buildNumber,
+          includeRetriedJobs: true,
+        });
         const jobs = build?.jobs ?? [];
         if (scope !== "") {
           jobIds = jobs.filter((j) => j.id === scope || j.stepKey === scope || j.label === scope).map((j) => j.id);
@@ -310,18 +304,15 @@ export function artifactAgentRoutes(app: FastifyInstance, deps: AgentApiDeps): v
         }
         if (!includeRetried) excludeJobIds = jobs.filter((j) => j.retried).map((j) => j.id);
       }
-      const res = await clients.artifacts.searchArtifacts(
-        {
-          buildId,
-          query: q.query ?? "",
-          jobIds,
-          excludeJobIds,
-          state: q.state ?? "",
-          includeDuplicates: truthy(q.include_duplicates),
-          urlBase,
-        },
-        rpcOptions(request),
-      );
+      const res = await clients.artifacts.searchArtifacts({
+        buildId,
+        query: q.query ?? "",
+        jobIds,
+        excludeJobIds,
+        state: q.state ?? "",
+        includeDuplicates: truthy(q.include_duplicates),
+        urlBase,
+      });
       return res.artifacts.flatMap((s) => (s.artifact ? [renderAgentArtifact(s.artifact, s.url)] : []));
     },
   );

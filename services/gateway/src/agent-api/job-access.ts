@@ -3,7 +3,6 @@ import { CredentialKind } from "@conveyor/proto/agents";
 import type { FastifyRequest } from "fastify";
 import type { GatewayClients } from "../clients.js";
 import { HttpError } from "../http-error.js";
-import { rpcOptions } from "../routes/deps.js";
 import { credentialOf } from "./agent-credentials.js";
 
 /** The job (and its build) a caller of a job route acts on, and the agent acting. */
@@ -17,9 +16,9 @@ const NO_JOB = () => new HttpError(404, "No job found");
 const NO_BUILD = () => new HttpError(404, "No build found");
 
 /** A job by id, or undefined when there is none. */
-async function findJob(clients: Pick<GatewayClients, "builds">, request: FastifyRequest, jobId: string) {
+async function findJob(clients: Pick<GatewayClients, "builds">, jobId: string) {
   try {
-    return (await clients.builds.getJob({ jobId }, rpcOptions(request))).job;
+    return (await clients.builds.getJob({ jobId })).job;
   } catch (err) {
     if (ConnectError.from(err).code === Code.NotFound) return undefined;
     throw err;
@@ -38,7 +37,7 @@ export function createJobAccess(clients: Pick<GatewayClients, "builds" | "agents
         if (credential.jobId !== jobId) throw NO_JOB();
         return { jobId, buildId: credential.buildId, agentId: credential.agentId };
       }
-      const job = await findJob(clients, request, jobId);
+      const job = await findJob(clients, jobId);
       if (!job || job.agent?.id !== credential.agentId) throw NO_JOB();
       return { jobId, buildId: job.buildId, agentId: credential.agentId };
     },
@@ -49,11 +48,11 @@ export function createJobAccess(clients: Pick<GatewayClients, "builds" | "agents
         if (credential.buildId !== buildId) throw NO_BUILD();
         return { buildId };
       }
-      const { agent } = await clients.agents.getAgent(
-        { organizationId: credential.organizationId, id: credential.agentId },
-        rpcOptions(request),
-      );
-      const job = agent?.currentJobId ? await findJob(clients, request, agent.currentJobId) : undefined;
+      const { agent } = await clients.agents.getAgent({
+        organizationId: credential.organizationId,
+        id: credential.agentId,
+      });
+      const job = agent?.currentJobId ? await findJob(clients, agent.currentJobId) : undefined;
       if (job?.buildId !== buildId) throw NO_BUILD();
       return { buildId };
     },

@@ -5,7 +5,6 @@ import type { FastifyInstance } from "fastify";
 import { HttpError } from "../http-error.js";
 import { Str } from "../render/schemas.js";
 import { responses, typed } from "../routes/declare.js";
-import { rpcOptions } from "../routes/deps.js";
 import { Id, text } from "../routes/params.js";
 import type { AgentApiDeps } from "./agent-api.js";
 import { credentialOf } from "./agent-credentials.js";
@@ -84,10 +83,7 @@ export function jobRoutes(app: FastifyInstance, deps: AgentApiDeps): void {
       // A job not offered to this agent is not found, as one that does not exist: the agents service refuses it
       // with "not assigned" (422), which would tell any agent, of any organization, that the job exists.
       await jobAccess.job(request, request.params.id);
-      const res = await clients.agents.acceptJob(
-        { agentId: credentialOf(request).agentId, jobId: request.params.id },
-        rpcOptions(request),
-      );
+      const res = await clients.agents.acceptJob({ agentId: credentialOf(request).agentId, jobId: request.params.id });
       if (!res.job) throw new HttpError(404, "No job found");
       return renderAgentJob(res.job, res.env, res.jobToken, { urls: deps.urls, logs: deps.logs });
     },
@@ -109,10 +105,12 @@ export function jobRoutes(app: FastifyInstance, deps: AgentApiDeps): void {
     async (request) => {
       const held = await jobAccess.job(request, request.params.id);
       const at = agentTime(request.body?.started_at);
-      await clients.builds.transitionJob(
-        { jobId: held.jobId, event: JobEventType.START, agentId: held.agentId, ...(at ? { at } : {}) },
-        rpcOptions(request),
-      );
+      await clients.builds.transitionJob({
+        jobId: held.jobId,
+        event: JobEventType.START,
+        agentId: held.agentId,
+        ...(at ? { at } : {}),
+      });
       return {};
     },
   );
@@ -136,16 +134,13 @@ export function jobRoutes(app: FastifyInstance, deps: AgentApiDeps): void {
       const held = await jobAccess.job(request, request.params.id);
       if (!Buffer.isBuffer(request.body as unknown))
         throw new HttpError(400, "Send the chunk as the gzip-compressed body");
-      await clients.builds.appendJobLog(
-        {
-          jobId: held.jobId,
-          sequence: Number(request.query.sequence),
-          offset: BigInt(request.query.offset),
-          size: Number(request.query.size),
-          data: request.body as Buffer,
-        },
-        rpcOptions(request),
-      );
+      await clients.builds.appendJobLog({
+        jobId: held.jobId,
+        sequence: Number(request.query.sequence),
+        offset: BigInt(request.query.offset),
+        size: Number(request.query.size),
+        data: request.body as Buffer,
+      });
       return reply.status(201).send({});
     },
   );
@@ -165,10 +160,7 @@ export function jobRoutes(app: FastifyInstance, deps: AgentApiDeps): void {
     },
     async (request) => {
       const held = await jobAccess.job(request, request.params.id);
-      await clients.builds.setJobHeaderTimes(
-        { jobId: held.jobId, headerTimes: request.body.header_times },
-        rpcOptions(request),
-      );
+      await clients.builds.setJobHeaderTimes({ jobId: held.jobId, headerTimes: request.body.header_times });
       return {};
     },
   );
@@ -187,7 +179,7 @@ export function jobRoutes(app: FastifyInstance, deps: AgentApiDeps): void {
     },
     async (request) => {
       const held = await jobAccess.job(request, request.params.id);
-      const res = await clients.builds.getJob({ jobId: held.jobId }, rpcOptions(request));
+      const res = await clients.builds.getJob({ jobId: held.jobId });
       return { id: held.jobId, state: res.job?.state ?? "" };
     },
   );
@@ -217,10 +209,10 @@ export function jobRoutes(app: FastifyInstance, deps: AgentApiDeps): void {
         problems.push({ field: "timeout_in_minutes", code: "must be a whole number of minutes" });
       if (problems.length > 0)
         throw new HttpError(422, "Validation Failed", { message: "Validation Failed", errors: problems });
-      await clients.builds.updateJob(
-        { jobId: held.jobId, ...(minutes === undefined ? {} : { timeoutInMinutes: minutes }) },
-        rpcOptions(request),
-      );
+      await clients.builds.updateJob({
+        jobId: held.jobId,
+        ...(minutes === undefined ? {} : { timeoutInMinutes: minutes }),
+      });
       return { id: held.jobId };
     },
   );
@@ -242,17 +234,14 @@ export function jobRoutes(app: FastifyInstance, deps: AgentApiDeps): void {
       const held = await jobAccess.job(request, request.params.id);
       const body = request.body ?? {};
       const at = agentTime(body.finished_at);
-      await clients.agents.finishJob(
-        {
-          agentId: held.agentId,
-          jobId: held.jobId,
-          exitStatus: exitStatus(body.exit_status),
-          signal: body.signal ?? "",
-          signalReason: body.signal_reason ?? "",
-          ...(at ? { finishedAt: at } : {}),
-        },
-        rpcOptions(request),
-      );
+      await clients.agents.finishJob({
+        agentId: held.agentId,
+        jobId: held.jobId,
+        exitStatus: exitStatus(body.exit_status),
+        signal: body.signal ?? "",
+        signalReason: body.signal_reason ?? "",
+        ...(at ? { finishedAt: at } : {}),
+      });
       return {};
     },
   );

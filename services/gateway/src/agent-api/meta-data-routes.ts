@@ -3,7 +3,6 @@ import type { FastifyInstance, FastifyRequest } from "fastify";
 import { HttpError } from "../http-error.js";
 import { Bool, Str } from "../render/schemas.js";
 import { responses, typed } from "../routes/declare.js";
-import { rpcOptions } from "../routes/deps.js";
 import { text } from "../routes/params.js";
 import type { AgentApiDeps } from "./agent-api.js";
 import { Empty } from "./agent-routes.js";
@@ -50,10 +49,11 @@ export function metaDataRoutes(app: FastifyInstance, deps: AgentApiDeps): void {
     },
     async (request) => {
       const { jobId, buildId } = await jobAccess.job(request, request.params.id);
-      await clients.builds.setBuildMetaData(
-        { buildId, jobId, items: [{ key: request.body.key, value: request.body.value }] },
-        rpcOptions(request),
-      );
+      await clients.builds.setBuildMetaData({
+        buildId,
+        jobId,
+        items: [{ key: request.body.key, value: request.body.value }],
+      });
       return {};
     },
   );
@@ -73,7 +73,7 @@ export function metaDataRoutes(app: FastifyInstance, deps: AgentApiDeps): void {
     },
     async (request) => {
       const { jobId, buildId } = await jobAccess.job(request, request.params.id);
-      await clients.builds.setBuildMetaData({ buildId, jobId, items: request.body.items }, rpcOptions(request));
+      await clients.builds.setBuildMetaData({ buildId, jobId, items: request.body.items });
       return {};
     },
   );
@@ -95,7 +95,7 @@ export function metaDataRoutes(app: FastifyInstance, deps: AgentApiDeps): void {
       },
       async (request) => {
         const buildId = await buildOf(request, scope);
-        const res = await clients.builds.getBuildMetaData({ buildId, key: request.body.key }, rpcOptions(request));
+        const res = await clients.builds.getBuildMetaData({ buildId, key: request.body.key });
         if (!res.exists) throw new HttpError(404, `No meta-data value found for key "${request.body.key}"`);
         return { key: request.body.key, value: res.value };
       },
@@ -116,7 +116,7 @@ export function metaDataRoutes(app: FastifyInstance, deps: AgentApiDeps): void {
       },
       async (request) => {
         const buildId = await buildOf(request, scope);
-        const res = await clients.builds.getBuildMetaData({ buildId, key: request.body.key }, rpcOptions(request));
+        const res = await clients.builds.getBuildMetaData({ buildId, key: request.body.key });
         return { exists: res.exists };
       },
     );
@@ -135,7 +135,7 @@ export function metaDataRoutes(app: FastifyInstance, deps: AgentApiDeps): void {
       },
       async (request) => {
         const buildId = await buildOf(request, scope);
-        return (await clients.builds.listBuildMetaDataKeys({ buildId }, rpcOptions(request))).keys;
+        return (await clients.builds.listBuildMetaDataKeys({ buildId })).keys;
       },
     );
   }

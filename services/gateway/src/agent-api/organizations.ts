@@ -7,14 +7,14 @@ const TTL_MS = 60_000;
 
 /** Organizations by id, as the agent API needs them (metrics and `GET token` name the slug), cached briefly. */
 export function createOrganizationLookup(clients: Pick<GatewayClients, "identity">) {
-  const cache = new LRUCache<string, Organization, string>({
+  // A lookup runs in the context of the request that asked first: its RPC carries that request's id.
+  const cache = new LRUCache<string, Organization>({
     max: 10_000,
     ttl: TTL_MS,
-    fetchMethod: async (id, _stale, { context }) =>
-      (await clients.identity.getOrganization({ id }, { headers: { "x-request-id": context } })).organization,
+    fetchMethod: async (id) => (await clients.identity.getOrganization({ id })).organization,
   });
   return {
-    get: (id: string, requestId: string) => cache.fetch(id, { context: requestId }),
+    get: (id: string) => cache.fetch(id),
   };
 }
 

@@ -4,7 +4,6 @@ import { Type } from "@fastify/type-provider-typebox";
 import type { FastifyInstance } from "fastify";
 import { HttpError } from "../http-error.js";
 import { responses, typed } from "../routes/declare.js";
-import { rpcOptions } from "../routes/deps.js";
 import { text } from "../routes/params.js";
 import type { AgentApiDeps } from "./agent-api.js";
 import { Empty } from "./agent-routes.js";
@@ -55,15 +54,12 @@ export function pipelineUploadRoutes(app: FastifyInstance, deps: AgentApiDeps): 
       const { jobId } = await jobAccess.job(request, request.params.id);
       const { pipeline } = request.body;
       try {
-        await clients.builds.uploadPipeline(
-          {
-            jobId,
-            uuid: request.body.uuid,
-            pipeline: typeof pipeline === "string" ? pipeline : JSON.stringify(pipeline),
-            replace: request.body.replace ?? false,
-          },
-          rpcOptions(request),
-        );
+        await clients.builds.uploadPipeline({
+          jobId,
+          uuid: request.body.uuid,
+          pipeline: typeof pipeline === "string" ? pipeline : JSON.stringify(pipeline),
+          replace: request.body.replace ?? false,
+        });
       } catch (err) {
         const error = ConnectError.from(err);
         if (error.code !== Code.InvalidArgument) throw err;

@@ -42,7 +42,7 @@ export function registerAuthentication(app: FastifyInstance, cache: PrincipalCac
     if (scope === undefined) throw new HttpError(404, "Not Found");
     const secret = bearerToken(request.headers.authorization);
     if (!secret) throw new HttpError(401, AUTHENTICATION_REQUIRED);
-    const principal = await cache.get(secret, request.id);
+    const principal = await cache.get(secret);
     if (!principal) throw new HttpError(401, AUTHENTICATION_REQUIRED);
     if (scope !== null && !principal.token?.scopes.includes(scope)) {
       throw new HttpError(403, `Your access token doesn't have the ${scope} scope`);

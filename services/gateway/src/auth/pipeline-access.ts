@@ -3,7 +3,6 @@ import type { Pipeline } from "@conveyor/proto/pipelines";
 import type { FastifyRequest } from "fastify";
 import type { GatewayClients } from "../clients.js";
 import { HttpError } from "../http-error.js";
-import { rpcOptions } from "../routes/deps.js";
 
 /** Something a caller may want to do with a pipeline: read it and its builds, build, or edit the pipeline. */
 export type PipelineAction = "read" | "build" | "edit";
@@ -28,14 +27,11 @@ export function createPipelineAccess(clients: Pick<GatewayClients, "teams" | "pi
   /** The caller's access to one pipeline of an organization. */
   const of = async (request: FastifyRequest, access: OrganizationAccess, pipelineId: string) => {
     if (access.allPipelines) return access.allPipelines;
-    const res = await clients.teams.getPipelineAccess(
-      {
-        organizationId: access.organization?.id ?? "",
-        userId: request.principal?.user?.id ?? "",
-        pipelineIds: [pipelineId],
-      },
-      rpcOptions(request),
-    );
+    const res = await clients.teams.getPipelineAccess({
+      organizationId: access.organization?.id ?? "",
+      userId: request.principal?.user?.id ?? "",
+      pipelineIds: [pipelineId],
+    });
     return res.pipelines[0] ?? NONE;
   };
 
@@ -64,10 +60,10 @@ export function createPipelineAccess(clients: Pick<GatewayClients, "teams" | "pi
      * not readable → 404 "No pipeline found", action not allowed → 403 "Forbidden".
      */
     async pipeline(request: FastifyRequest, access: OrganizationAccess, slug: string, action: PipelineAction) {
-      const res = await clients.pipelines.getPipeline(
-        { organizationId: access.organization?.id ?? "", pipeline: slug },
-        rpcOptions(request),
-      );
+      const res = await clients.pipelines.getPipeline({
+        organizationId: access.organization?.id ?? "",
+        pipeline: slug,
+      });
       if (!res.pipeline) throw new HttpError(404, "No pipeline found");
       const granted = await require(request, access, res.pipeline, action);
       return { pipeline: res.pipeline, canBuild: granted.build, canEdit: granted.edit };
@@ -85,10 +81,10 @@ export function createPipelineAccess(clients: Pick<GatewayClients, "teams" | "pi
       }
       const pipelines = new Map<string, PipelineAccess>();
       if (byTeams.length > 0) {
-        const res = await clients.teams.listAccessiblePipelines(
-          { organizationIds: byTeams, userId: request.principal?.user?.id ?? "" },
-          rpcOptions(request),
-        );
+        const res = await clients.teams.listAccessiblePipelines({
+          organizationIds: byTeams,
+          userId: request.principal?.user?.id ?? "",
+        });
         for (const p of res.pipelines) if (p.read) pipelines.set(p.pipelineId, p);
       }
       return { everywhere, pipelines };

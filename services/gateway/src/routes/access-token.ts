@@ -3,7 +3,7 @@ import { Type } from "@fastify/type-provider-typebox";
 import type { FastifyInstance } from "fastify";
 import { NullableTimestamp, Str } from "../render/schemas.js";
 import { noContent, responses, typed } from "./declare.js";
-import { type RouteDeps, rpcOptions } from "./deps.js";
+import type { RouteDeps } from "./deps.js";
 
 const AccessTokenSchema = Type.Object({
   uuid: Str,
@@ -48,7 +48,7 @@ export function accessTokenRoutes(app: FastifyInstance, deps: RouteDeps): void {
     },
     async (request, reply) => {
       const tokenId = request.principal?.token?.id ?? "";
-      await deps.clients.identity.revokeAccessToken({ id: tokenId }, rpcOptions(request));
+      await deps.clients.identity.revokeAccessToken({ id: tokenId });
       // The revocation event would evict it too, but this instance must not honour the token even for a moment.
       deps.principals.evictToken(tokenId);
       return reply.status(204).send();

@@ -6,7 +6,7 @@ import { HttpError } from "../http-error.js";
 import { linkHeader } from "../paging.js";
 import { AgentSchema, renderAgent } from "../render/agent.js";
 import { noContent, responses, typed } from "./declare.js";
-import { type RouteDeps, rpcOptions } from "./deps.js";
+import type { RouteDeps } from "./deps.js";
 import { BOUNDS, Id, MAX_INT32, OrgParams, pageOf, pagingProperties, Slug, text } from "./params.js";
 
 const AgentParams = Type.Object({ org: Slug, agent: Id });
@@ -53,17 +53,14 @@ export function agentRestRoutes(app: FastifyInstance, deps: RouteDeps): void {
     async (request, reply) => {
       const access = organizationAccess(request, request.params.org);
       const paging = pageOf(request.query);
-      const res = await clients.agents.listAgents(
-        {
-          organizationId: access.organization?.id ?? "",
-          page: paging.page,
-          perPage: paging.perPage,
-          name: request.query.name ?? "",
-          hostname: request.query.hostname ?? "",
-          version: request.query.version ?? "",
-        },
-        rpcOptions(request),
-      );
+      const res = await clients.agents.listAgents({
+        organizationId: access.organization?.id ?? "",
+        page: paging.page,
+        perPage: paging.perPage,
+        name: request.query.name ?? "",
+        hostname: request.query.hostname ?? "",
+        version: request.query.version ?? "",
+      });
       const link = linkHeader(deps.publicUrl, request.url, paging, { hasMore: res.hasMore });
       if (link) reply.header("link", link);
       return res.agents.map((agent) => renderAgent(agent, { urls, orgSlug: request.params.org }));
@@ -84,10 +81,10 @@ export function agentRestRoutes(app: FastifyInstance, deps: RouteDeps): void {
     },
     async (request) => {
       const access = organizationAccess(request, request.params.org);
-      const res = await clients.agents.getAgent(
-        { organizationId: access.organization?.id ?? "", id: request.params.agent },
-        rpcOptions(request),
-      );
+      const res = await clients.agents.getAgent({
+        organizationId: access.organization?.id ?? "",
+        id: request.params.agent,
+      });
       if (!res.agent) throw new HttpError(404, "No agent found");
       return renderAgent(res.agent, { urls, orgSlug: request.params.org });
     },
@@ -110,14 +107,11 @@ export function agentRestRoutes(app: FastifyInstance, deps: RouteDeps): void {
       const access = organizationAccess(request, request.params.org);
       // Stopping machines that run everyone's builds is an administrator's call.
       if (!isOrganizationAdmin(access)) throw new HttpError(403, "Forbidden");
-      await clients.agents.stopAgent(
-        {
-          organizationId: access.organization?.id ?? "",
-          id: request.params.agent,
-          force: request.body?.force ?? false,
-        },
-        rpcOptions(request),
-      );
+      await clients.agents.stopAgent({
+        organizationId: access.organization?.id ?? "",
+        id: request.params.agent,
+        force: request.body?.force ?? false,
+      });
       return reply.status(204).send();
     },
   );
@@ -139,16 +133,13 @@ export function agentRestRoutes(app: FastifyInstance, deps: RouteDeps): void {
       const access = organizationAccess(request, request.params.org);
       // Like stopping, taking a machine out of everyone's builds is an administrator's call.
       if (!isOrganizationAdmin(access)) throw new HttpError(403, "Forbidden");
-      await clients.agents.pauseAgent(
-        {
-          organizationId: access.organization?.id ?? "",
-          id: request.params.agent,
-          note: request.body?.note ?? "",
-          timeoutInMinutes: request.body?.timeout_in_minutes,
-          pausedBy: userOf(request),
-        },
-        rpcOptions(request),
-      );
+      await clients.agents.pauseAgent({
+        organizationId: access.organization?.id ?? "",
+        id: request.params.agent,
+        note: request.body?.note ?? "",
+        timeoutInMinutes: request.body?.timeout_in_minutes,
+        pausedBy: userOf(request),
+      });
       return reply.status(204).send();
     },
   );
@@ -168,10 +159,7 @@ export function agentRestRoutes(app: FastifyInstance, deps: RouteDeps): void {
     async (request, reply) => {
       const access = organizationAccess(request, request.params.org);
       if (!isOrganizationAdmin(access)) throw new HttpError(403, "Forbidden");
-      await clients.agents.resumeAgent(
-        { organizationId: access.organization?.id ?? "", id: request.params.agent },
-        rpcOptions(request),
-      );
+      await clients.agents.resumeAgent({ organizationId: access.organization?.id ?? "", id: request.params.agent });
       return reply.status(204).send();
     },
   );

@@ -4,7 +4,7 @@ import { organizationAccess } from "../auth/authenticate.js";
 import { linkHeader } from "../paging.js";
 import { AnnotationSchema, renderAnnotation } from "../render/annotation.js";
 import { responses, typed } from "./declare.js";
-import { type RouteDeps, rpcOptions } from "./deps.js";
+import type { RouteDeps } from "./deps.js";
 import { BuildParams, JobParams, PagingQuery, pageOf } from "./params.js";
 
 /**
@@ -37,10 +37,12 @@ export function annotationRoutes(app: FastifyInstance, deps: RouteDeps): void {
         const access = organizationAccess(request, org);
         const paging = pageOf(request.query);
         const { pipeline } = await deps.pipelineAccess.pipeline(request, access, slug, "read");
-        const res = await deps.clients.annotations.listAnnotations(
-          { pipelineId: pipeline.id, number, jobId: job, ...paging },
-          rpcOptions(request),
-        );
+        const res = await deps.clients.annotations.listAnnotations({
+          pipelineId: pipeline.id,
+          number,
+          jobId: job,
+          ...paging,
+        });
         const link = linkHeader(deps.publicUrl, request.url, paging, { hasMore: res.hasMore });
         if (link) reply.header("link", link);
         return res.annotations.map(renderAnnotation);

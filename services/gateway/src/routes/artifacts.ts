@@ -8,7 +8,7 @@ import { linkHeader } from "../paging.js";
 import { type ArtifactPlace, ArtifactSchema, renderArtifact } from "../render/artifact.js";
 import { Str } from "../render/schemas.js";
 import { noContent, responses, typed } from "./declare.js";
-import { type RouteDeps, rpcOptions } from "./deps.js";
+import type { RouteDeps } from "./deps.js";
 import { BuildNumber, BuildParams, Id, JobParams, pageOf, pagingProperties, Slug, text } from "./params.js";
 
 const ArtifactParams = Type.Object({ org: Slug, pipeline: Slug, number: BuildNumber, job: Id, id: Id });
@@ -62,10 +62,7 @@ export function artifactRoutes(app: FastifyInstance, deps: RouteDeps, opts: { ur
     const access = organizationAccess(request, request.params.org);
     const number = request.params.number;
     const { pipeline } = await deps.pipelineAccess.pipeline(request, access, request.params.pipeline, action);
-    const { build } = await clients.builds.getBuild(
-      { pipelineId: pipeline.id, number, includeRetriedJobs: true },
-      rpcOptions(request),
-    );
+    const { build } = await clients.builds.getBuild({ pipelineId: pipeline.id, number, includeRetriedJobs: true });
     if (!build) throw new HttpError(404, "No build found");
     const place: ArtifactPlace = {
       orgSlug: access.organization?.slug ?? "",
@@ -99,10 +96,13 @@ export function artifactRoutes(app: FastifyInstance, deps: RouteDeps, opts: { ur
     const state = stateOf(request.query.state);
     const { build, place } = await buildOf(request, "read");
     const jobId = request.params.job === undefined ? "" : jobOf(build, request.params.job).id;
-    const res = await clients.artifacts.listArtifacts(
-      { buildId: build.id, jobId, page: paging.page, perPage: paging.perPage, state },
-      rpcOptions(request),
-    );
+    const res = await clients.artifacts.listArtifacts({
+      buildId: build.id,
+      jobId,
+      page: paging.page,
+      perPage: paging.perPage,
+      state,
+    });
     const link = linkHeader(deps.publicUrl, request.url, paging, { total: res.totalCount });
     if (link) reply.header("link", link);
     return res.artifacts.map((a) => renderArtifact(a, urls, place));
@@ -156,10 +156,11 @@ export function artifactRoutes(app: FastifyInstance, deps: RouteDeps, opts: { ur
     async (request) => {
       const { build, place } = await buildOf(request, "read");
       const job = jobOf(build, request.params.job);
-      const { artifact } = await clients.artifacts.getArtifact(
-        { buildId: build.id, jobId: job.id, id: request.params.id },
-        rpcOptions(request),
-      );
+      const { artifact } = await clients.artifacts.getArtifact({
+        buildId: build.id,
+        jobId: job.id,
+        id: request.params.id,
+      });
       if (!artifact) throw new HttpError(404, "No artifact found");
       return renderArtifact(artifact, urls, place);
     },
@@ -180,10 +181,12 @@ export function artifactRoutes(app: FastifyInstance, deps: RouteDeps, opts: { ur
     async (request, reply) => {
       const { build } = await buildOf(request, "read");
       const job = jobOf(build, request.params.job);
-      const res = await clients.artifacts.signArtifactDownload(
-        { buildId: build.id, jobId: job.id, id: request.params.id, urlBase: opts.urlBase },
-        rpcOptions(request),
-      );
+      const res = await clients.artifacts.signArtifactDownload({
+        buildId: build.id,
+        jobId: job.id,
+        id: request.params.id,
+        urlBase: opts.urlBase,
+      });
       if (res.artifact?.state === "expired") throw new HttpError(410, "Artifact has expired");
       if (res.url === "") throw new HttpError(404, "No artifact found: it has not been uploaded");
       return reply.status(302).header("location", res.url).send({ url: res.url });
@@ -206,10 +209,7 @@ export function artifactRoutes(app: FastifyInstance, deps: RouteDeps, opts: { ur
     async (request, reply) => {
       const { build } = await buildOf(request, "build");
       const job = jobOf(build, request.params.job);
-      await clients.artifacts.deleteArtifact(
-        { buildId: build.id, jobId: job.id, id: request.params.id },
-        rpcOptions(request),
-      );
+      await clients.artifacts.deleteArtifact({ buildId: build.id, jobId: job.id, id: request.params.id });
       return reply.status(204).send();
     },
   );

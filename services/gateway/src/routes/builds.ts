@@ -14,7 +14,7 @@ import type { JobDetail } from "../render/job.js";
 import { inputsOf, pipelineVersion } from "../rendered-answers.js";
 import { BuildListQuerySchema, parseBuildListQuery, type RawQuery } from "./build-query.js";
 import { conditionalResponses, responses, typed } from "./declare.js";
-import { type RouteDeps, rpcOptions } from "./deps.js";
+import type { RouteDeps } from "./deps.js";
 import { BOUNDS, BuildParams, nullableText, OrgParams, PipelineParams, pageOf, stringMap, text } from "./params.js";
 
 const nullableFlag = Type.Union([Type.Boolean(), Type.Null()]);
@@ -138,7 +138,7 @@ export function buildRoutes(app: FastifyInstance, deps: RouteDeps): void {
     /** The embedded pipelines of an organization-wide page, in one batch. */
     const lookUp = async (organizationIds: string[], ids: string[]) => {
       const found = new Map<string, Pipeline>();
-      const batch = await clients.pipelines.batchGetPipelines({ organizationIds, ids }, rpcOptions(request));
+      const batch = await clients.pipelines.batchGetPipelines({ organizationIds, ids });
       for (const p of batch.pipelines) found.set(p.id, p);
       return found;
     };
@@ -155,7 +155,7 @@ export function buildRoutes(app: FastifyInstance, deps: RouteDeps): void {
         known ? known.canEdit : visible ? editFingerprint(visible) : "",
       ]),
       fetch: async (ifNoneMatch) => {
-        const res = await clients.builds.listBuilds({ ...list, ifNoneMatch }, rpcOptions(request));
+        const res = await clients.builds.listBuilds({ ...list, ifNoneMatch });
         return { version: res.version, notModified: res.notModified, value: res };
       },
       confirm: async (depends) => {
@@ -277,10 +277,7 @@ export function buildRoutes(app: FastifyInstance, deps: RouteDeps): void {
         key: `build|${pipelineId}|${number}|${includeRetriedJobs}`,
         inputs: inputsOf([access.organization?.slug ?? "", pipelineVersion(pipeline.pipeline), pipeline.canEdit]),
         fetch: async (ifNoneMatch) => {
-          const res = await clients.builds.getBuild(
-            { pipelineId, number, includeRetriedJobs, ifNoneMatch },
-            rpcOptions(request),
-          );
+          const res = await clients.builds.getBuild({ pipelineId, number, includeRetriedJobs, ifNoneMatch });
           return { version: res.version, notModified: res.notModified, value: res.build };
         },
         render: (build) => ({ body: renderOne(build, access, pipeline, "single") }),
@@ -310,29 +307,26 @@ export function buildRoutes(app: FastifyInstance, deps: RouteDeps): void {
         body.author && (body.author.name || body.author.email)
           ? { name: body.author.name ?? "", email: body.author.email ?? "" }
           : creator && { name: creator.name, email: creator.email };
-      const res = await clients.builds.createBuild(
-        {
-          // By id: the builds service keeps the pipelines it builds, so the request does not carry the steps.
-          pipelineId: pipeline.pipeline.id,
-          organizationId: pipeline.pipeline.organizationId,
-          organizationSlug: access.organization?.slug ?? "",
-          creator,
-          commit: body.commit ?? "",
-          branch: body.branch ?? "",
-          message: body.message ?? "",
-          author,
-          cleanCheckout: body.clean_checkout ?? false,
-          env: body.env ?? {},
-          metaData: body.meta_data ?? {},
-          ignorePipelineBranchFilters: body.ignore_pipeline_branch_filters ?? false,
-          pullRequestBaseBranch: body.pull_request_base_branch ?? "",
-          pullRequestId:
-            body.pull_request_id === undefined || body.pull_request_id === null ? "" : String(body.pull_request_id),
-          pullRequestRepository: body.pull_request_repository ?? "",
-          source: "api",
-        },
-        rpcOptions(request),
-      );
+      const res = await clients.builds.createBuild({
+        // By id: the builds service keeps the pipelines it builds, so the request does not carry the steps.
+        pipelineId: pipeline.pipeline.id,
+        organizationId: pipeline.pipeline.organizationId,
+        organizationSlug: access.organization?.slug ?? "",
+        creator,
+        commit: body.commit ?? "",
+        branch: body.branch ?? "",
+        message: body.message ?? "",
+        author,
+        cleanCheckout: body.clean_checkout ?? false,
+        env: body.env ?? {},
+        metaData: body.meta_data ?? {},
+        ignorePipelineBranchFilters: body.ignore_pipeline_branch_filters ?? false,
+        pullRequestBaseBranch: body.pull_request_base_branch ?? "",
+        pullRequestId:
+          body.pull_request_id === undefined || body.pull_request_id === null ? "" : String(body.pull_request_id),
+        pullRequestRepository: body.pull_request_repository ?? "",
+        source: "api",
+      });
       return reply.status(201).send(renderOne(res.build, access, pipeline, "single"));
     },
   );
@@ -353,7 +347,7 @@ export function buildRoutes(app: FastifyInstance, deps: RouteDeps): void {
       const access = organizationAccess(request, request.params.org);
       const number = request.params.number;
       const pipeline = await pipelineOf(request, access, "build");
-      const res = await clients.builds.cancelBuild({ pipelineId: pipeline.pipeline.id, number }, rpcOptions(request));
+      const res = await clients.builds.cancelBuild({ pipelineId: pipeline.pipeline.id, number });
       return renderOne(res.build, access, pipeline, "single");
     },
   );
@@ -374,15 +368,12 @@ export function buildRoutes(app: FastifyInstance, deps: RouteDeps): void {
       const access = organizationAccess(request, request.params.org);
       const number = request.params.number;
       const pipeline = await pipelineOf(request, access, "build");
-      const res = await clients.builds.rebuildBuild(
-        {
-          pipeline: pipeline.pipeline,
-          organizationSlug: access.organization?.slug ?? "",
-          number,
-          creator: creatorOf(request),
-        },
-        rpcOptions(request),
-      );
+      const res = await clients.builds.rebuildBuild({
+        pipeline: pipeline.pipeline,
+        organizationSlug: access.organization?.slug ?? "",
+        number,
+        creator: creatorOf(request),
+      });
       return renderOne(res.build, access, pipeline, "single");
     },
   );

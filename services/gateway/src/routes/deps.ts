@@ -1,5 +1,3 @@
-import type { CallOptions } from "@connectrpc/connect";
-import type { FastifyRequest } from "fastify";
 import type { PipelineAccessChecks } from "../auth/pipeline-access.js";
 import type { PrincipalCache } from "../auth/principal-cache.js";
 import type { GatewayClients } from "../clients.js";
@@ -16,9 +14,4 @@ export interface RouteDeps {
   pipelineAccess: PipelineAccessChecks;
   /** Rendered build answers, served again when the builds service confirms them. */
   answers: RenderedAnswers;
-}
-
-/** Per-call options that carry the request id to the service. */
-export function rpcOptions(request: FastifyRequest): CallOptions {
-  return { headers: { "x-request-id": request.id } };
 }

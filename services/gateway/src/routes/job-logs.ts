@@ -4,7 +4,7 @@ import type { FastifyInstance, FastifyRequest } from "fastify";
 import { organizationAccess } from "../auth/authenticate.js";
 import { Int, Str } from "../render/schemas.js";
 import { noContent, responses, typed } from "./declare.js";
-import { type RouteDeps, rpcOptions } from "./deps.js";
+import type { RouteDeps } from "./deps.js";
 import { JobParams } from "./params.js";
 
 /**
@@ -34,10 +34,7 @@ async function openLog(
   const access = organizationAccess(request, request.params.org);
   const number = request.params.number;
   const { pipeline } = await deps.pipelineAccess.pipeline(request, access, request.params.pipeline, "read");
-  const stream = deps.clients.builds.streamJobLog(
-    { pipelineId: pipeline.id, number, jobId: request.params.job },
-    rpcOptions(request),
-  );
+  const stream = deps.clients.builds.streamJobLog({ pipelineId: pipeline.id, number, jobId: request.params.job });
   const iterator = stream[Symbol.asyncIterator]();
   const first = await iterator.next();
   if (first.done || first.value.part.case !== "info") throw new Error("the log stream did not start with its info");
@@ -130,10 +127,7 @@ export function jobLogRoutes(app: FastifyInstance, deps: RouteDeps): void {
       const access = organizationAccess(request, request.params.org);
       const number = request.params.number;
       const { pipeline } = await deps.pipelineAccess.pipeline(request, access, request.params.pipeline, "build");
-      await deps.clients.builds.deleteJobLog(
-        { pipelineId: pipeline.id, number, jobId: request.params.job },
-        rpcOptions(request),
-      );
+      await deps.clients.builds.deleteJobLog({ pipelineId: pipeline.id, number, jobId: request.params.job });
       return reply.status(204).send();
     },
   );

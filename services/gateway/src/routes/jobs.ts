@@ -10,7 +10,7 @@ import { JobSchema, renderJob } from "../render/job.js";
 import { StringMap } from "../render/schemas.js";
 import { creatorOf } from "./builds.js";
 import { responses, typed } from "./declare.js";
-import { type RouteDeps, rpcOptions } from "./deps.js";
+import type { RouteDeps } from "./deps.js";
 import { BOUNDS, JobParams, text } from "./params.js";
 
 /** The most values one field may carry. */
@@ -80,10 +80,12 @@ export function jobRoutes(app: FastifyInstance, deps: RouteDeps): void {
     },
     async (request) => {
       const { access, pipeline, number } = await target(request, "build");
-      const res = await deps.clients.builds.retryJob(
-        { pipelineId: pipeline.id, number, jobId: request.params.job, user: creatorOf(request) },
-        rpcOptions(request),
-      );
+      const res = await deps.clients.builds.retryJob({
+        pipelineId: pipeline.id,
+        number,
+        jobId: request.params.job,
+        user: creatorOf(request),
+      });
       return render(res.job, access, pipeline, number);
     },
   );
@@ -107,28 +109,22 @@ export function jobRoutes(app: FastifyInstance, deps: RouteDeps): void {
       const { access, pipeline, number, canBuild } = await target(request, "read");
       const userId = request.principal?.user?.id ?? "";
       const { teams } = userId
-        ? await deps.clients.teams.listUserTeams(
-            { organizationId: access.organization?.id ?? "", userId },
-            rpcOptions(request),
-          )
+        ? await deps.clients.teams.listUserTeams({ organizationId: access.organization?.id ?? "", userId })
         : { teams: [] };
       const fields: Record<string, { values: string[] }> = {};
       for (const [key, value] of Object.entries(request.body?.fields ?? {})) {
         if (value === null) continue;
         fields[key] = { values: typeof value === "string" ? [value] : value };
       }
-      const res = await deps.clients.builds.unblockJob(
-        {
-          pipelineId: pipeline.id,
-          number,
-          jobId: request.params.job,
-          user: creatorOf(request),
-          fields,
-          callerTeams: teams.flatMap((team) => [team.id, team.slug]),
-          readOnly: !canBuild,
-        },
-        rpcOptions(request),
-      );
+      const res = await deps.clients.builds.unblockJob({
+        pipelineId: pipeline.id,
+        number,
+        jobId: request.params.job,
+        user: creatorOf(request),
+        fields,
+        callerTeams: teams.flatMap((team) => [team.id, team.slug]),
+        readOnly: !canBuild,
+      });
       return render(res.job, access, pipeline, number);
     },
   );
@@ -147,10 +143,7 @@ export function jobRoutes(app: FastifyInstance, deps: RouteDeps): void {
     },
     async (request) => {
       const { pipeline, number } = await target(request, "read");
-      const res = await deps.clients.builds.getJobEnv(
-        { pipelineId: pipeline.id, number, jobId: request.params.job },
-        rpcOptions(request),
-      );
+      const res = await deps.clients.builds.getJobEnv({ pipelineId: pipeline.id, number, jobId: request.params.job });
       return { env: res.env };
     },
   );

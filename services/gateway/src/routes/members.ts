@@ -6,7 +6,7 @@ import { HttpError } from "../http-error.js";
 import { linkHeader } from "../paging.js";
 import { MemberSchema, renderMember } from "../render/user.js";
 import { responses, typed } from "./declare.js";
-import { type RouteDeps, rpcOptions } from "./deps.js";
+import type { RouteDeps } from "./deps.js";
 import { Id, OrgParams, PagingQuery, pageOf, Slug } from "./params.js";
 
 const tags = ["organizations"];
@@ -29,10 +29,11 @@ export function memberRoutes(app: FastifyInstance, deps: RouteDeps): void {
     async (request, reply) => {
       const org = organizationAccess(request, request.params.org).organization;
       const paging = pageOf(request.query);
-      const res = await deps.clients.identity.listMembers(
-        { organizationId: org?.id ?? "", page: paging.page, perPage: paging.perPage },
-        rpcOptions(request),
-      );
+      const res = await deps.clients.identity.listMembers({
+        organizationId: org?.id ?? "",
+        page: paging.page,
+        perPage: paging.perPage,
+      });
       const link = linkHeader(deps.publicUrl, request.url, paging, { total: res.totalCount });
       if (link) reply.header("link", link);
       return res.members.flatMap((m) => (m.user ? [renderMember(m.user)] : []));
@@ -54,10 +55,10 @@ export function memberRoutes(app: FastifyInstance, deps: RouteDeps): void {
     async (request) => {
       const org = organizationAccess(request, request.params.org).organization;
       if (!isUuid(request.params.user)) throw new HttpError(404, "No user found");
-      const { member } = await deps.clients.identity.getMember(
-        { organizationId: org?.id ?? "", userId: request.params.user },
-        rpcOptions(request),
-      );
+      const { member } = await deps.clients.identity.getMember({
+        organizationId: org?.id ?? "",
+        userId: request.params.user,
+      });
       if (!member?.user) throw new HttpError(404, "No user found");
       return renderMember(member.user);
     },

@@ -4,7 +4,7 @@ import { organizationAccess } from "../auth/authenticate.js";
 import { linkHeader } from "../paging.js";
 import { OrganizationSchema, renderOrganization } from "../render/organization.js";
 import { responses, typed } from "./declare.js";
-import { type RouteDeps, rpcOptions } from "./deps.js";
+import type { RouteDeps } from "./deps.js";
 import { OrgParams, PagingQuery, pageOf } from "./params.js";
 
 const tags = ["organizations"];
@@ -26,10 +26,7 @@ export function organizationRoutes(app: FastifyInstance, deps: RouteDeps): void 
     async (request, reply) => {
       const paging = pageOf(request.query);
       const ids = (request.principal?.organizations ?? []).flatMap((o) => (o.organization ? [o.organization.id] : []));
-      const res = await deps.clients.identity.listOrganizations(
-        { ids, page: paging.page, perPage: paging.perPage },
-        rpcOptions(request),
-      );
+      const res = await deps.clients.identity.listOrganizations({ ids, page: paging.page, perPage: paging.perPage });
       const link = linkHeader(deps.publicUrl, request.url, paging, { total: res.totalCount });
       if (link) reply.header("link", link);
       return res.organizations.map((o) => renderOrganization(o, deps.urls));

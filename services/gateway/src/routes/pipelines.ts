@@ -9,7 +9,7 @@ import { linkHeader } from "../paging.js";
 import { PipelineSchema, type PipelineView, renderPipeline } from "../render/pipeline.js";
 import { pipelineLevelOf } from "../render/team.js";
 import { noContent, responses, typed } from "./declare.js";
-import { type RouteDeps, rpcOptions } from "./deps.js";
+import type { RouteDeps } from "./deps.js";
 import { OrgParams, pageOf, pagingProperties, Slug } from "./params.js";
 import { bodyTeams, bodyToAttributes, PipelineBodySchema } from "./pipeline-body.js";
 
@@ -37,24 +37,21 @@ export function pipelineRoutes(app: FastifyInstance, deps: RouteDeps): void {
   const requireEdit = async (request: FastifyRequest, params: { org: string; slug: string }) => {
     const access = organizationAccess(request, params.org);
     if (access.allPipelines?.edit) return;
-    const res = await clients.pipelines.getPipeline(
-      { organizationId: access.organization?.id ?? "", pipeline: params.slug },
-      rpcOptions(request),
-    );
+    const res = await clients.pipelines.getPipeline({
+      organizationId: access.organization?.id ?? "",
+      pipeline: params.slug,
+    });
     if (!res.pipeline) throw new HttpError(404, "No pipeline found");
     await pipelineAccess.require(request, access, res.pipeline, "edit");
   };
   /** Checks the teams of a create body with identity before anything is created. */
   const checkTeams = async (request: FastifyRequest, access: OrganizationAccess, teams: Record<string, string>) => {
     if (!access.organization?.teamsEnabled || Object.keys(teams).length === 0) return;
-    await clients.teams.checkPipelineTeams(
-      {
-        organizationId: access.organization.id,
-        actorId: request.principal?.user?.id ?? "",
-        teamIds: Object.keys(teams),
-      },
-      rpcOptions(request),
-    );
+    await clients.teams.checkPipelineTeams({
+      organizationId: access.organization.id,
+      actorId: request.principal?.user?.id ?? "",
+      teamIds: Object.keys(teams),
+    });
   };
   /** Gives the teams of a create body access to the new pipeline; the pipeline is deleted again if that fails. */
   const linkTeams = async (
@@ -66,17 +63,14 @@ export function pipelineRoutes(app: FastifyInstance, deps: RouteDeps): void {
     if (Object.keys(teams).length === 0) return;
     const organizationId = access.organization?.id ?? "";
     try {
-      await clients.teams.linkPipelineTeams(
-        {
-          organizationId,
-          pipelineId: pipeline.id,
-          teams: Object.fromEntries(Object.entries(teams).map(([team, level]) => [team, pipelineLevelOf(level)])),
-        },
-        rpcOptions(request),
-      );
+      await clients.teams.linkPipelineTeams({
+        organizationId,
+        pipelineId: pipeline.id,
+        teams: Object.fromEntries(Object.entries(teams).map(([team, level]) => [team, pipelineLevelOf(level)])),
+      });
     } catch (err) {
       await clients.pipelines
-        .deletePipeline({ organizationId, pipeline: pipeline.id }, rpcOptions(request))
+        .deletePipeline({ organizationId, pipeline: pipeline.id })
         .catch((cleanup: unknown) => request.log.error({ err: cleanup }, "could not delete an unlinked pipeline"));
       throw err;
     }
@@ -112,16 +106,13 @@ export function pipelineRoutes(app: FastifyInstance, deps: RouteDeps): void {
           : request.query.include_archived === true
             ? ArchiveFilter.ALL
             : ArchiveFilter.ACTIVE;
-      const res = await clients.pipelines.listPipelines(
-        {
-          organizationId: access.organization?.id ?? "",
-          archiveFilter,
-          page: paging.page,
-          perPage: paging.perPage,
-          pipelineIds: visible ? [...visible.pipelines.keys()] : [],
-        },
-        rpcOptions(request),
-      );
+      const res = await clients.pipelines.listPipelines({
+        organizationId: access.organization?.id ?? "",
+        archiveFilter,
+        page: paging.page,
+        perPage: paging.perPage,
+        pipelineIds: visible ? [...visible.pipelines.keys()] : [],
+      });
       const link = linkHeader(deps.publicUrl, request.url, paging, { total: res.totalCount });
       if (link) reply.header("link", link);
       const canEdit = (p: Pipeline) => (access.allPipelines ?? visible?.pipelines.get(p.id))?.edit ?? false;
@@ -143,10 +134,10 @@ export function pipelineRoutes(app: FastifyInstance, deps: RouteDeps): void {
     },
     async (request) => {
       const access = organizationAccess(request, request.params.org);
-      const res = await clients.pipelines.getPipeline(
-        { organizationId: access.organization?.id ?? "", pipeline: request.params.slug },
-        rpcOptions(request),
-      );
+      const res = await clients.pipelines.getPipeline({
+        organizationId: access.organization?.id ?? "",
+        pipeline: request.params.slug,
+      });
       if (!res.pipeline) throw new HttpError(404, "No pipeline found");
       const granted = await pipelineAccess.require(request, access, res.pipeline, "read");
       return render(res.pipeline, view(request.params.org, granted.edit));
@@ -171,23 +162,20 @@ export function pipelineRoutes(app: FastifyInstance, deps: RouteDeps): void {
       const user = request.principal?.user;
       const teams = bodyTeams(request.body ?? {});
       await checkTeams(request, access, teams);
-      const res = await clients.pipelines.createPipeline(
-        {
-          organizationId: access.organization?.id ?? "",
-          creator: user && {
-            id: user.id,
-            name: user.name,
-            email: user.email,
-            avatarUrl: user.avatarUrl,
-            createdAt: user.createdAt,
-          },
-          attributes: bodyToAttributes(request.body ?? {}),
-          teams,
-          teamsEnabled: access.organization?.teamsEnabled ?? false,
-          creatorIsAdmin: isOrganizationAdmin(access),
+      const res = await clients.pipelines.createPipeline({
+        organizationId: access.organization?.id ?? "",
+        creator: user && {
+          id: user.id,
+          name: user.name,
+          email: user.email,
+          avatarUrl: user.avatarUrl,
+          createdAt: user.createdAt,
         },
-        rpcOptions(request),
-      );
+        attributes: bodyToAttributes(request.body ?? {}),
+        teams,
+        teamsEnabled: access.organization?.teamsEnabled ?? false,
+        creatorIsAdmin: isOrganizationAdmin(access),
+      });
       if (!res.pipeline) throw new HttpError(404, "No pipeline found");
       await linkTeams(request, access, res.pipeline, teams);
       const granted = await pipelineAccess.of(request, access, res.pipeline.id);
@@ -222,14 +210,11 @@ export function pipelineRoutes(app: FastifyInstance, deps: RouteDeps): void {
           ],
         });
       }
-      const res = await clients.pipelines.updatePipeline(
-        {
-          organizationId: orgId(request, request.params.org),
-          pipeline: request.params.slug,
-          attributes: bodyToAttributes(body),
-        },
-        rpcOptions(request),
-      );
+      const res = await clients.pipelines.updatePipeline({
+        organizationId: orgId(request, request.params.org),
+        pipeline: request.params.slug,
+        attributes: bodyToAttributes(body),
+      });
       return render(res.pipeline, view(request.params.org, true));
     },
   );
@@ -248,10 +233,10 @@ export function pipelineRoutes(app: FastifyInstance, deps: RouteDeps): void {
     },
     async (request) => {
       await requireEdit(request, request.params);
-      const res = await clients.pipelines.archivePipeline(
-        { organizationId: orgId(request, request.params.org), pipeline: request.params.slug },
-        rpcOptions(request),
-      );
+      const res = await clients.pipelines.archivePipeline({
+        organizationId: orgId(request, request.params.org),
+        pipeline: request.params.slug,
+      });
       return render(res.pipeline, view(request.params.org, true));
     },
   );
@@ -270,10 +255,10 @@ export function pipelineRoutes(app: FastifyInstance, deps: RouteDeps): void {
     },
     async (request) => {
       await requireEdit(request, request.params);
-      const res = await clients.pipelines.unarchivePipeline(
-        { organizationId: orgId(request, request.params.org), pipeline: request.params.slug },
-        rpcOptions(request),
-      );
+      const res = await clients.pipelines.unarchivePipeline({
+        organizationId: orgId(request, request.params.org),
+        pipeline: request.params.slug,
+      });
       return render(res.pipeline, view(request.params.org, true));
     },
   );
@@ -292,10 +277,10 @@ export function pipelineRoutes(app: FastifyInstance, deps: RouteDeps): void {
     },
     async (request, reply) => {
       await requireEdit(request, request.params);
-      await clients.pipelines.deletePipeline(
-        { organizationId: orgId(request, request.params.org), pipeline: request.params.slug },
-        rpcOptions(request),
-      );
+      await clients.pipelines.deletePipeline({
+        organizationId: orgId(request, request.params.org),
+        pipeline: request.params.slug,
+      });
       return reply.status(204).send();
     },
   );

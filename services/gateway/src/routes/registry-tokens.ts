@@ -5,7 +5,7 @@ import { HttpError } from "../http-error.js";
 import { linkHeader } from "../paging.js";
 import { CreatedRegistryTokenSchema, RegistryTokenSchema, renderRegistryToken } from "../render/registry-token.js";
 import { responses, typed } from "./declare.js";
-import { type RouteDeps, rpcOptions } from "./deps.js";
+import type { RouteDeps } from "./deps.js";
 import { BOUNDS, Id, PagingQuery, pageOf, Slug, text } from "./params.js";
 
 const RegistryParams = Type.Object({ org: Slug, registry: Slug });
@@ -46,10 +46,7 @@ export function registryTokenRoutes(app: FastifyInstance, deps: RouteDeps): void
     async (request, reply) => {
       const { org, ...req } = scope(request);
       const paging = pageOf(request.query);
-      const res = await clients.registries.listRegistryTokens(
-        { ...req, page: paging.page, perPage: paging.perPage },
-        rpcOptions(request),
-      );
+      const res = await clients.registries.listRegistryTokens({ ...req, page: paging.page, perPage: paging.perPage });
       const link = linkHeader(deps.publicUrl, request.url, paging, { total: res.totalCount });
       if (link) reply.header("link", link);
       const registry = res.registry;
@@ -72,7 +69,7 @@ export function registryTokenRoutes(app: FastifyInstance, deps: RouteDeps): void
     },
     async (request) => {
       const { org, ...req } = scope(request);
-      const res = await clients.registries.getRegistryToken({ ...req, id: request.params.token }, rpcOptions(request));
+      const res = await clients.registries.getRegistryToken({ ...req, id: request.params.token });
       if (!res.token || !res.registry) throw new HttpError(404, "No token found");
       return renderRegistryToken(res.token, res.registry, org, urls);
     },
@@ -93,10 +90,11 @@ export function registryTokenRoutes(app: FastifyInstance, deps: RouteDeps): void
     },
     async (request) => {
       const { org, ...req } = scope(request);
-      const res = await clients.registries.createRegistryToken(
-        { ...req, actorId: request.principal?.user?.id ?? "", description: request.body?.description ?? "" },
-        rpcOptions(request),
-      );
+      const res = await clients.registries.createRegistryToken({
+        ...req,
+        actorId: request.principal?.user?.id ?? "",
+        description: request.body?.description ?? "",
+      });
       if (!res.token || !res.registry) throw new HttpError(404, "No token found");
       return { ...renderRegistryToken(res.token, res.registry, org, urls), token: res.secret };
     },
@@ -117,15 +115,12 @@ export function registryTokenRoutes(app: FastifyInstance, deps: RouteDeps): void
     },
     async (request) => {
       const { org, ...req } = scope(request);
-      const res = await clients.registries.updateRegistryToken(
-        {
-          ...req,
-          actorId: request.principal?.user?.id ?? "",
-          id: request.params.token,
-          description: request.body?.description ?? "",
-        },
-        rpcOptions(request),
-      );
+      const res = await clients.registries.updateRegistryToken({
+        ...req,
+        actorId: request.principal?.user?.id ?? "",
+        id: request.params.token,
+        description: request.body?.description ?? "",
+      });
       if (!res.token || !res.registry) throw new HttpError(404, "No token found");
       return renderRegistryToken(res.token, res.registry, org, urls);
     },
@@ -145,10 +140,11 @@ export function registryTokenRoutes(app: FastifyInstance, deps: RouteDeps): void
     },
     async (request, reply) => {
       const { org: _org, ...req } = scope(request);
-      await clients.registries.deleteRegistryToken(
-        { ...req, actorId: request.principal?.user?.id ?? "", id: request.params.token },
-        rpcOptions(request),
-      );
+      await clients.registries.deleteRegistryToken({
+        ...req,
+        actorId: request.principal?.user?.id ?? "",
+        id: request.params.token,
+      });
       return reply.status(200).send();
     },
   );

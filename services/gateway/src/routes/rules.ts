@@ -6,7 +6,7 @@ import { HttpError } from "../http-error.js";
 import { linkHeader } from "../paging.js";
 import { RuleSchema, renderRule } from "../render/rule.js";
 import { noContent, responses, typed } from "./declare.js";
-import { type RouteDeps, rpcOptions } from "./deps.js";
+import type { RouteDeps } from "./deps.js";
 import { BOUNDS, Id, OrgParams, PagingQuery, pageOf, Slug, text } from "./params.js";
 
 const RuleParams = Type.Object({ org: Slug, rule: Id });
@@ -60,7 +60,6 @@ export function ruleRoutes(app: FastifyInstance, deps: RouteDeps): void {
    * "" when nothing is named, which identity reports with the rule's other problems.
    */
   const resolveSide = async (
-    request: FastifyRequest,
     organizationId: string,
     type: string,
     value: unknown,
@@ -71,7 +70,7 @@ export function ruleRoutes(app: FastifyInstance, deps: RouteDeps): void {
     const ref = pipelineReference(value, side);
     if (ref === "") return "";
     try {
-      const res = await clients.pipelines.getPipeline({ organizationId, pipeline: ref }, rpcOptions(request));
+      const res = await clients.pipelines.getPipeline({ organizationId, pipeline: ref });
       return res.pipeline?.id ?? "";
     } catch (err) {
       if (ConnectError.from(err).code !== Code.NotFound) throw err;
@@ -97,10 +96,11 @@ export function ruleRoutes(app: FastifyInstance, deps: RouteDeps): void {
     },
     async (request, reply) => {
       const paging = pageOf(request.query);
-      const res = await clients.rules.listRules(
-        { organizationId: orgId(request, request.params.org), page: paging.page, perPage: paging.perPage },
-        rpcOptions(request),
-      );
+      const res = await clients.rules.listRules({
+        organizationId: orgId(request, request.params.org),
+        page: paging.page,
+        perPage: paging.perPage,
+      });
       const link = linkHeader(deps.publicUrl, request.url, paging, { total: res.totalCount });
       if (link) reply.header("link", link);
       return res.rules.map((r) => renderRule(r, urls, request.params.org));
@@ -120,10 +120,10 @@ export function ruleRoutes(app: FastifyInstance, deps: RouteDeps): void {
       },
     },
     async (request) => {
-      const res = await clients.rules.getRule(
-        { organizationId: orgId(request, request.params.org), id: request.params.rule },
-        rpcOptions(request),
-      );
+      const res = await clients.rules.getRule({
+        organizationId: orgId(request, request.params.org),
+        id: request.params.rule,
+      });
       if (!res.rule) throw new HttpError(404, "No rule found");
       return renderRule(res.rule, urls, request.params.org);
     },
@@ -146,19 +146,16 @@ export function ruleRoutes(app: FastifyInstance, deps: RouteDeps): void {
       const organizationId = orgId(request, request.params.org);
       const body = typeof request.body === "object" && request.body !== null ? request.body : {};
       const type = typeof body.type === "string" ? body.type.trim() : "";
-      const sourceId = await resolveSide(request, organizationId, type, body.value, "source");
-      const targetId = await resolveSide(request, organizationId, type, body.value, "target");
-      const res = await clients.rules.createRule(
-        {
-          organizationId,
-          actorId: request.principal?.user?.id ?? "",
-          type,
-          sourceId,
-          targetId,
-          conditions: conditionsOf(body.value),
-        },
-        rpcOptions(request),
-      );
+      const sourceId = await resolveSide(organizationId, type, body.value, "source");
+      const targetId = await resolveSide(organizationId, type, body.value, "target");
+      const res = await clients.rules.createRule({
+        organizationId,
+        actorId: request.principal?.user?.id ?? "",
+        type,
+        sourceId,
+        targetId,
+        conditions: conditionsOf(body.value),
+      });
       if (!res.rule) throw new HttpError(404, "No rule found");
       return reply.status(201).send(renderRule(res.rule, urls, request.params.org));
     },
@@ -171,14 +168,11 @@ export function ruleRoutes(app: FastifyInstance, deps: RouteDeps): void {
       schema: { operationId: "deleteRule", summary: "Delete a rule", tags, params: RuleParams, response: noContent },
     },
     async (request, reply) => {
-      await clients.rules.deleteRule(
-        {
-          organizationId: orgId(request, request.params.org),
-          actorId: request.principal?.user?.id ?? "",
-          id: request.params.rule,
-        },
-        rpcOptions(request),
-      );
+      await clients.rules.deleteRule({
+        organizationId: orgId(request, request.params.org),
+        actorId: request.principal?.user?.id ?? "",
+        id: request.params.rule,
+      });
       return reply.status(204).send();
     },
   );

@@ -6,7 +6,7 @@ import type { FastifyInstance } from "fastify";
 import { HttpError } from "../http-error.js";
 import { renderTeamMember, TeamMemberSchema, teamRoleOf } from "../render/team.js";
 import { noContent, responses, typed } from "./declare.js";
-import { type RouteDeps, rpcOptions } from "./deps.js";
+import type { RouteDeps } from "./deps.js";
 import { BOUNDS, Id, Slug } from "./params.js";
 import { bodyString, bodyValue, declaration, judged, list, paged, TEAM, TeamParams, teamOf } from "./teams-shared.js";
 
@@ -26,7 +26,7 @@ export function teamMemberRoutes(app: FastifyInstance, deps: RouteDeps): void {
     list("listTeamMembers", "List a team's members", TeamMemberSchema),
     async (request, reply) => {
       const items = await paged(deps, request, reply, async (page, perPage) => {
-        const res = await clients.teams.listTeamMembers({ ...teamOf(request), page, perPage }, rpcOptions(request));
+        const res = await clients.teams.listTeamMembers({ ...teamOf(request), page, perPage });
         return { items: res.members, totalCount: res.totalCount };
       });
       return items.map(renderTeamMember);
@@ -42,10 +42,7 @@ export function teamMemberRoutes(app: FastifyInstance, deps: RouteDeps): void {
       response: responses(200, TeamMemberSchema),
     }),
     async (request) => {
-      const res = await clients.teams.getTeamMember(
-        { ...teamOf(request), userId: request.params.user },
-        rpcOptions(request),
-      );
+      const res = await clients.teams.getTeamMember({ ...teamOf(request), userId: request.params.user });
       if (!res.member) throw new HttpError(404, "No team member found");
       return renderTeamMember(res.member);
     },
@@ -65,14 +62,11 @@ export function teamMemberRoutes(app: FastifyInstance, deps: RouteDeps): void {
         response: responses(201, TeamMemberSchema),
       }),
       async (request, reply) => {
-        const res = await clients.teams.addTeamMember(
-          {
-            ...teamOf(request),
-            userId: bodyString(request.body, "user_id"),
-            role: teamRoleOf(bodyValue(request.body, "role")),
-          },
-          rpcOptions(request),
-        );
+        const res = await clients.teams.addTeamMember({
+          ...teamOf(request),
+          userId: bodyString(request.body, "user_id"),
+          role: teamRoleOf(bodyValue(request.body, "role")),
+        });
         if (!res.member) throw new HttpError(404, "No team member found");
         return reply.status(201).send(renderTeamMember(res.member));
       },
@@ -89,10 +83,11 @@ export function teamMemberRoutes(app: FastifyInstance, deps: RouteDeps): void {
       response: responses(200, TeamMemberSchema),
     }),
     async (request) => {
-      const res = await clients.teams.updateTeamMember(
-        { ...teamOf(request), userId: request.params.user, role: teamRoleOf(bodyValue(request.body, "role")) },
-        rpcOptions(request),
-      );
+      const res = await clients.teams.updateTeamMember({
+        ...teamOf(request),
+        userId: request.params.user,
+        role: teamRoleOf(bodyValue(request.body, "role")),
+      });
       if (!res.member) throw new HttpError(404, "No team member found");
       return renderTeamMember(res.member);
     },
@@ -107,7 +102,7 @@ export function teamMemberRoutes(app: FastifyInstance, deps: RouteDeps): void {
       response: noContent,
     }),
     async (request, reply) => {
-      await clients.teams.removeTeamMember({ ...teamOf(request), userId: request.params.user }, rpcOptions(request));
+      await clients.teams.removeTeamMember({ ...teamOf(request), userId: request.params.user });
       return reply.status(204).send();
     },
   );

@@ -8,7 +8,7 @@ import type { FastifyInstance } from "fastify";
 import { HttpError } from "../http-error.js";
 import { pipelineLevelOf, renderTeamPipeline, TeamPipelineSchema } from "../render/team.js";
 import { noContent, responses, typed } from "./declare.js";
-import { type RouteDeps, rpcOptions } from "./deps.js";
+import type { RouteDeps } from "./deps.js";
 import { BOUNDS, Id, Slug, text } from "./params.js";
 import { bodyString, bodyValue, declaration, judged, list, paged, TEAM, TeamParams, teamOf } from "./teams-shared.js";
 
@@ -29,7 +29,7 @@ export function teamPipelineRoutes(app: FastifyInstance, deps: RouteDeps): void 
     list("listTeamPipelines", "List the pipelines a team has access to", TeamPipelineSchema),
     async (request, reply) => {
       const items = await paged(deps, request, reply, async (page, perPage) => {
-        const res = await clients.teams.listTeamPipelines({ ...teamOf(request), page, perPage }, rpcOptions(request));
+        const res = await clients.teams.listTeamPipelines({ ...teamOf(request), page, perPage });
         return { items: res.pipelines, totalCount: res.totalCount };
       });
       return items.map((l) => renderTeamPipeline(l, urls, request.params.org));
@@ -45,10 +45,7 @@ export function teamPipelineRoutes(app: FastifyInstance, deps: RouteDeps): void 
       response: responses(200, TeamPipelineSchema),
     }),
     async (request) => {
-      const res = await clients.teams.getTeamPipeline(
-        { ...teamOf(request), pipelineId: request.params.pipeline },
-        rpcOptions(request),
-      );
+      const res = await clients.teams.getTeamPipeline({ ...teamOf(request), pipelineId: request.params.pipeline });
       if (!res.pipeline) throw new HttpError(404, "No team pipeline found");
       return renderTeamPipeline(res.pipeline, urls, request.params.org);
     },
@@ -75,19 +72,17 @@ export function teamPipelineRoutes(app: FastifyInstance, deps: RouteDeps): void 
         let pipelineId = "";
         if (ref !== "") {
           try {
-            const found = await clients.pipelines.getPipeline(
-              { organizationId: team.organizationId, pipeline: ref },
-              rpcOptions(request),
-            );
+            const found = await clients.pipelines.getPipeline({ organizationId: team.organizationId, pipeline: ref });
             pipelineId = found.pipeline?.id ?? "";
           } catch (err) {
             if (ConnectError.from(err).code !== Code.NotFound) throw err;
           }
         }
-        const res = await clients.teams.addTeamPipeline(
-          { ...team, pipelineId, accessLevel: pipelineLevelOf(bodyValue(request.body, "access_level")) },
-          rpcOptions(request),
-        );
+        const res = await clients.teams.addTeamPipeline({
+          ...team,
+          pipelineId,
+          accessLevel: pipelineLevelOf(bodyValue(request.body, "access_level")),
+        });
         if (!res.pipeline) throw new HttpError(404, "No team pipeline found");
         return reply.status(201).send(renderTeamPipeline(res.pipeline, urls, request.params.org));
       },
@@ -104,14 +99,11 @@ export function teamPipelineRoutes(app: FastifyInstance, deps: RouteDeps): void 
       response: responses(200, TeamPipelineSchema),
     }),
     async (request) => {
-      const res = await clients.teams.updateTeamPipeline(
-        {
-          ...teamOf(request),
-          pipelineId: request.params.pipeline,
-          accessLevel: pipelineLevelOf(bodyValue(request.body, "access_level")),
-        },
-        rpcOptions(request),
-      );
+      const res = await clients.teams.updateTeamPipeline({
+        ...teamOf(request),
+        pipelineId: request.params.pipeline,
+        accessLevel: pipelineLevelOf(bodyValue(request.body, "access_level")),
+      });
       if (!res.pipeline) throw new HttpError(404, "No team pipeline found");
       return renderTeamPipeline(res.pipeline, urls, request.params.org);
     },
@@ -126,10 +118,7 @@ export function teamPipelineRoutes(app: FastifyInstance, deps: RouteDeps): void 
       response: noContent,
     }),
     async (request, reply) => {
-      await clients.teams.removeTeamPipeline(
-        { ...teamOf(request), pipelineId: request.params.pipeline },
-        rpcOptions(request),
-      );
+      await clients.teams.removeTeamPipeline({ ...teamOf(request), pipelineId: request.params.pipeline });
       return reply.status(204).send();
     },
   );
@@ -153,7 +142,7 @@ export function teamPipelineRoutes(app: FastifyInstance, deps: RouteDeps): void 
           "Team pipeline could not be deleted: name the pipeline by its UUID as pipeline_id, in the body or the query string",
         );
       }
-      await clients.teams.removeTeamPipeline({ ...teamOf(request), pipelineId }, rpcOptions(request));
+      await clients.teams.removeTeamPipeline({ ...teamOf(request), pipelineId });
       return reply.status(204).send();
     },
   );

@@ -7,7 +7,7 @@ import type { FastifyInstance } from "fastify";
 import { HttpError } from "../http-error.js";
 import { renderTeamSuite, suiteLevelsOf, TeamSuiteSchema } from "../render/team.js";
 import { noContent, responses, typed } from "./declare.js";
-import { type RouteDeps, rpcOptions } from "./deps.js";
+import type { RouteDeps } from "./deps.js";
 import { BOUNDS, Id, Slug } from "./params.js";
 import {
   bodyString,
@@ -47,7 +47,7 @@ export function teamSuiteRoutes(app: FastifyInstance, deps: RouteDeps): void {
     list("listTeamSuites", "List the test suites a team has access to", TeamSuiteSchema),
     async (request, reply) => {
       const items = await paged(deps, request, reply, async (page, perPage) => {
-        const res = await clients.teams.listTeamSuites({ ...teamOf(request), page, perPage }, rpcOptions(request));
+        const res = await clients.teams.listTeamSuites({ ...teamOf(request), page, perPage });
         return { items: res.suites, totalCount: res.totalCount };
       });
       return items.map((l) => renderTeamSuite(l, urls, request.params.org));
@@ -63,10 +63,7 @@ export function teamSuiteRoutes(app: FastifyInstance, deps: RouteDeps): void {
       response: responses(200, TeamSuiteSchema),
     }),
     async (request) => {
-      const res = await clients.teams.getTeamSuite(
-        { ...teamOf(request), suiteId: request.params.suite },
-        rpcOptions(request),
-      );
+      const res = await clients.teams.getTeamSuite({ ...teamOf(request), suiteId: request.params.suite });
       if (!res.suite) throw new HttpError(404, "No team suite found");
       return renderTeamSuite(res.suite, urls, request.params.org);
     },
@@ -89,14 +86,11 @@ export function teamSuiteRoutes(app: FastifyInstance, deps: RouteDeps): void {
         response: responses(201, TeamSuiteSchema),
       }),
       async (request, reply) => {
-        const res = await clients.teams.addTeamSuite(
-          {
-            ...teamOf(request),
-            suiteId: bodyString(request.body, "suite_id"),
-            accessLevels: suiteLevelsOf(bodyValue(request.body, "access_level")),
-          },
-          rpcOptions(request),
-        );
+        const res = await clients.teams.addTeamSuite({
+          ...teamOf(request),
+          suiteId: bodyString(request.body, "suite_id"),
+          accessLevels: suiteLevelsOf(bodyValue(request.body, "access_level")),
+        });
         if (!res.suite) throw new HttpError(404, "No team suite found");
         return reply.status(201).send(renderTeamSuite(res.suite, urls, request.params.org));
       },
@@ -113,14 +107,11 @@ export function teamSuiteRoutes(app: FastifyInstance, deps: RouteDeps): void {
       response: responses(200, TeamSuiteSchema),
     }),
     async (request) => {
-      const res = await clients.teams.updateTeamSuite(
-        {
-          ...teamOf(request),
-          suiteId: request.params.suite,
-          accessLevels: suiteLevelsOf(bodyValue(request.body, "access_level")),
-        },
-        rpcOptions(request),
-      );
+      const res = await clients.teams.updateTeamSuite({
+        ...teamOf(request),
+        suiteId: request.params.suite,
+        accessLevels: suiteLevelsOf(bodyValue(request.body, "access_level")),
+      });
       if (!res.suite) throw new HttpError(404, "No team suite found");
       return renderTeamSuite(res.suite, urls, request.params.org);
     },
@@ -139,7 +130,7 @@ export function teamSuiteRoutes(app: FastifyInstance, deps: RouteDeps): void {
         response: noContent,
       }),
       async (request, reply) => {
-        await clients.teams.removeTeamSuite({ ...teamOf(request), suiteId: request.params.suite }, rpcOptions(request));
+        await clients.teams.removeTeamSuite({ ...teamOf(request), suiteId: request.params.suite });
         return reply.status(204).send();
       },
     );
