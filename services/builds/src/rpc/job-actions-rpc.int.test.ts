@@ -299,6 +299,9 @@ describe("unblocking block and input steps", () => {
       const results = await Promise.allSettled([attempt(one.client, "v1.0.0"), attempt(two.client, "v2.0.0")]);
       const won = results.findIndex((r) => r.status === "fulfilled");
       expect(results.filter((r) => r.status === "fulfilled")).toHaveLength(1);
+      // The other is refused as a second unblock, not lost to any other failure.
+      const lost = results.find((r) => r.status === "rejected") as PromiseRejectedResult;
+      expect([round, ConnectError.from(lost.reason).code]).toEqual([round, Code.FailedPrecondition]);
       const { build: after } = await one.client.getBuild({ pipelineId: p.id, number: build.number });
       expect([round, after?.metaData.release]).toEqual([round, won === 0 ? "v1.0.0" : "v2.0.0"]);
     }
@@ -523,12 +526,14 @@ steps:
       const attempt = (c: Client) => c.retryJob({ pipelineId: p.id, number: build.number, jobId: flaky, user: ann });
       const results = await Promise.allSettled([attempt(one.client), attempt(two.client)]);
       const shown = (await one.client.getBuild({ pipelineId: p.id, number: build.number })).build;
-      // One retry is made, the other refused; the build shows one live attempt of the step.
+      // One retry is made, the other refused as a second retry; the build shows one live attempt of the step.
+      const refused = results.filter((r): r is PromiseRejectedResult => r.status === "rejected");
       expect({
         round,
         retried: results.filter((r) => r.status === "fulfilled").length,
+        refusedAs: refused.map((r) => ConnectError.from(r.reason).code),
         liveAttempts: shown?.jobs.filter((j) => j.name === "flaky").length,
-      }).toEqual({ round, retried: 1, liveAttempts: 1 });
+      }).toEqual({ round, retried: 1, refusedAs: [Code.FailedPrecondition], liveAttempts: 1 });
     }
   });
 
