@@ -287,9 +287,14 @@ export function startLocalAgents(opts: LocalAgentsOptions): LocalAgents {
   };
 }
 
+/** Whether `proc` exits within `ms`. */
 async function exitsWithin(proc: ManagedProcess, ms: number): Promise<boolean> {
   const controller = new AbortController();
-  const timeout = sleep(ms, false, { signal: controller.signal }).catch(() => false);
+  // The timer is aborted once the race is decided; that abort is its only way to fail.
+  const timeout = sleep(ms, false, { signal: controller.signal }).catch((err: unknown) => {
+    if ((err as Error).name !== "AbortError") throw err;
+    return false;
+  });
   try {
     return await Promise.race([proc.exited.then(() => true), timeout]);
   } finally {
