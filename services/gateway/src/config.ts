@@ -9,7 +9,7 @@ import {
   type Env,
   serviceUrlVar,
 } from "@conveyor/runtime";
-import { type ClientLimits, DEFAULT_CLIENT_LIMITS } from "./client-limits.js";
+import { type ClientLimits, DEFAULT_CLIENT_LIMITS } from "./app/client-limits.js";
 
 /** The gateway's configuration, parsed once from the environment. */
 export interface GatewayConfig {
@@ -36,13 +36,13 @@ export interface GatewayConfig {
   readonly artifacts: ArtifactsUrlConfig;
   /** REST requests per organization per minute, shared by every gateway; 0 turns the limit (and its headers) off. */
   readonly rateLimitPerMinute: number;
-  /** Bytes of rendered build answers kept (rendered-answers.ts); 0 keeps none. */
+  /** Bytes of rendered build answers kept (answer-cache/answer-cache.ts); 0 keeps none. */
   readonly renderCacheBytes: number;
-  /** Whether concurrent build and page reads go to the builds service together (batched-build-reads.ts). */
+  /** Whether concurrent build and page reads go to the builds service together (clients/batched-build-reads.ts). */
   readonly batchBuildReads: boolean;
   /** A batched read call under way longer than this (ms) gives up its slot to the reads behind it. */
   readonly batchSlotMs: number;
-  /** Header, URL and time bounds on every client connection (client-limits.ts). */
+  /** Header, URL and time bounds on every client connection (app/client-limits.ts). */
   readonly clientLimits: Readonly<ClientLimits>;
 }
 

@@ -1,11 +1,11 @@
 import { randomUUID } from "node:crypto";
 import { connectNatsClient, createLogger, onShutdown } from "@conveyor/runtime";
 import { subscribeCredentialEvents } from "./agent-api/agent-credentials.js";
-import { buildApp } from "./app.js";
-import { createGatewayClients } from "./clients.js";
+import { buildApp } from "./app/build-app.js";
+import { subscribeIdentityEvents } from "./auth/identity-events.js";
+import { createGatewayClients } from "./clients/gateway-clients.js";
 import { readGatewayConfig } from "./config.js";
-import { subscribeIdentityEvents } from "./identity-events.js";
-import { createPipelineCache, subscribePipelineEvents } from "./pipeline-cache.js";
+import { createPipelineCache, subscribePipelineEvents } from "./pipeline-cache/pipeline-cache.js";
 import { shareRateLimitCounts } from "./rate-limit/rate-limit-sharing.js";
 import { createRateLimiter } from "./rate-limit/rate-limiter.js";
 

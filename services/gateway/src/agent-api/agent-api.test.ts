@@ -15,7 +15,7 @@ import {
   type TransitionJobRequest,
 } from "@conveyor/proto/builds";
 import type { FastifyInstance } from "fastify";
-import { buildTestApp, type FakeServices, type FakeWorld, makeOrg } from "../test-support.js";
+import { buildTestApp, type FakeServices, type FakeWorld, makeOrg } from "../testing/test-app.js";
 import { STREAM_PINGS_PATH } from "./agent-api.js";
 
 const acme = makeOrg("acme", "Acme");

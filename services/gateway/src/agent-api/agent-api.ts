@@ -1,5 +1,5 @@
 import type { FastifyInstance } from "fastify";
-import type { GatewayClients } from "../clients.js";
+import type { GatewayClients } from "../clients/gateway-clients.js";
 import type { Urls } from "../render/urls.js";
 import { agentControlRoutes } from "./agent-control-routes.js";
 import { type AgentCredentialCache, registerAgentAuthentication } from "./agent-credentials.js";

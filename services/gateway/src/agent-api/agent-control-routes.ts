@@ -1,7 +1,7 @@
 import { Type } from "@fastify/type-provider-typebox";
 import type { FastifyInstance } from "fastify";
-import { responses, typed } from "../routes/declare.js";
-import { MAX_INT32, text } from "../routes/params.js";
+import { responses, typed } from "../route-declarations/declare.js";
+import { MAX_INT32, text } from "../route-declarations/params.js";
 import type { AgentApiDeps } from "./agent-api.js";
 import { credentialOf } from "./agent-credentials.js";
 import { Empty } from "./agent-routes.js";

@@ -7,8 +7,8 @@ import { type Logger, SUBJECTS, subscribeEvents } from "@conveyor/runtime";
 import type { NatsConnection } from "@nats-io/transport-node";
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import { createSecretCache, serviceLookup } from "../auth/secret-cache.js";
-import type { GatewayClients } from "../clients.js";
-import { HttpError } from "../http-error.js";
+import type { GatewayClients } from "../clients/gateway-clients.js";
+import { HttpError } from "../errors/http-error.js";
 
 /** Who called the agent API. */
 export type AgentCredential = AuthenticateAgentCredentialResponse;

@@ -3,8 +3,8 @@ import { isoTime } from "@conveyor/runtime";
 import { Type } from "@fastify/type-provider-typebox";
 import type { FastifyInstance } from "fastify";
 import { Int, NullableTimestamp, Str } from "../render/schemas.js";
-import { responses, typed } from "../routes/declare.js";
-import { MAX_INT32, text } from "../routes/params.js";
+import { responses, typed } from "../route-declarations/declare.js";
+import { MAX_INT32, text } from "../route-declarations/params.js";
 import type { AgentApiDeps } from "./agent-api.js";
 import { credentialOf } from "./agent-credentials.js";
 

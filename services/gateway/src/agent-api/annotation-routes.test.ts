@@ -8,7 +8,7 @@ import {
 } from "@conveyor/proto/agents";
 import type { AnnotateBuildRequest, RemoveAnnotationRequest } from "@conveyor/proto/annotations";
 import type { FastifyInstance } from "fastify";
-import { buildTestApp, makeOrg } from "../test-support.js";
+import { buildTestApp, makeOrg } from "../testing/test-app.js";
 
 // Annotations and agent control from inside a job, as `buildkite-agent annotate`, `annotation remove`, `pause`,
 // `resume` and `stop` call them.

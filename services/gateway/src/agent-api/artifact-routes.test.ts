@@ -10,7 +10,7 @@ import {
 import { BuildSchema, JobSchema } from "@conveyor/proto/builds";
 import type { CheckRuleRequest } from "@conveyor/proto/identity";
 import type { FastifyInstance } from "fastify";
-import { buildTestApp, type FakeServices, makeOrg } from "../test-support.js";
+import { buildTestApp, type FakeServices, makeOrg } from "../testing/test-app.js";
 
 const acme = makeOrg("acme", "Acme");
 const JOB = "44444444-0000-4000-8000-000000000001";

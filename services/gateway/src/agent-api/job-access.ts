@@ -1,8 +1,8 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import { CredentialKind } from "@conveyor/proto/agents";
 import type { FastifyRequest } from "fastify";
-import type { GatewayClients } from "../clients.js";
-import { HttpError } from "../http-error.js";
+import type { GatewayClients } from "../clients/gateway-clients.js";
+import { HttpError } from "../errors/http-error.js";
 import { credentialOf } from "./agent-credentials.js";
 
 /** The job (and its build) a caller of a job route acts on, and the agent acting. */

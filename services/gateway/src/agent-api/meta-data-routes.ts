@@ -1,9 +1,9 @@
 import { Type } from "@fastify/type-provider-typebox";
 import type { FastifyInstance, FastifyRequest } from "fastify";
-import { HttpError } from "../http-error.js";
+import { HttpError } from "../errors/http-error.js";
 import { Bool, Str } from "../render/schemas.js";
-import { responses, typed } from "../routes/declare.js";
-import { text } from "../routes/params.js";
+import { responses, typed } from "../route-declarations/declare.js";
+import { text } from "../route-declarations/params.js";
 import type { AgentApiDeps } from "./agent-api.js";
 import { Empty } from "./agent-routes.js";
 import { AgentJobParams } from "./job-routes.js";

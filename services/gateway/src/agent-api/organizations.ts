@@ -1,6 +1,6 @@
 import type { Organization } from "@conveyor/proto/identity";
 import { LRUCache } from "lru-cache";
-import type { GatewayClients } from "../clients.js";
+import type { GatewayClients } from "../clients/gateway-clients.js";
 
 /** How long an organization (for its slug) is reused: slugs change rarely, and only metrics and `token` need them. */
 const TTL_MS = 60_000;

@@ -4,7 +4,7 @@ import { type AuthenticateAgentCredentialResponse, CredentialKind } from "@conve
 import { JobSchema, type UploadPipelineRequest } from "@conveyor/proto/builds";
 import { invalidFields } from "@conveyor/runtime";
 import type { FastifyInstance } from "fastify";
-import { buildTestApp, makeOrg } from "../test-support.js";
+import { buildTestApp, makeOrg } from "../testing/test-app.js";
 
 // `buildkite-agent pipeline upload` as the agent calls it: POST /v3/jobs/{id}/pipelines with the parsed pipeline
 // and the upload's uuid, over in-memory fakes of the agents and builds services.

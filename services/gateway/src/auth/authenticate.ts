@@ -1,6 +1,6 @@
 import type { OrganizationAccess, Principal } from "@conveyor/proto/identity";
 import type { FastifyInstance, FastifyRequest } from "fastify";
-import { HttpError } from "../http-error.js";
+import { HttpError } from "../errors/http-error.js";
 import type { PrincipalCache } from "./principal-cache.js";
 
 declare module "fastify" {

@@ -1,8 +1,8 @@
 import { type OrganizationAccess, type PipelineAccess, Role } from "@conveyor/proto/identity";
 import type { Pipeline } from "@conveyor/proto/pipelines";
 import type { FastifyRequest } from "fastify";
-import type { GatewayClients } from "../clients.js";
-import { HttpError } from "../http-error.js";
+import type { GatewayClients } from "../clients/gateway-clients.js";
+import { HttpError } from "../errors/http-error.js";
 
 /** Something a caller may want to do with a pipeline: read it and its builds, build, or edit the pipeline. */
 export type PipelineAction = "read" | "build" | "edit";

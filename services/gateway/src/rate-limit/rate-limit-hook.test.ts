@@ -1,6 +1,6 @@
 import { Role } from "@conveyor/proto/identity";
 import type { FastifyInstance } from "fastify";
-import { buildTestApp, type FakeWorld, makeOrg, makePrincipal, makeUser } from "../test-support.js";
+import { buildTestApp, type FakeWorld, makeOrg, makePrincipal, makeUser } from "../testing/test-app.js";
 import { createRateLimiter, type RateLimiter } from "./rate-limiter.js";
 
 const acme = makeOrg("acme", "Acme");

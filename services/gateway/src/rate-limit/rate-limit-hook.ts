@@ -1,8 +1,8 @@
 import type { FastifyInstance, FastifyRequest } from "fastify";
-import { HttpError } from "../http-error.js";
+import { HttpError } from "../errors/http-error.js";
 import { type RateLimiter, rateLimitBody, rateLimitHeaders } from "./rate-limiter.js";
 
-/** The headers a browser client may read across origins (see the CORS registration in app.ts). */
+/** The headers a browser client may read across origins (see the CORS registration in app/build-app.ts). */
 export const RATE_LIMIT_HEADER_NAMES = [
   "RateLimit-Scope",
   "RateLimit-Limit",

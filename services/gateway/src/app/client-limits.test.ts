@@ -1,0 +1,117 @@
+import { connect } from "node:net";
+import { Role } from "@conveyor/proto/identity";
+import type { FastifyInstance } from "fastify";
+import { buildTestApp, type FakeWorld, makeOrg, makePrincipal, makeUser } from "../testing/test-app.js";
+
+const acme = makeOrg("acme", "Acme");
+const ann = makeUser(1, "Ann");
+const world = (): FakeWorld => ({
+  orgs: [acme],
+  users: [ann],
+  tokens: new Map([["full", makePrincipal(ann, ["read_organizations", "write_pipelines"], [[acme, Role.ADMIN]])]]),
+  revoked: [],
+});
+
+/** Sends raw bytes (optionally more later) and resolves with everything the server sent until it closed. */
+function rawExchange(port: number, first: string, opts: { later?: string; laterMs?: number } = {}) {
+  return new Promise<{ text: string; ms: number }>((resolve, reject) => {
+    const started = Date.now();
+    const socket = connect(port, "127.0.0.1");
+    let text = "";
+    socket.on("data", (chunk) => {
+      text += chunk.toString();
+    });
+    socket.on("error", reject);
+    socket.on("close", () => resolve({ text, ms: Date.now() - started }));
+    socket.write(first);
+    if (opts.later !== undefined) {
+      setTimeout(() => {
+        if (!socket.destroyed) socket.write(opts.later ?? "");
+      }, opts.laterMs ?? 0).unref();
+    }
+  });
+}
+
+describe("client limits", () => {
+  let app: FastifyInstance;
+  let port: number;
+  beforeAll(async () => {
+    app = (
+      await buildTestApp(
+        world(),
+        {},
+        {},
+        {},
+        {
+          headersTimeoutMs: 300,
+          bodyTimeoutMs: 400,
+          maxHeaderBytes: 4096,
+          maxUrlBytes: 1024,
+        },
+      )
+    ).app;
+    await app.listen({ host: "127.0.0.1", port: 0 });
+    port = (app.server.address() as { port: number }).port;
+  });
+  afterAll(() => app.close());
+
+  it("closes a connection whose headers do not arrive in time (slowloris) with 408", async () => {
+    const { text, ms } = await rawExchange(port, "GET /v2/organizations/acme HTTP/1.1\r\nHost: x\r\nX-Slow: ");
+    expect(text).toMatch(/^HTTP\/1\.1 408/);
+    expect(ms).toBeLessThan(3_000);
+  });
+
+  it("closes a request whose body does not arrive in time with 408 and a JSON message; the body sent late is not used", async () => {
+    const head =
+      "POST /v2/organizations/acme/pipelines HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer full\r\n" +
+      "Content-Type: application/json\r\nContent-Length: 40\r\n\r\n{";
+    const { text, ms } = await rawExchange(port, head, { later: `"name":"x"}${" ".repeat(28)}`, laterMs: 2_000 });
+    expect(text).toMatch(/^HTTP\/1\.1 408/);
+    expect(text).toContain('"message":"Request Timeout');
+    expect(ms).toBeLessThan(1_900);
+  });
+
+  it("answers a request whose body arrives in time", async () => {
+    const res = await fetch(`http://127.0.0.1:${port}/v2/organizations/acme`, {
+      headers: { authorization: "Bearer full" },
+    });
+    expect(res.status).toBe(200);
+  });
+
+  it("does not time out a request whose handler, not its client, is slow", async () => {
+    // The body arrived at once: the timer stops when validation starts, whatever the handler then takes.
+    const { text } = await rawExchange(
+      port,
+      "GET /v2/organizations/acme HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer full\r\nConnection: close\r\n\r\n",
+    );
+    expect(text).toMatch(/^HTTP\/1\.1 200/);
+  });
+
+  it("refuses headers larger than the limit with 431 and a URL longer than the limit with 414", async () => {
+    const big = await fetch(`http://127.0.0.1:${port}/v2/organizations/acme`, {
+      headers: { authorization: "Bearer full", "x-padding": "p".repeat(5000) },
+    });
+    expect(big.status).toBe(431);
+    const long = await fetch(`http://127.0.0.1:${port}/v2/organizations/acme/pipelines?q=${"a".repeat(2000)}`, {
+      headers: { authorization: "Bearer full" },
+    });
+    expect(long.status).toBe(414);
+    expect(await long.json()).toEqual({ message: "URI Too Long: the URL must be at most 1024 bytes" });
+  });
+
+  it("answers the router's own errors in the API's shape, without echoing the path", async () => {
+    const segment = await fetch(`http://127.0.0.1:${port}/v2/organizations/${"a".repeat(101)}`, {
+      headers: { authorization: "Bearer full", "x-request-id": "seg-1" },
+    });
+    expect(segment.status).toBe(414);
+    expect(segment.headers.get("x-request-id")).toBe("seg-1");
+    expect(await segment.json()).toEqual({ message: "URI Too Long: a path segment must be at most 100 characters" });
+    const badEncoding = await fetch(`http://127.0.0.1:${port}/v2/organizations/%zz`, {
+      headers: { authorization: "Bearer full" },
+    });
+    expect(badEncoding.status).toBe(400);
+    expect(await badEncoding.json()).toEqual({
+      message: "Bad Request: the URL is not valid (check its percent-encoding)",
+    });
+  });
+});

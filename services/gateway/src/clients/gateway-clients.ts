@@ -1,0 +1,42 @@
+import { AgentsService } from "@conveyor/proto/agents";
+import { AnnotationsService } from "@conveyor/proto/annotations";
+import { ArtifactsService } from "@conveyor/proto/artifacts";
+import { BuildsService } from "@conveyor/proto/builds";
+import { IdentityService, RegistriesService, RulesService, TeamsService } from "@conveyor/proto/identity";
+import { PipelinesService } from "@conveyor/proto/pipelines";
+import { type Client, createServiceClient } from "@conveyor/runtime";
+import type { GatewayConfig } from "../config.js";
+import { batchBuildReads } from "./batched-build-reads.js";
+
+/** One client per backend service; route modules receive these, so tests can hand in other transports. */
+export interface GatewayClients {
+  identity: Client<typeof IdentityService>;
+  /** Served by the identity process, like rules and registries. */
+  teams: Client<typeof TeamsService>;
+  rules: Client<typeof RulesService>;
+  registries: Client<typeof RegistriesService>;
+  pipelines: Client<typeof PipelinesService>;
+  builds: Client<typeof BuildsService>;
+  /** Served by the builds process. */
+  annotations: Client<typeof AnnotationsService>;
+  artifacts: Client<typeof ArtifactsService>;
+  agents: Client<typeof AgentsService>;
+}
+
+/** Connect-protocol clients over HTTP/2 to every backend service. */
+export function createGatewayClients(config: GatewayConfig): GatewayClients {
+  const opts = { timeoutMs: config.rpcTimeoutMs };
+  const builds = createServiceClient(BuildsService, config.serviceUrls.builds, opts);
+  return {
+    identity: createServiceClient(IdentityService, config.serviceUrls.identity, opts),
+    teams: createServiceClient(TeamsService, config.serviceUrls.identity, opts),
+    rules: createServiceClient(RulesService, config.serviceUrls.identity, opts),
+    registries: createServiceClient(RegistriesService, config.serviceUrls.identity, opts),
+    pipelines: createServiceClient(PipelinesService, config.serviceUrls.pipelines, opts),
+    // Builds and pages are what pollers read most: concurrent reads go to the builds service in batches.
+    builds: config.batchBuildReads ? batchBuildReads(builds, { slotMs: config.batchSlotMs }) : builds,
+    annotations: createServiceClient(AnnotationsService, config.serviceUrls.builds, opts),
+    artifacts: createServiceClient(ArtifactsService, config.serviceUrls.artifacts, opts),
+    agents: createServiceClient(AgentsService, config.serviceUrls.agents, opts),
+  };
+}

@@ -1,0 +1,15 @@
+import type { FastifyInstance } from "fastify";
+import type { RouteDeps } from "./route-deps.js";
+import { teamMemberRoutes } from "./team-members.js";
+import { teamPipelineRoutes } from "./team-pipelines.js";
+import { teamSuiteRoutes } from "./team-suites.js";
+
+/**
+ * The team association routes: team members, team pipelines and team suites, each with both path spellings that
+ * clients use (the spec's trailing slashes and go-buildkite's forms). Identity decides who may see and change a team.
+ */
+export function teamRoutes(app: FastifyInstance, deps: RouteDeps): void {
+  teamMemberRoutes(app, deps);
+  teamPipelineRoutes(app, deps);
+  teamSuiteRoutes(app, deps);
+}
