@@ -1,5 +1,5 @@
 import { Role } from "@conveyor/proto/identity";
-import { SCOPES } from "../services/gateway/src/routes/declare.js";
+import { SCOPES } from "../services/gateway/src/route-declarations/declare.js";
 import { sendRaw } from "./support/fuzz/check.js";
 import { type Operation, operationsOf } from "./support/fuzz/operations.js";
 import { formatReport, fuzz } from "./support/fuzz/runner.js";
