@@ -60,5 +60,17 @@ export async function ensureBuildIndexes(
 
 async function dropRetired(collection: Collection<BuildDoc> | Collection<JobDoc>, retired: readonly string[]) {
   const existing = new Set((await collection.listIndexes().toArray()).map((index) => String(index.name)));
-  for (const name of retired) if (existing.has(name)) await collection.dropIndex(name);
+  for (const name of retired) {
+    if (!existing.has(name)) continue;
+    try {
+      await collection.dropIndex(name);
+    } catch (err) {
+      // Replicas starting together each find the index and drop it: the one that comes second is told it is gone
+      // (IndexNotFound, code 27), which is what it wanted. Anything else is a real failure.
+      if ((err as { code?: number }).code !== INDEX_NOT_FOUND) throw err;
+    }
+  }
 }
+
+/** MongoDB's (and FerretDB's) error code for dropping an index that does not exist. */
+const INDEX_NOT_FOUND = 27;
