@@ -1,6 +1,7 @@
 import type { FastifyInstance } from "fastify";
 import type { GatewayClients } from "../clients/gateway-clients.js";
 import type { Urls } from "../render/urls.js";
+import { requireDocumentedRoutes } from "../route-declarations/declare.js";
 import { agentControlRoutes } from "./agent-control-routes.js";
 import { type AgentCredentialCache, registerAgentAuthentication } from "./agent-credentials.js";
 import type { LogSettings } from "./agent-job.js";
@@ -28,8 +29,10 @@ export interface AgentApiDeps {
 export const STREAM_PINGS_PATH = "/agentedge.v1.AgentEdgeService/StreamPings";
 
 /**
- * The agent API under /v3 (docs/compatibility.md#agent-api), in its own encapsulated scope: credentials in the `Token`
- * scheme, and log chunks taken as raw bytes (gzip, sent as text/plain) where the REST API takes JSON only.
+ * The agent API under /v3 (docs/compatibility.md#agent-api), in its own encapsulated scope: every route in it
+ * declares its documentation and the credential kinds it takes, callers authenticate in the `Token` scheme, and log
+ * chunks are taken as raw bytes (gzip, sent as text/plain) where the REST API takes JSON only. It is not rate limited.
+ * The streaming-pings path, which only answers 404, is registered beside the scope, since it is no /v3 route.
  */
 export async function registerAgentApi(
   app: FastifyInstance,
@@ -56,6 +59,7 @@ export async function registerAgentApi(
     scope.addHook("preValidation", async (request) => {
       if (request.body === undefined || request.body === null) request.body = {};
     });
+    requireDocumentedRoutes(scope);
     registerAgentAuthentication(scope, opts.credentials);
     const deps: AgentApiDeps = {
       clients: opts.clients,

@@ -77,18 +77,19 @@ export function subscribeCredentialEvents(nc: NatsConnection, cache: AgentCreden
 }
 
 /**
- * The check every agent API route shares: it must declare the credential kinds it accepts (checked when routes are
- * added), and the caller must present one of them in the `Token` scheme (401 otherwise).
+ * The check every route of the agent API's scope (agent-api.ts) shares: it must declare the credential kinds it
+ * accepts (checked when routes are added), and the caller must present one of them in the `Token` scheme (401
+ * otherwise).
  */
-export function registerAgentAuthentication(app: FastifyInstance, cache: AgentCredentialCache): void {
-  app.decorateRequest("agentCredential", null);
-  app.addHook("onRoute", (route) => {
-    if (!route.url.startsWith("/v3")) return;
+export function registerAgentAuthentication(scope: FastifyInstance, cache: AgentCredentialCache): void {
+  scope.decorateRequest("agentCredential", null);
+  scope.addHook("onRoute", (route) => {
     if (!route.config?.credential?.length) throw new Error(`agent API route ${route.url} declares no credential`);
   });
-  app.addHook("onRequest", async (request) => {
+  scope.addHook("onRequest", async (request) => {
     const kinds = request.routeOptions.config.credential;
-    if (!kinds) return;
+    // Unreachable while onRoute checks every route; a route without credentials is refused rather than open.
+    if (!kinds) throw new HttpError(401, INVALID);
     const secret = agentSecret(request.headers.authorization);
     if (!secret) throw new HttpError(401, INVALID);
     const credential = await cache.get(secret);

@@ -45,7 +45,7 @@ describe("gateway", () => {
     app.inject({ method: "GET", url, headers: token ? { authorization: `Bearer ${token}` } : {} });
 
   describe("route declarations", () => {
-    it("refuses to register a /v2 route without a scope", async () => {
+    it("refuses to register a route of the REST API's scope without a scope", async () => {
       const bare = (await import("fastify")).default();
       const { registerAuthentication } = await import("../auth/authenticate.js");
       const { createPrincipalCache } = await import("../auth/principal-cache.js");
@@ -59,11 +59,41 @@ describe("gateway", () => {
 
     it("refuses to register an API route without an operationId, summary and tags", async () => {
       const bare = (await import("fastify")).default();
-      const { registerRouteDeclarations } = await import("../route-declarations/declare.js");
-      registerRouteDeclarations(bare);
+      const { requireDocumentedRoutes } = await import("../route-declarations/declare.js");
+      requireDocumentedRoutes(bare);
       expect(() => bare.get("/v3/unnamed", { config: { credential: ["agent"] } }, async () => ({}))).toThrow(
         /declares no operationId/,
       );
+      const schema = { operationId: "named", summary: "Named", tags: ["agent"] };
+      expect(() => bare.get("/v3/named", { schema }, async () => ({}))).not.toThrow();
+    });
+  });
+
+  describe("scopes", () => {
+    it("runs neither the REST API's authentication nor its rate limit for public routes and unknown URLs", async () => {
+      for (const url of ["/", "/healthz", "/v2/openapi.json"]) {
+        const res = await get(url);
+        expect([url, res.statusCode]).toEqual([url, 200]);
+      }
+      const unknown = await app.inject({ method: "POST", url: "/v2/organizations/acme/nowhere", payload: {} });
+      expect(unknown.statusCode).toBe(404);
+      expect(unknown.json()).toEqual({ message: "Not Found" });
+    });
+
+    it("keeps the two APIs' credentials apart: a bearer token opens no agent route, an agent token no REST route", async () => {
+      const agentRoute = await app.inject({
+        method: "GET",
+        url: "/v3/ping",
+        headers: { authorization: "Bearer full" },
+      });
+      expect(agentRoute.statusCode).toBe(401);
+      const restRoute = await app.inject({
+        method: "GET",
+        url: "/v2/organizations",
+        headers: { authorization: "Token full" },
+      });
+      expect(restRoute.statusCode).toBe(401);
+      expect(restRoute.json()).toEqual({ message: AUTHENTICATION_REQUIRED });
     });
   });
 

@@ -1,7 +1,6 @@
 import type { ServerOptions } from "node:http";
 import { REQUEST_ID_HEADER } from "@conveyor/runtime";
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest, FastifyServerOptions } from "fastify";
-import { OBJECTS_PREFIX } from "../object-proxy/object-proxy.js";
 
 /**
  * Bounds on what one client connection may hold, so that slow or oversized requests cannot tie up the gateway:
@@ -9,9 +8,9 @@ import { OBJECTS_PREFIX } from "../object-proxy/object-proxy.js";
  * - a URL longer than `maxUrlBytes` is refused with 414 before any route runs;
  * - headers not complete within `headersTimeoutMs` get 408 and the connection is closed (Node's headersTimeout,
  *   checked every `checkIntervalMs`);
- * - an API request whose body has not fully arrived within `bodyTimeoutMs` of its start gets 408 and its connection
- *   is closed. The object store proxy (`/objects`, ARTIFACTS_PROXY) is exempt: an artifact of gigabytes may take
- *   minutes, and it streams without buffering.
+ * - a request whose body has not fully arrived within `bodyTimeoutMs` of its start gets 408 and its connection is
+ *   closed. The object store proxy (`/objects`, ARTIFACTS_PROXY) lifts this deadline in its own scope
+ *   (liftBodyDeadline): an artifact of gigabytes may take minutes, and it streams without buffering.
  */
 export interface ClientLimits {
   headersTimeoutMs: number;
@@ -65,14 +64,16 @@ const TIMEOUT_BODY = JSON.stringify({
   message: "Request Timeout: the request body did not arrive in time; send it in one go and try again",
 });
 
+/** The body deadline of each request under way (cleared once its body is in, or lifted by its route's scope). */
+const bodyTimers = new WeakMap<FastifyRequest, NodeJS.Timeout>();
+
+/** Registers the URL bound and the body deadline on every request of the app (see ClientLimits). */
 export function registerClientLimits(app: FastifyInstance, limits: ClientLimits): void {
-  const bodyTimers = new WeakMap<object, NodeJS.Timeout>();
   app.addHook("onRequest", (request, reply, done) => {
     if (request.url.length > limits.maxUrlBytes) {
       reply.code(414).send({ message: `URI Too Long: the URL must be at most ${limits.maxUrlBytes} bytes` });
       return;
     }
-    if (request.url.startsWith(`${OBJECTS_PREFIX}/`)) return done();
     const timer = setTimeout(() => {
       if (!reply.raw.headersSent) {
         reply.raw.writeHead(408, { "content-type": "application/json; charset=utf-8", connection: "close" });
@@ -90,4 +91,9 @@ export function registerClientLimits(app: FastifyInstance, limits: ClientLimits)
     clearTimeout(bodyTimers.get(request));
     done();
   });
+}
+
+/** An onRequest hook for a scope whose bodies stream for as long as they take: it lifts their body deadline. */
+export async function liftBodyDeadline(request: FastifyRequest): Promise<void> {
+  clearTimeout(bodyTimers.get(request));
 }

@@ -1,3 +1,5 @@
+import type { FastifyInstance } from "fastify";
+
 /** Query parameters whose values are credentials: an access token sent in the URL, a signed URL's signature. */
 const SECRET_PARAM = /token|secret|signature|credential|password|key/i;
 
@@ -23,4 +25,19 @@ export function urlForLog(url: string): string {
       return eq >= 0 && SECRET_PARAM.test(decoded) ? `${name}=[redacted]` : pair;
     });
   return `${url.slice(0, at)}?${parts.join("&")}`;
+}
+
+/** Logs one line per answered request (method, redacted URL, status, milliseconds), in the request's context. */
+export function registerRequestLog(app: FastifyInstance): void {
+  app.addHook("onResponse", async (request, reply) => {
+    request.log.info(
+      {
+        method: request.method,
+        url: urlForLog(request.url),
+        status: reply.statusCode,
+        ms: Math.round(reply.elapsedTime),
+      },
+      "request",
+    );
+  });
 }

@@ -5,7 +5,7 @@ import type { PrincipalCache } from "./principal-cache.js";
 
 declare module "fastify" {
   interface FastifyRequest {
-    /** The caller, set on every /v2 route before its handler runs. */
+    /** The caller, set on every REST (/v2) route before its handler runs (null elsewhere). */
     principal: Principal | null;
   }
 }
@@ -22,23 +22,20 @@ export function bearerToken(header: string | undefined): string | undefined {
 }
 
 /**
- * Registers the checks every /v2 route shares: the route must declare its scope (`config.scope`, or `config.public`;
- * checked when routes are added), the caller must present a valid bearer token (401), and the token must carry the
- * route's scope (403).
+ * Registers, on the REST API's scope (rest/rest-api.ts), the checks every route in it shares: the route must declare
+ * its scope (`config.scope`; checked when routes are added, so that none is open by omission), the caller must
+ * present a valid bearer token (401), and the token must carry the route's scope (403).
  */
-export function registerAuthentication(app: FastifyInstance, cache: PrincipalCache): void {
-  app.decorateRequest("principal", null);
-  app.addHook("onRoute", (route) => {
-    if (!route.url.startsWith("/v2") || [route.method].flat().includes("HEAD")) return;
-    if (route.config?.scope === undefined && !route.config?.public) {
+export function registerAuthentication(scope: FastifyInstance, cache: PrincipalCache): void {
+  scope.decorateRequest("principal", null);
+  scope.addHook("onRoute", (route) => {
+    if (route.config?.scope === undefined) {
       throw new Error(`route ${[route.method].flat().join(",")} ${route.url} declares no scope`);
     }
   });
-  app.addHook("onRequest", async (request) => {
-    const url = request.routeOptions.url;
-    if (!url?.startsWith("/v2")) return;
-    const { scope, public: open } = request.routeOptions.config;
-    if (open) return;
+  scope.addHook("onRequest", async (request) => {
+    const { scope } = request.routeOptions.config;
+    // Unreachable while onRoute checks every route; a route without a scope is refused rather than open.
     if (scope === undefined) throw new HttpError(404, "Not Found");
     const secret = bearerToken(request.headers.authorization);
     if (!secret) throw new HttpError(401, AUTHENTICATION_REQUIRED);

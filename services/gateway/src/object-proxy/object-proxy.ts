@@ -1,10 +1,11 @@
 import { Readable, Transform } from "node:stream";
 import httpProxy from "@fastify/http-proxy";
 import type { FastifyInstance } from "fastify";
+import { liftBodyDeadline } from "../app/client-limits.js";
 import { HttpError } from "../errors/http-error.js";
 
 /** The path prefix under which the gateway forwards signed requests to the object store (ARTIFACTS_PROXY). */
-export const OBJECTS_PREFIX = "/objects";
+const OBJECTS_PREFIX = "/objects";
 
 /** How long the store may go silent (ms) before a forwarded request fails: 5 minutes. */
 export const STORE_IDLE_TIMEOUT_MS = 300_000;
@@ -70,8 +71,10 @@ export async function registerObjectProxy(
   const bucketPath = `${OBJECTS_PREFIX}/${opts.bucket}`;
   await app.register(async (scope) => {
     // Bodies pass through untouched: the proxy's own parsers hand the request stream on, so the gateway's JSON
-    // parser and body limit stay out of this scope.
+    // parser and body limit stay out of this scope, and so does the body deadline of API requests (an upload of
+    // gigabytes takes minutes; the store's silences are bounded instead, below).
     scope.removeAllContentTypeParsers();
+    scope.addHook("onRequest", liftBodyDeadline);
     await scope.register(httpProxy, {
       upstream: opts.storeUrl,
       prefix: OBJECTS_PREFIX,

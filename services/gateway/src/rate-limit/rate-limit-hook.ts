@@ -33,13 +33,13 @@ export function rateLimitKey(request: FastifyRequest): string | undefined {
 }
 
 /**
- * Counts every authenticated REST (/v2) request, sets the `RateLimit-*` headers on its answer, and refuses it with
- * Buildkite's 429 once its organization (see rateLimitKey) is over the limit for the current minute. Registered after
- * authentication, whose onRequest hook sets the principal. The agent API (/v3) is not limited.
+ * Counts every authenticated request of the REST API's scope (rest/rest-api.ts), sets the `RateLimit-*` headers on
+ * its answer, and refuses it with Buildkite's 429 once its organization (see rateLimitKey) is over the limit for the
+ * current minute. Registered after authentication, whose onRequest hook sets the principal. The agent API (/v3) is
+ * not limited: it is registered outside that scope.
  */
-export function registerRateLimit(app: FastifyInstance, limiter: RateLimiter): void {
-  app.addHook("onRequest", async (request, reply) => {
-    if (!request.routeOptions.url?.startsWith("/v2")) return;
+export function registerRateLimit(scope: FastifyInstance, limiter: RateLimiter): void {
+  scope.addHook("onRequest", async (request, reply) => {
     const key = rateLimitKey(request);
     if (key === undefined) return;
     const decision = limiter.hit(key);

@@ -30,10 +30,10 @@ declare module "fastify" {
   interface FastifyContextConfig {
     /**
      * REST routes (/v2): the scope the caller's token must carry; `null` lets any valid token call the route. Every
-     * /v2 route declares it (or `public`): the app refuses to start otherwise.
+     * route of the REST API's scope declares it: the app refuses to start otherwise (auth/authenticate.ts).
      */
     scope?: Scope | null;
-    /** A /v2 route anyone may call without a token (the OpenAPI document). */
+    /** A /v2 route anyone may call without a token (the OpenAPI document, registered outside the REST API's scope). */
     public?: true;
     /**
      * How a body that fails its schema is answered: "fields" (default) is Buildkite's 422
@@ -199,24 +199,15 @@ function schemaErrorFormatter(route: { schema?: FastifySchema; config?: { bodyEr
 }
 
 /**
- * Makes route declarations whole: every /v2 and /v3 route must declare an operationId, summary and tags (the app
- * refuses to start otherwise; authentication checks the scopes); query strings and path parameters are read
- * as their schemas type them; schema failures get the API's answers. Register before any route; returns the routes as they are declared.
+ * Makes route declarations whole, app-wide: query strings and path parameters are read as their schemas type them,
+ * and schema failures get the API's answers. Register before any route; returns the routes as they are declared.
  */
 export function registerRouteDeclarations(app: FastifyInstance): DeclaredRoute[] {
   const routes: DeclaredRoute[] = [];
   const check: onRouteHookHandler = (route) => {
-    const what = `route ${[route.method].flat().join(",")} ${route.url}`;
     // Fastify adds a HEAD route beside every GET, with the GET's declaration.
-    const declared = ![route.method].flat().includes("HEAD");
-    if (declared) for (const method of [route.method].flat()) routes.push({ method, url: route.url });
-    if (declared && (route.url.startsWith("/v2") || route.url.startsWith("/v3"))) {
-      const schema = route.schema as
-        | (FastifySchema & { operationId?: string; summary?: string; tags?: string[] })
-        | undefined;
-      if (!schema?.operationId || !schema.summary || !schema.tags?.length) {
-        throw new Error(`${what} declares no operationId, summary and tags`);
-      }
+    if (![route.method].flat().includes("HEAD")) {
+      for (const method of [route.method].flat()) routes.push({ method, url: route.url });
     }
     const hooks: preValidationAsyncHookHandler[] = [];
     if (route.schema?.querystring) hooks.push(coercer("query", route.schema.querystring as JsonSchema));
@@ -228,6 +219,23 @@ export function registerRouteDeclarations(app: FastifyInstance): DeclaredRoute[]
   };
   app.addHook("onRoute", check);
   return routes;
+}
+
+/**
+ * Makes every route of an API's scope (the REST and agent APIs) declare an operationId, summary and tags, which the
+ * OpenAPI document shows: the app refuses to start otherwise.
+ */
+export function requireDocumentedRoutes(scope: FastifyInstance): void {
+  scope.addHook("onRoute", (route) => {
+    const schema = route.schema as
+      | (FastifySchema & { operationId?: string; summary?: string; tags?: string[] })
+      | undefined;
+    if (!schema?.operationId || !schema.summary || !schema.tags?.length) {
+      throw new Error(
+        `route ${[route.method].flat().join(",")} ${route.url} declares no operationId, summary and tags`,
+      );
+    }
+  });
 }
 
 /** A route the app serves: its method and URL pattern (`/v2/organizations/:org`). */
