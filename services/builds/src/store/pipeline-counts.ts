@@ -3,8 +3,8 @@ import { COUNTED_JOB_STATES, RUNNING_BUILD_STATES } from "../domain/state-sets.j
 import type { JobState, JobType } from "../domain/types.js";
 import type { BuildDoc, JobDoc } from "./build-docs.js";
 
-/** Waiter jobs are bookkeeping that never runs anywhere: the counters leave them out . */
-const COUNTED_JOB_TYPES: JobType[] = ["script", "manual", "trigger"];
+/** Waiter jobs are bookkeeping that never runs anywhere: the counters leave them out. */
+export const COUNTED_JOB_TYPES: JobType[] = ["script", "manual", "trigger"];
 
 /** A pipeline's live counters, as the pipelines service shows them. */
 export interface PipelineCounts {
