@@ -5,7 +5,8 @@ import { buildApp } from "./app/build-app.js";
 import { subscribeIdentityEvents } from "./auth/identity-events.js";
 import { createGatewayClients } from "./clients/gateway-clients.js";
 import { readGatewayConfig } from "./config.js";
-import { createPipelineCache, subscribePipelineEvents } from "./pipeline-cache/pipeline-cache.js";
+import { createPipelineCache } from "./pipeline-cache/pipeline-cache.js";
+import { subscribePipelineEvents } from "./pipeline-cache/pipeline-events.js";
 import { shareRateLimitCounts } from "./rate-limit/rate-limit-sharing.js";
 import { createRateLimiter } from "./rate-limit/rate-limiter.js";
 
@@ -22,13 +23,23 @@ try {
       : undefined;
   const { app, principals, agentCredentials } = await buildApp({ config, clients, logger, rateLimiter });
   const nc = await connectNatsClient(config.natsUrl, "gateway");
-  const stopSharing = rateLimiter ? shareRateLimitCounts(nc, rateLimiter, logger) : () => {};
-  subscribeIdentityEvents(nc, principals, logger);
-  subscribeCredentialEvents(nc, agentCredentials, logger);
-  subscribePipelineEvents(nc, pipelineCache, logger);
+  // Loops that keep this gateway's caches and peers' rate-limit counts current; stopped before NATS is drained, so
+  // that the end of their subscriptions is not taken for a break.
+  const stopLoops = [
+    subscribeIdentityEvents(nc, principals, logger),
+    subscribeCredentialEvents(nc, agentCredentials, logger),
+    subscribePipelineEvents(nc, pipelineCache, logger),
+    ...(rateLimiter ? [shareRateLimitCounts(nc, rateLimiter, logger)] : []),
+  ];
   await app.listen({ host: config.host, port: config.port });
   logger.info({ url: config.publicUrl }, "gateway ready");
-  onShutdown(logger, [() => app.close(), async () => stopSharing(), () => nc.drain()]);
+  onShutdown(logger, [
+    () => app.close(),
+    async () => {
+      await Promise.all(stopLoops.map((stop) => stop()));
+    },
+    () => nc.drain(),
+  ]);
 } catch (err) {
   logger.fatal({ err }, "gateway failed to start");
   process.exit(1);

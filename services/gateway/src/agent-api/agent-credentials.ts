@@ -69,10 +69,19 @@ export function createAgentCredentialCache(clients: Pick<GatewayClients, "agents
 
 export type AgentCredentialCache = ReturnType<typeof createAgentCredentialCache>;
 
-/** Drops revoked agent credentials as soon as the agents service announces them (every gateway needs every one). */
-export function subscribeCredentialEvents(nc: NatsConnection, cache: AgentCredentialCache, logger: Logger): void {
-  subscribeEvents({ nc }, SUBJECTS.agents.credentialRevoked, CredentialRevokedSchema, logger, (e) =>
-    cache.revoke({ tokenId: e.tokenId, agentId: e.agentId, jobId: e.jobId }),
+/**
+ * Drops revoked agent credentials as soon as the agents service announces them (every gateway needs every one). A
+ * subscription that breaks drops every cached credential (it may have missed a revocation) before it is made again.
+ * Returns a function that stops it.
+ */
+export function subscribeCredentialEvents(nc: NatsConnection, cache: AgentCredentialCache, logger: Logger) {
+  return subscribeEvents(
+    { nc },
+    SUBJECTS.agents.credentialRevoked,
+    CredentialRevokedSchema,
+    logger,
+    (e) => cache.revoke({ tokenId: e.tokenId, agentId: e.agentId, jobId: e.jobId }),
+    () => cache.clear(),
   );
 }
 

@@ -1,29 +1,39 @@
 import { MembershipChangedSchema, TokenRevokedSchema } from "@conveyor/proto/identity";
-import { decodeEvent, type Logger, SUBJECTS } from "@conveyor/runtime";
+import { type Logger, SUBJECTS, subscribeEvents } from "@conveyor/runtime";
 import type { NatsConnection } from "@nats-io/transport-node";
 import type { PrincipalCache } from "./principal-cache.js";
 
 /**
  * Drops cached principals as soon as identity announces a revocation or a membership change. Every gateway
- * instance needs every such event, so this is a plain (non-durable) subscription; the cache TTL bounds staleness
- * if one is missed.
+ * instance needs every such event, so these are plain (non-durable) subscriptions, each a supervised loop
+ * (subscribeEvents): an undecodable event is logged and counted, and a subscription that breaks is made again after
+ * the cache is cleared, since it may have missed a revocation. The cache's TTL bounds staleness otherwise. Returns a
+ * function that stops both.
  */
-export function subscribeIdentityEvents(nc: NatsConnection, cache: PrincipalCache, logger: Logger): void {
-  const handle = (subject: string, onData: (data: Uint8Array) => void) => {
-    const sub = nc.subscribe(subject);
-    void (async () => {
-      for await (const msg of sub) {
-        try {
-          onData(msg.data);
-        } catch (err) {
-          logger.warn({ err, subject }, "undecodable identity event");
-        }
-      }
-    })();
+export function subscribeIdentityEvents(nc: NatsConnection, cache: PrincipalCache, logger: Logger) {
+  const dropAll = () => cache.clear();
+  const stops = [
+    subscribeEvents(
+      { nc },
+      SUBJECTS.identity.tokenRevoked,
+      TokenRevokedSchema,
+      logger,
+      (e) => cache.evictToken(e.tokenId),
+      dropAll,
+    ),
+    subscribeEvents(
+      { nc },
+      SUBJECTS.identity.membershipChanged,
+      MembershipChangedSchema,
+      logger,
+      (e) => {
+        const userId = e.membership?.userId;
+        if (userId) cache.evictUser(userId);
+      },
+      dropAll,
+    ),
+  ];
+  return async (): Promise<void> => {
+    await Promise.all(stops.map((stop) => stop()));
   };
-  handle(SUBJECTS.identity.tokenRevoked, (data) => cache.evictToken(decodeEvent(TokenRevokedSchema, data).tokenId));
-  handle(SUBJECTS.identity.membershipChanged, (data) => {
-    const userId = decodeEvent(MembershipChangedSchema, data).membership?.userId;
-    if (userId) cache.evictUser(userId);
-  });
 }

@@ -1,16 +1,12 @@
-import { create, type DescMessage, type MessageShape } from "@bufbuild/protobuf";
-import { timestampDate } from "@bufbuild/protobuf/wkt";
+import { create } from "@bufbuild/protobuf";
 import type { CallOptions } from "@connectrpc/connect";
-import { PipelineCountsChangedSchema } from "@conveyor/proto/builds";
-import type { GetPipelineResponse, PipelinesService } from "@conveyor/proto/pipelines";
 import {
-  PipelineChangedSchema,
+  type GetPipelineResponse,
   type PipelineCounts,
   PipelineCountsSchema,
-  PipelineDeletedSchema,
+  type PipelinesService,
 } from "@conveyor/proto/pipelines";
-import { type Client, decodeEvent, type Logger, SUBJECTS } from "@conveyor/runtime";
-import type { NatsConnection } from "@nats-io/transport-node";
+import type { Client } from "@conveyor/runtime";
 import { LRUCache } from "lru-cache";
 
 /** The pipelines client, whose `getPipeline` answers come from the cache. */
@@ -19,10 +15,9 @@ export type PipelinesClient = Client<typeof PipelinesService>;
 /**
  * Pipelines change rarely and nearly every REST route resolves one by slug: a gateway keeps `getPipeline` answers
  * for `ttlMs` (the backstop), drops a pipeline's answers as soon as it is changed through this gateway (the caller
- * reads its own write) or an event says it changed elsewhere (`ci.pipelines.*`; its build counters are updated in
- * place from the builds service's snapshots), and lets
- * concurrent lookups of one pipeline share a single RPC. Errors (an unknown slug) are not kept. A TTL of 0 turns it
- * off.
+ * reads its own write) or an event says it changed elsewhere (pipeline-events.ts; its build counters are updated
+ * in place from the builds service's snapshots), and lets concurrent lookups of one pipeline share a single RPC.
+ * Errors (an unknown slug) are not kept. A TTL of 0 turns it off.
  */
 export function createPipelineCache(raw: PipelinesClient, opts: { ttlMs: number; max?: number }) {
   /** Cache keys of each pipeline id: a pipeline is looked up by slug and by id, in its organization. */
@@ -106,7 +101,12 @@ export function createPipelineCache(raw: PipelinesClient, opts: { ttlMs: number;
     }
   };
 
-  return { client, evict, applyCounts, clear: () => cache.clear() };
+  /** Drops every cached answer (a subscription that kept them current broke, and may have missed a change). */
+  const clear = () => {
+    cache.clear();
+    countsAt.clear();
+  };
+  return { client, evict, applyCounts, clear };
 }
 
 function keyOf(organizationId: string, pipeline: string): string {
@@ -114,47 +114,3 @@ function keyOf(organizationId: string, pipeline: string): string {
 }
 
 export type PipelineCache = ReturnType<typeof createPipelineCache>;
-
-/**
- * Drops a pipeline's cached answers when any gateway or service changes it: every gateway needs every such event, so
- * these are plain subscriptions; the TTL bounds staleness if one is missed.
- */
-export function subscribePipelineEvents(nc: NatsConnection, cache: PipelineCache, logger: Logger): void {
-  const on = <S extends DescMessage>(
-    subject: string,
-    schema: S,
-    idOf: (event: MessageShape<S>) => string | undefined,
-  ) => {
-    const sub = nc.subscribe(subject);
-    void (async () => {
-      for await (const msg of sub) {
-        try {
-          const id = idOf(decodeEvent(schema, msg.data));
-          if (id) cache.evict(id);
-        } catch (err) {
-          logger.warn({ err, subject }, "undecodable pipeline event");
-        }
-      }
-    })();
-  };
-  for (const subject of [SUBJECTS.pipelines.updated, SUBJECTS.pipelines.archived, SUBJECTS.pipelines.unarchived])
-    on(subject, PipelineChangedSchema, (e) => e.pipeline?.id);
-  on(SUBJECTS.pipelines.deleted, PipelineDeletedSchema, (e) => e.pipelineId);
-  const counts = nc.subscribe(SUBJECTS.builds.pipelineCountsChanged);
-  void (async () => {
-    for await (const msg of counts) {
-      try {
-        const e = decodeEvent(PipelineCountsChangedSchema, msg.data);
-        if (!e.pipelineId || !e.at) continue;
-        const { scheduledBuilds, runningBuilds, scheduledJobs, runningJobs, waitingJobs } = e;
-        cache.applyCounts(
-          e.pipelineId,
-          { scheduledBuilds, runningBuilds, scheduledJobs, runningJobs, waitingJobs },
-          timestampDate(e.at).getTime(),
-        );
-      } catch (err) {
-        logger.warn({ err }, "undecodable pipeline counters event");
-      }
-    }
-  })();
-}

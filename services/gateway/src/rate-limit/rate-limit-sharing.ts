@@ -1,4 +1,4 @@
-import type { Logger } from "@conveyor/runtime";
+import { type Logger, superviseLoop } from "@conveyor/runtime";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { type CountsMessage, parseCountsMessage, type RateLimiter } from "./rate-limiter.js";
 
@@ -16,19 +16,25 @@ export interface RateLimitSharingOptions {
   intervalMs?: number;
   /** Every this many ticks, all counts of the window are announced (lost messages, gateways started since). */
   snapshotEvery?: number;
+  /** The first pause before a broken subscription is made again (superviseLoop's default: 500 ms). */
+  reopenAfterMs?: number;
 }
 
 /**
  * Shares a gateway's rate-limit counts with the other gateways over NATS and takes in theirs: changed counts every
  * tick, every count every few ticks, and at once when the limiter says a key near its limit has gone unannounced
- * too long (see rate-limiter.ts for the overshoot this bounds). Returns a stop function for shutdown.
+ * too long (see rate-limiter.ts for the overshoot this bounds). The peers' messages are read by a supervised loop: a
+ * malformed one is logged, counted and skipped, and a subscription that breaks is logged and made again. The peers'
+ * counts heard before a break are kept, not dropped: a count is what a peer admitted in the current window, which only
+ * grows until the window ends (when it is ignored anyway), so an old one is too low at worst; dropping them would let
+ * this gateway admit the whole limit again on its own. Returns a stop function for shutdown.
  */
 export function shareRateLimitCounts(
   nc: Pick<NatsConnection, "publish" | "subscribe">,
   limiter: RateLimiter,
   logger: Logger,
   opts: RateLimitSharingOptions = {},
-): () => void {
+): () => Promise<void> {
   const publish = (msg: CountsMessage | undefined) => {
     if (!msg) return;
     const entries = Object.entries(msg.counts);
@@ -43,20 +49,20 @@ export function shareRateLimitCounts(
     }
   };
 
-  const sub = nc.subscribe(RATE_LIMIT_SUBJECT);
-  void (async () => {
-    for await (const m of sub) {
-      let value: unknown;
-      try {
-        value = JSON.parse(m.string());
-      } catch {
-        value = undefined;
-      }
-      const msg = parseCountsMessage(value);
-      if (msg) limiter.applyPeerCounts(msg);
-      else logger.warn({ subject: m.subject }, "malformed rate-limit counts");
-    }
-  })();
+  const peers = superviseLoop({
+    name: "gateway.rate-limit-sharing",
+    logger,
+    ...(opts.reopenAfterMs === undefined ? {} : { backoffMs: opts.reopenAfterMs }),
+    open() {
+      const sub = nc.subscribe(RATE_LIMIT_SUBJECT);
+      return { items: sub, close: () => sub.unsubscribe() };
+    },
+    handle(m) {
+      const msg = parseCountsMessage(JSON.parse(m.string()));
+      if (!msg) throw new Error("malformed rate-limit counts");
+      limiter.applyPeerCounts(msg);
+    },
+  });
 
   let urgentQueued = false;
   limiter.onUrgent(() => {
@@ -82,9 +88,9 @@ export function shareRateLimitCounts(
   }, opts.intervalMs ?? 250);
   timer.unref();
 
-  return () => {
+  return async () => {
     clearInterval(timer);
     limiter.onUrgent(() => {});
-    sub.unsubscribe();
+    await peers.stop();
   };
 }
