@@ -5,17 +5,8 @@ import { isOrganizationAdmin } from "../auth/pipeline-access.js";
 import { HttpError } from "../errors/http-error.js";
 import { AgentSchema, renderAgent } from "../render/agent.js";
 import { noContent, responses, typed } from "../route-declarations/declare.js";
-import {
-  BOUNDS,
-  Id,
-  MAX_INT32,
-  OrgParams,
-  pageOf,
-  pagingProperties,
-  Slug,
-  text,
-} from "../route-declarations/params.js";
-import { linkHeader } from "./paging.js";
+import { BOUNDS, Id, MAX_INT32, OrgParams, Slug, text } from "../route-declarations/params.js";
+import { linkHeader, pageOf, pagingProperties } from "./paging.js";
 import type { RouteDeps } from "./route-deps.js";
 
 const AgentParams = Type.Object({ org: Slug, agent: Id });

@@ -3,8 +3,8 @@ import type { FastifyInstance } from "fastify";
 import { organizationAccess } from "../auth/authenticate.js";
 import { AnnotationSchema, renderAnnotation } from "../render/annotation.js";
 import { responses, typed } from "../route-declarations/declare.js";
-import { BuildParams, JobParams, PagingQuery, pageOf } from "../route-declarations/params.js";
-import { linkHeader } from "./paging.js";
+import { BuildParams, JobParams } from "../route-declarations/params.js";
+import { linkHeader, PagingQuery, pageOf } from "./paging.js";
 import type { RouteDeps } from "./route-deps.js";
 
 /**

@@ -7,17 +7,8 @@ import { HttpError } from "../errors/http-error.js";
 import { type ArtifactPlace, ArtifactSchema, renderArtifact } from "../render/artifact.js";
 import { Str } from "../render/schemas.js";
 import { noContent, responses, typed } from "../route-declarations/declare.js";
-import {
-  BuildNumber,
-  BuildParams,
-  Id,
-  JobParams,
-  pageOf,
-  pagingProperties,
-  Slug,
-  text,
-} from "../route-declarations/params.js";
-import { linkHeader } from "./paging.js";
+import { BuildNumber, BuildParams, Id, JobParams, Slug, text } from "../route-declarations/params.js";
+import { linkHeader, pageOf, pagingProperties } from "./paging.js";
 import type { RouteDeps } from "./route-deps.js";
 
 const ArtifactParams = Type.Object({ org: Slug, pipeline: Slug, number: BuildNumber, job: Id, id: Id });

@@ -4,7 +4,8 @@ import { BUILD_STATES } from "@conveyor/ci-rules";
 import type { ListBuildsRequestSchema } from "@conveyor/proto/builds";
 import { Type } from "@fastify/type-provider-typebox";
 import { HttpError } from "../errors/http-error.js";
-import { BOUNDS, pagingProperties, text } from "../route-declarations/params.js";
+import { BOUNDS, text } from "../route-declarations/params.js";
+import { pagingProperties } from "./paging.js";
 
 /**
  * A query string as the route's schema hands it over: repeated keys become arrays, and booleans and integers the
@@ -159,7 +160,7 @@ export function parseMetaData(query: RawQuery): Record<string, string> {
  * Parses the query string of the build list routes: `branch`/`branch[]`, `commit`/`commit[]`, `created_from`,
  * `created_to`, `finished_from` (ISO 8601), `creator` (a user UUID), `meta_data[k]=v`, `state`/`state[]`,
  * `include_retried_jobs`, `exclude_jobs` and `exclude_pipeline`. Invalid values are 400s with a clear message.
- * Paging parameters are parsePaging's.
+ * Paging is read by pageOf (paging.ts).
  */
 export function parseBuildListQuery(query: RawQuery): BuildListQuery {
   const time = (name: string) => {

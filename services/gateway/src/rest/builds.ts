@@ -18,12 +18,11 @@ import {
   nullableText,
   OrgParams,
   PipelineParams,
-  pageOf,
   stringMap,
   text,
 } from "../route-declarations/params.js";
 import { BuildListQuerySchema, parseBuildListQuery, type RawQuery } from "./build-query.js";
-import { linkHeader } from "./paging.js";
+import { linkHeader, pageOf } from "./paging.js";
 import type { RouteDeps } from "./route-deps.js";
 
 const nullableFlag = Type.Union([Type.Boolean(), Type.Null()]);

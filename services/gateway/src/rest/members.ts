@@ -5,8 +5,8 @@ import { organizationAccess } from "../auth/authenticate.js";
 import { HttpError } from "../errors/http-error.js";
 import { MemberSchema, renderMember } from "../render/user.js";
 import { responses, typed } from "../route-declarations/declare.js";
-import { Id, OrgParams, PagingQuery, pageOf, Slug } from "../route-declarations/params.js";
-import { linkHeader } from "./paging.js";
+import { Id, OrgParams, Slug } from "../route-declarations/params.js";
+import { linkHeader, PagingQuery, pageOf } from "./paging.js";
 import type { RouteDeps } from "./route-deps.js";
 
 const tags = ["organizations"];

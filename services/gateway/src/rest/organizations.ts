@@ -3,8 +3,8 @@ import type { FastifyInstance } from "fastify";
 import { organizationAccess } from "../auth/authenticate.js";
 import { OrganizationSchema, renderOrganization } from "../render/organization.js";
 import { responses, typed } from "../route-declarations/declare.js";
-import { OrgParams, PagingQuery, pageOf } from "../route-declarations/params.js";
-import { linkHeader } from "./paging.js";
+import { OrgParams } from "../route-declarations/params.js";
+import { linkHeader, PagingQuery, pageOf } from "./paging.js";
 import type { RouteDeps } from "./route-deps.js";
 
 const tags = ["organizations"];

@@ -1,16 +1,42 @@
-import { linkHeader, parsePaging } from "./paging.js";
+import { buildTestApp } from "../testing/test-app.js";
+import { linkHeader, PagingQuery, pageOf } from "./paging.js";
 
-describe("parsePaging", () => {
+describe("pageOf", () => {
   it("defaults to page 1 of 30", () => {
-    expect(parsePaging({})).toEqual({ page: 1, perPage: 30 });
+    expect(pageOf({})).toEqual({ page: 1, perPage: 30 });
   });
 
   it("caps per_page at 100 silently", () => {
-    expect(parsePaging({ page: "3", per_page: "500" })).toEqual({ page: 3, perPage: 100 });
+    expect(pageOf({ page: 3, per_page: 500 })).toEqual({ page: 3, perPage: 100 });
   });
+});
 
-  it.each([{ page: "0" }, { per_page: "0" }, { page: "x" }, { per_page: "-5" }])("rejects %j", (q) => {
-    expect(() => parsePaging(q)).toThrow(/must be a positive integer/);
+describe("the paging of every REST list", () => {
+  type Parameter = { in: string; name: string; schema: unknown };
+  type Operation = { operationId: string; parameters?: Parameter[] };
+
+  it("is the one PagingQuery schema: every list operation takes page and per_page, declared alike", async () => {
+    const { app } = await buildTestApp({ orgs: [], users: [], tokens: new Map(), revoked: [] });
+    const doc = (await app.inject({ method: "GET", url: "/v2/openapi.json" })).json() as {
+      paths: Record<string, Record<string, Operation>>;
+    };
+    await app.close();
+    const lists = Object.entries(doc.paths)
+      .filter(([path]) => path.startsWith("/v2/"))
+      .flatMap(([, ops]) => Object.values(ops))
+      .filter((op) => op.operationId.startsWith("list"));
+    expect(lists.length).toBeGreaterThanOrEqual(15);
+    // As the document writes a parameter: its schema without TypeBox's marks, its description beside it.
+    const expected = Object.entries(PagingQuery.properties).map(([name, declared]) => {
+      const { description: _description, ...schema } = JSON.parse(JSON.stringify(declared));
+      return { name, schema: expect.objectContaining(schema) };
+    });
+    for (const op of lists) {
+      const paging = (op.parameters ?? [])
+        .filter((p) => p.in === "query" && (p.name === "page" || p.name === "per_page"))
+        .map((p) => ({ name: p.name, schema: p.schema }));
+      expect([op.operationId, paging]).toEqual([op.operationId, expected]);
+    }
   });
 });
 

@@ -1,29 +1,34 @@
-import { DEFAULT_PER_PAGE, MAX_PER_PAGE } from "@conveyor/runtime";
-import { HttpError } from "../errors/http-error.js";
+import { DEFAULT_PER_PAGE, pageWindow } from "@conveyor/runtime";
+import { type Static, Type } from "@fastify/type-provider-typebox";
+import { MAX_INT32 } from "../route-declarations/params.js";
 
+/**
+ * Paging of every REST list, in one place: the query parameters' schema (checked and read as integers by Fastify
+ * before any route runs, so `page=0` or `per_page=x` is a 400 naming the parameter), the page a request asks for
+ * (the services' own pageWindow: defaults and the cap of 100), and the Link header of the answer.
+ */
+
+/** `page` (1-based, default 1) and `per_page` (default 30, silently capped at 100), as every list takes them. */
+export const pagingProperties = {
+  page: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_INT32, description: "1-based page, default 1" })),
+  per_page: Type.Optional(
+    Type.Integer({ minimum: 1, maximum: MAX_INT32, description: "page size, default 30, capped at 100" }),
+  ),
+};
+/** The query string of a list that takes nothing but paging. */
+export const PagingQuery = Type.Object(pagingProperties);
+export type PagingQueryValues = Static<typeof PagingQuery>;
+
+/** The page a list request asks for. */
 export interface PageRequest {
   page: number;
   perPage: number;
 }
 
-/** The JSON schema of the paging query parameters every list route accepts. */
-export const pagingQuerySchema = {
-  page: { type: "string" },
-  per_page: { type: "string" },
-} as const;
-
-/** Parses `page` (default 1) and `per_page` (default 30, silently capped at 100); garbage is a 400. */
-export function parsePaging(query: { page?: string; per_page?: string }): PageRequest {
-  const num = (name: string, raw: string | undefined, fallback: number) => {
-    if (raw === undefined || raw === "") return fallback;
-    if (!/^\d+$/.test(raw) || Number(raw) < 1)
-      throw new HttpError(400, `${name} must be a positive integer, got "${raw}"`);
-    return Number(raw);
-  };
-  return {
-    page: num("page", query.page, 1),
-    perPage: Math.min(num("per_page", query.per_page, DEFAULT_PER_PAGE), MAX_PER_PAGE),
-  };
+/** The page a list request asks for: its schema-checked `page` and `per_page`, with the lists' defaults and cap. */
+export function pageOf(query: PagingQueryValues): PageRequest {
+  const { page, perPage } = pageWindow(query.page, query.per_page);
+  return { page, perPage };
 }
 
 /**

@@ -8,8 +8,8 @@ import { HttpError } from "../errors/http-error.js";
 import { PipelineSchema, type PipelineView, renderPipeline } from "../render/pipeline.js";
 import { pipelineLevelOf } from "../render/team.js";
 import { noContent, responses, typed } from "../route-declarations/declare.js";
-import { OrgParams, pageOf, pagingProperties, Slug } from "../route-declarations/params.js";
-import { linkHeader } from "./paging.js";
+import { OrgParams, Slug } from "../route-declarations/params.js";
+import { linkHeader, pageOf, pagingProperties } from "./paging.js";
 import { bodyTeams, bodyToAttributes, PipelineBodySchema } from "./pipeline-body.js";
 import type { RouteDeps } from "./route-deps.js";
 

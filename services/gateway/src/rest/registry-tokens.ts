@@ -4,8 +4,8 @@ import { organizationAccess } from "../auth/authenticate.js";
 import { HttpError } from "../errors/http-error.js";
 import { CreatedRegistryTokenSchema, RegistryTokenSchema, renderRegistryToken } from "../render/registry-token.js";
 import { responses, typed } from "../route-declarations/declare.js";
-import { BOUNDS, Id, PagingQuery, pageOf, Slug, text } from "../route-declarations/params.js";
-import { linkHeader } from "./paging.js";
+import { BOUNDS, Id, Slug, text } from "../route-declarations/params.js";
+import { linkHeader, PagingQuery, pageOf } from "./paging.js";
 import type { RouteDeps } from "./route-deps.js";
 
 const RegistryParams = Type.Object({ org: Slug, registry: Slug });

@@ -5,8 +5,8 @@ import { organizationAccess } from "../auth/authenticate.js";
 import { HttpError } from "../errors/http-error.js";
 import { RuleSchema, renderRule } from "../render/rule.js";
 import { noContent, responses, typed } from "../route-declarations/declare.js";
-import { BOUNDS, Id, OrgParams, PagingQuery, pageOf, Slug, text } from "../route-declarations/params.js";
-import { linkHeader } from "./paging.js";
+import { BOUNDS, Id, OrgParams, Slug, text } from "../route-declarations/params.js";
+import { linkHeader, PagingQuery, pageOf } from "./paging.js";
 import type { RouteDeps } from "./route-deps.js";
 
 const RuleParams = Type.Object({ org: Slug, rule: Id });

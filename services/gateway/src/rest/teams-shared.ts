@@ -6,8 +6,8 @@ import { type TSchema, Type } from "@fastify/type-provider-typebox";
 import type { FastifyRequest } from "fastify";
 import { organizationAccess } from "../auth/authenticate.js";
 import { responses } from "../route-declarations/declare.js";
-import { Id, PagingQuery, type PagingQueryValues, pageOf, Slug } from "../route-declarations/params.js";
-import { linkHeader } from "./paging.js";
+import { Id, Slug } from "../route-declarations/params.js";
+import { linkHeader, PagingQuery, type PagingQueryValues, pageOf } from "./paging.js";
 import type { RouteDeps } from "./route-deps.js";
 
 export const TeamParams = Type.Object({ org: Slug, team: Id });

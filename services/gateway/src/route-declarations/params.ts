@@ -1,5 +1,4 @@
-import { type Static, Type } from "@fastify/type-provider-typebox";
-import { parsePaging } from "../rest/paging.js";
+import { Type } from "@fastify/type-provider-typebox";
 
 /**
  * The bounds the gateway puts on what requests carry, before any service reads them. They are the services' own
@@ -39,22 +38,6 @@ export const OrgParams = Type.Object({ org: Slug });
 export const PipelineParams = Type.Object({ org: Slug, pipeline: Slug });
 export const BuildParams = Type.Object({ org: Slug, pipeline: Slug, number: BuildNumber });
 export const JobParams = Type.Object({ org: Slug, pipeline: Slug, number: BuildNumber, job: Id });
-
-/** `page` (1-based, default 1) and `per_page` (default 30, silently capped at 100), as every list takes them. */
-export const pagingProperties = {
-  page: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_INT32, description: "1-based page, default 1" })),
-  per_page: Type.Optional(
-    Type.Integer({ minimum: 1, maximum: MAX_INT32, description: "page size, default 30, capped at 100" }),
-  ),
-};
-export const PagingQuery = Type.Object(pagingProperties);
-export type PagingQueryValues = Static<typeof PagingQuery>;
-
-/** The page a list request asks for. */
-export function pageOf(query: PagingQueryValues) {
-  const text = (n: number | undefined) => (n === undefined ? undefined : String(n));
-  return parsePaging({ page: text(query.page), per_page: text(query.per_page) });
-}
 
 /** A string of at most `max` characters. */
 export const text = (max: number, options: { description?: string; minLength?: number } = {}) =>
