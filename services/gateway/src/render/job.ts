@@ -1,3 +1,4 @@
+import type { JobState } from "@conveyor/ci-rules";
 import type { Job, JobAgent } from "@conveyor/proto/builds";
 import { isoTime } from "@conveyor/runtime";
 import { type Static, Type } from "@sinclair/typebox";
@@ -19,10 +20,10 @@ export interface BuildUrls {
 }
 
 /** Job states REST never shows: concurrency-limited jobs read as scheduled (docs/compatibility.md#job-states). */
-const REST_JOB_STATE: Record<string, string> = { limiting: "scheduled", limited: "scheduled" };
+const REST_JOB_STATE: Partial<Record<JobState, JobState>> = { limiting: "scheduled", limited: "scheduled" };
 
 /** Manual jobs are unblockable while they wait at the block. */
-const UNBLOCKABLE_STATES = new Set(["blocked"]);
+const UNBLOCKABLE_STATES = new Set<string>(["blocked"] satisfies JobState[]);
 
 const orNull = (s: string) => (s === "" ? null : s);
 
@@ -60,7 +61,7 @@ export function renderJob(job: Job, build: BuildUrls, detail: JobDetail): JobBod
     step_key: orNull(job.stepKey),
     step: job.stepId ? { id: job.stepId, signature: null } : null,
     agent_query_rules: job.agentQueryRules,
-    state: REST_JOB_STATE[job.state] ?? job.state,
+    state: REST_JOB_STATE[job.state as JobState] ?? job.state,
     build_url: build.api,
     web_url: `${build.web}#${job.id}`,
     log_url: `${jobApi}/log`,

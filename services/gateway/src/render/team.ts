@@ -29,6 +29,16 @@ const SUITE_LEVEL_NAMES: Record<SuiteAccessLevel, string> = {
   [SuiteAccessLevel.EDIT]: "edit",
 };
 
+/** The names a REST body may give for an enum, in words ("a, b or c"), for its schema's description. */
+function inWords(names: Record<number, string>): string {
+  const all = Object.values(names).filter((name) => name !== "");
+  return all.length < 2 ? all.join("") : `${all.slice(0, -1).join(", ")} or ${all.at(-1)}`;
+}
+/** "member or maintainer". */
+export const TEAM_ROLES_IN_WORDS = inWords(ROLE_NAMES);
+/** "read_only, build_and_read or manage_build_and_read". */
+export const PIPELINE_LEVELS_IN_WORDS = inWords(LEVEL_NAMES);
+
 /** The enum value named by a REST string, or UNSPECIFIED (which identity refuses with its reason). */
 function parseName<E extends number>(names: Record<E, string>, value: unknown, unspecified: E): E {
   for (const [k, name] of Object.entries(names) as Array<[string, string]>) {

@@ -4,7 +4,7 @@
 import { Type } from "@fastify/type-provider-typebox";
 import type { FastifyInstance } from "fastify";
 import { HttpError } from "../errors/http-error.js";
-import { renderTeamMember, TeamMemberSchema, teamRoleOf } from "../render/team.js";
+import { renderTeamMember, TEAM_ROLES_IN_WORDS, TeamMemberSchema, teamRoleOf } from "../render/team.js";
 import { noContent, responses, typed } from "../route-declarations/declare.js";
 import { BOUNDS, Id, Slug } from "../route-declarations/params.js";
 import type { RouteDeps } from "./route-deps.js";
@@ -12,7 +12,7 @@ import { bodyString, bodyValue, declaration, judged, list, paged, TEAM, TeamPara
 
 const MemberParams = Type.Object({ org: Slug, team: Id, user: Id });
 
-const role = judged(BOUNDS.name, "member or maintainer");
+const role = judged(BOUNDS.name, TEAM_ROLES_IN_WORDS);
 const AddMemberBody = Type.Object({ user_id: judged(BOUNDS.id), role });
 const UpdateMemberBody = Type.Object({ role });
 

@@ -6,7 +6,7 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import { Type } from "@fastify/type-provider-typebox";
 import type { FastifyInstance } from "fastify";
 import { HttpError } from "../errors/http-error.js";
-import { pipelineLevelOf, renderTeamPipeline, TeamPipelineSchema } from "../render/team.js";
+import { PIPELINE_LEVELS_IN_WORDS, pipelineLevelOf, renderTeamPipeline, TeamPipelineSchema } from "../render/team.js";
 import { noContent, responses, typed } from "../route-declarations/declare.js";
 import { BOUNDS, Id, Slug, text } from "../route-declarations/params.js";
 import type { RouteDeps } from "./route-deps.js";
@@ -14,7 +14,7 @@ import { bodyString, bodyValue, declaration, judged, list, paged, TEAM, TeamPara
 
 const TeamPipelineParams = Type.Object({ org: Slug, team: Id, pipeline: Id });
 
-const pipelineLevel = judged(BOUNDS.name, "read_only, build_and_read or manage_build_and_read");
+const pipelineLevel = judged(BOUNDS.name, PIPELINE_LEVELS_IN_WORDS);
 const AddPipelineBody = Type.Object({ pipeline_id: judged(BOUNDS.slug), access_level: pipelineLevel });
 const UpdatePipelineBody = Type.Object({ access_level: pipelineLevel });
 const RemovePipelineBody = Type.Object({ pipeline_id: judged(BOUNDS.id) });

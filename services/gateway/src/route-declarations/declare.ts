@@ -1,30 +1,11 @@
+import type { ALL_SCOPES } from "@conveyor/runtime";
 import { type TSchema, Type, type TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import type { FastifyInstance, FastifySchema, onRouteHookHandler, preValidationAsyncHookHandler } from "fastify";
 import { HttpError } from "../errors/http-error.js";
 import { ErrorBody } from "../render/schemas.js";
 
-/** The token scopes REST routes require (spec: Authentication 4, plus the jobs, logs and agents APIs'). */
-export const SCOPES = [
-  "read_organizations",
-  "read_pipelines",
-  "write_pipelines",
-  "read_builds",
-  "write_builds",
-  "read_build_logs",
-  "write_build_logs",
-  "read_job_env",
-  "read_artifacts",
-  "write_artifacts",
-  "read_agents",
-  "write_agents",
-  "view_teams",
-  "write_teams",
-  "read_rules",
-  "write_rules",
-  "read_registries",
-  "write_registries",
-] as const;
-export type Scope = (typeof SCOPES)[number];
+/** A token scope a REST route may require: one of the scopes identity knows (ALL_SCOPES, @conveyor/runtime). */
+export type Scope = (typeof ALL_SCOPES)[number];
 
 declare module "fastify" {
   interface FastifyContextConfig {
