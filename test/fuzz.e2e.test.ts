@@ -1,5 +1,5 @@
 import { Role } from "@conveyor/proto/identity";
-import { SCOPES } from "../services/gateway/src/route-declarations/declare.js";
+import { ALL_SCOPES } from "@conveyor/runtime";
 import { sendRaw } from "./support/fuzz/check.js";
 import { type Operation, operationsOf } from "./support/fuzz/operations.js";
 import { formatReport, fuzz } from "./support/fuzz/runner.js";
@@ -46,7 +46,7 @@ async function created(res: { status: number; body?: unknown; text: string }, wh
 }
 
 it("answers every generated request to every operation with a documented, schema-valid non-5xx", async () => {
-  const org = await arrangeOrgUser({ scopes: [...SCOPES], role: Role.ADMIN, teamsEnabled: true });
+  const org = await arrangeOrgUser({ scopes: [...ALL_SCOPES], role: Role.ADMIN, teamsEnabled: true });
   const slug = org.organization.slug;
   const orgId = org.organization.id;
   const base = `/v2/organizations/${slug}`;
@@ -251,7 +251,7 @@ function follow(op: Operation, text: string, fixtures: Record<string, string>, p
 // Found by fuzzing: steps travel between the services as protobuf Structs, and YAML nested ~50 levels (under the
 // old 64-level limit) exceeded protobuf's recursion limit: creating the pipeline was a 500.
 it("keeps a pipeline nested to the YAML limit readable through its builds, and refuses one deeper with a 422", async () => {
-  const org = await arrangeOrgUser({ scopes: [...SCOPES], role: Role.ADMIN });
+  const org = await arrangeOrgUser({ scopes: [...ALL_SCOPES], role: Role.ADMIN });
   const base = `/v2/organizations/${org.organization.slug}`;
   const cluster = await arrangeCluster(org.organization.id);
   // `steps:` (1), the list (2), the step (3), `plugins:` (4), the plugin (5), then the settings' levels.
