@@ -98,7 +98,7 @@ export function readGatewayConfig(env: Env): GatewayConfig {
       maxLogBytes: r.int("JOB_LOG_MAX_BYTES", 256 * 1024 * 1024, { min: 1024 }),
     }),
     artifacts,
-    // Buildkite's default limit (compat §A3).
+    // Buildkite's default limit (docs/compatibility.md#rate-limits).
     rateLimitPerMinute: r.int("RATE_LIMIT_PER_MINUTE", 200, { min: 0 }),
     renderCacheBytes: r.int("RENDER_CACHE_MB", 64, { min: 0, max: 64 * 1024 }) * 1024 * 1024,
     batchBuildReads: r.bool("BATCH_BUILD_READS", true),

@@ -320,7 +320,7 @@ describe("the agent's own routes", () => {
 });
 
 describe("job routes", () => {
-  it("accepts a job into §C4's object: string env, a positive chunk size, a job token, no exit status", async () => {
+  it("accepts a job into the agent's job object: string env, a positive chunk size, a job token, no exit status", async () => {
     const res = await app.inject({ method: "PUT", url: `/v3/jobs/${JOB}/accept`, headers: token("bkaa_agent") });
     expect(res.statusCode).toBe(200);
     const body = res.json();
@@ -369,7 +369,7 @@ describe("job routes", () => {
     expect(state.statusCode).toBe(404);
   });
 
-  it("lets the agent's access token act on the job its agent holds (§C12), percent-decoding the path", async () => {
+  it("lets the agent's access token act on the job its agent holds, percent-decoding the path", async () => {
     const encoded = JOB.replace(/-/g, "%2D");
     const res = await app.inject({ method: "GET", url: `/v3/jobs/${encoded}`, headers: token("bkaa_agent") });
     expect(res.statusCode).toBe(200);

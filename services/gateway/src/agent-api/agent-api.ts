@@ -25,7 +25,7 @@ export interface AgentApiDeps {
   artifactUrlBase: string;
 }
 
-/** The path of the agent's streaming pings (§C10): served by no gRPC server here, so it must answer 404. */
+/** The path of the agent's streaming pings (docs/compatibility.md#streaming-pings): served by no gRPC server here, so it must answer 404. */
 export const STREAM_PINGS_PATH = "/agentedge.v1.AgentEdgeService/StreamPings";
 
 /**
@@ -45,7 +45,7 @@ export async function registerAgentApi(
   },
 ): Promise<void> {
   // The agent's streaming pings: answered 404 before any body is read, so connect-go reports Unimplemented and the
-  // agent falls back to polling for good (§C10).
+  // agent falls back to polling for good.
   app.post(STREAM_PINGS_PATH, {
     onRequest: async (_request, reply) =>
       reply.status(404).send({ message: "Streaming pings are not served here: poll /v3/ping" }),

@@ -5,7 +5,7 @@ import type { Urls } from "../render/urls.js";
 
 /** What the gateway tells agents about logs. */
 export interface LogSettings {
-  /** The largest log chunk an agent sends (uncompressed); must be at least 1 (§C4). */
+  /** The largest log chunk an agent sends (uncompressed); must be at least 1 (docs/compatibility.md#the-job-object). */
   chunkBytes: number;
   /** The longest log kept; the agent stops sending past it. */
   maxLogBytes: number;
@@ -36,7 +36,7 @@ export function renderAgentJob(
   };
 }
 
-/** The agent's Job (§C4): env values strings, no exit status; keys the agent does not read are kept as sent. */
+/** The agent's Job (docs/compatibility.md#the-job-object): env values strings, no exit status; keys the agent does not read are kept as sent. */
 export const AgentJobSchema = Type.Object(
   {
     id: Type.String(),

@@ -82,7 +82,7 @@ function countJobs(m: QueueMetrics | undefined) {
 
 /**
  * The agent's own routes (docs/compatibility.md#an-agents-life, #agent-endpoints): register with a registration token; connect, heartbeat,
- * ping and disconnect with its access token; `GET token` with any credential; and the spec's metrics endpoint.
+ * ping and disconnect with its access token; `GET token` with any credential; and the metrics endpoint of buildkite-agent-metrics.
  */
 export function agentRoutes(app: FastifyInstance, deps: AgentApiDeps): void {
   const { clients } = deps;

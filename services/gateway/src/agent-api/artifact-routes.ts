@@ -15,7 +15,7 @@ type Params = { id: string };
 /** The rule that lets jobs of one pipeline read the artifacts of another's builds. */
 export const ARTIFACTS_READ_RULE = "pipeline.artifacts_read.pipeline";
 
-/** The request body of `POST jobs/{id}/artifacts` (§C7), bounded: the agent sends 30 artifacts at a time. */
+/** The request body of `POST jobs/{id}/artifacts` (docs/compatibility.md#artifacts), bounded: the agent sends 30 artifacts at a time. */
 export interface ArtifactBatchBody {
   id: string;
   upload_destination?: string;

@@ -1,5 +1,5 @@
 /**
- * Buildkite's REST rate limit (compat §A3) as pure state: requests per key (an organization, or a user for requests
+ * Buildkite's REST rate limit (docs/compatibility.md#rate-limits) as pure state: requests per key (an organization, or a user for requests
  * that name none) per fixed window, shared between gateways by exchanging counts.
  *
  * Every gateway counts its own requests per key per window and tells the others its counts (absolute numbers, so a
@@ -9,6 +9,13 @@
  * all but fewer than `publishEvery` of this gateway's requests, plus those on the wire, and with N gateways the
  * requests admitted in one window are at most limit + (N − 1) × (publishEvery − 1) + the requests the peers admit
  * while one message is in flight (a NATS hop, well under a millisecond on one network).
+ *
+ * Why not @fastify/rate-limit with a NATS-backed store: no such store exists, and its store interface (`incr(key)`
+ * answering `{current, ttl}`) would be this file and rate-limit-sharing.ts all the same, since counting per window
+ * on the clock's minute and merging the peers' counts is the whole of the work. The plugin would replace only the
+ * hook (rate-limit-hook.ts, some twenty lines) and would not send Buildkite's answer: its headers are
+ * `x-ratelimit-*` (or the draft's `ratelimit-*` with `retry-after`), never `RateLimit-Scope` nor `RateLimit-Warning`,
+ * and its 429 body is built without the request's count (`current`), which Buildkite's body carries.
  */
 
 /** Buildkite's window: limits are per minute. */

@@ -22,7 +22,7 @@ export function filenameOf(path: string): string {
   return path.slice(path.lastIndexOf("/") + 1);
 }
 
-/** The REST Artifact (spec: Artifact fields; go-buildkite's Artifact decodes it). */
+/** The REST Artifact (docs/compatibility.md#artifact-operations; go-buildkite's Artifact decodes it). */
 export const ArtifactSchema = Type.Object({
   id: Str,
   job_id: Str,
@@ -62,7 +62,7 @@ export function renderArtifact(a: Artifact, urls: Urls, place: ArtifactPlace): A
     mime_type: a.mimeType,
     file_size: Number(a.fileSize),
     sha1sum: a.sha1sum,
-    // Deprecated, always null (spec: Versioning).
+    // Deprecated by Buildkite, always null.
     glob_path: null,
     original_path: null,
   };

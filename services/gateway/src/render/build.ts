@@ -30,7 +30,7 @@ export function buildApiUrl(urls: Urls, orgSlug: string, pipelineSlug: string, n
 }
 
 /**
- * The REST Build object with §D's JSON types: `meta_data` string → string, `pull_request.id` a string,
+ * The REST Build object with the JSON types go-buildkite decodes (docs/compatibility.md#go-buildkite): `meta_data` string → string, `pull_request.id` a string,
  * `rebuilt_from` `{id, number, url}` or null, timestamps ISO with milliseconds or null. Jobs are left out when the
  * service returned none because they were excluded.
  */

@@ -48,7 +48,7 @@ function renderAgent(agent: JobAgent | undefined, build: BuildUrls, detail: JobD
   };
 }
 
-/** The REST Job object (an element of a build's `jobs`), with §D's JSON types. */
+/** The REST Job object (an element of a build's `jobs`), with the JSON types go-buildkite decodes (docs/compatibility.md#go-buildkite). */
 export function renderJob(job: Job, build: BuildUrls, detail: JobDetail): JobBody {
   const jobApi = `${build.api}/jobs/${job.id}`;
   const clusterUrl = job.clusterId ? build.urls.api(`organizations/${build.orgSlug}/clusters/${job.clusterId}`) : null;

@@ -127,7 +127,7 @@ const get = (url: string, token = "all") =>
   app.inject({ method: "GET", url, headers: { authorization: `Bearer ${token}` } });
 
 describe("artifact REST routes", () => {
-  it("lists a build's artifacts with the spec's fields and a Link header", async () => {
+  it("lists a build's artifacts with Buildkite's fields and a Link header", async () => {
     const res = await get(`${base}/artifacts?per_page=2`);
     expect(res.statusCode).toBe(200);
     const body = res.json();

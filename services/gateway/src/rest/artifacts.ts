@@ -25,7 +25,7 @@ export const ARTIFACT_PATH = `${BUILD_PATH}/jobs/:job/artifacts/:id`;
 const ARTIFACT_STATES = new Set(["new", "error", "finished", "expired"]);
 
 /**
- * Lets the delete-artifact route take its token as `?access_token=` (spec: Authentication 2), and only that route:
+ * Lets the delete-artifact route take its token as `?access_token=` (docs/compatibility.md#artifact-operations), and only that route:
  * the token becomes the Authorization header before authentication reads it, and leaves the URL, so no log shows
  * it. Register it before the authentication hook.
  */
@@ -46,7 +46,7 @@ export function registerArtifactQueryToken(app: FastifyInstance): void {
 }
 
 /**
- * The five artifact operations of the spec (Artifacts): list by build, list by job, get, download (302 to a signed
+ * The five artifact operations (docs/compatibility.md#artifact-operations): list by build, list by job, get, download (302 to a signed
  * URL valid 60 seconds, also in the body as `{url}`) and delete (204). Access to the pipeline is as for builds; an
  * artifact of another organization, build or job is 404. Expired artifacts are listed and read, and their download
  * is 410 Gone; an artifact not (yet) uploaded has no download (404).

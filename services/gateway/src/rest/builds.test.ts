@@ -266,7 +266,7 @@ describe("builds routes", () => {
   const pipelineBuilds = "/v2/organizations/acme/pipelines/web/builds";
 
   describe("rendering", () => {
-    it("renders a build with every field and §D's JSON types", async () => {
+    it("renders a build with every field and the JSON types go-buildkite decodes", async () => {
       const b = build(web, 7, {
         pullRequest: { id: "42", base: "main", repository: "git@github.com:acme/web.git" },
         rebuiltFrom: { id: "44444444-0000-4000-8000-999999999999", number: 6 },

@@ -28,7 +28,7 @@ import type { RouteDeps } from "./route-deps.js";
 const nullableFlag = Type.Union([Type.Boolean(), Type.Null()]);
 
 /**
- * The body of a create-build request (spec: Builds, create), with its types and bounds; the builds service judges
+ * The body of a create-build request (docs/compatibility.md#builds), with its types and bounds; the builds service judges
  * presence and values.
  */
 export const CreateBuildBodySchema = Type.Object({

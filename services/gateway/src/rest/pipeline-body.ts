@@ -15,7 +15,7 @@ const looseObject = Type.Union([
 ]);
 
 /**
- * A pipeline create or update body (spec: Pipelines), with its types and bounds; the pipelines service judges the
+ * A pipeline create or update body (docs/compatibility.md#pipelines), with its types and bounds; the pipelines service judges the
  * values (required keys, names, env names, YAML).
  */
 export const PipelineBodySchema = Type.Object({

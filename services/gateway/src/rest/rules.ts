@@ -15,7 +15,7 @@ const pipelineRef = Type.Optional(text(BOUNDS.slug, { description: "a pipeline U
 
 /**
  * A create-rule body: its type, and a value naming the source and target as the type needs them, as go-buildkite
- * and the docs spell them (`source_pipeline`) or as the spec does (`source_pipeline_uuid`). Rules answer every
+ * and the docs spell them (`source_pipeline`) or as Buildkite's reference does (`source_pipeline_uuid`; docs/compatibility.md#rules). Rules answer every
  * problem with a reason (422 `{message}`), so identity judges presence and the type's name.
  */
 export const CreateRuleBodySchema = Type.Object({
@@ -35,7 +35,7 @@ const tags = ["rules"];
 
 /**
  * The pipeline reference of one side ("source" or "target") of a rule value: `<side>_pipeline` (UUID or slug, as
- * go-buildkite and the docs send it) or `<side>_pipeline_uuid` (as the spec spells it).
+ * go-buildkite and the docs send it) or `<side>_pipeline_uuid` (as Buildkite's reference spells it).
  */
 function pipelineReference(value: unknown, side: "source" | "target"): string {
   if (typeof value !== "object" || value === null) return "";

@@ -1,5 +1,5 @@
 /**
- * The team member routes: list, get, add, change the role of and remove a team's members (spec: Team members).
+ * The team member routes: list, get, add, change the role of and remove a team's members (docs/compatibility.md#teams).
  */
 import { Type } from "@fastify/type-provider-typebox";
 import type { FastifyInstance } from "fastify";

@@ -1,6 +1,6 @@
 /**
- * The team pipeline routes: list, get, give, change the access level of and take a team's pipelines (spec: Team
- * pipelines).
+ * The team pipeline routes: list, get, give, change the access level of and take a team's pipelines
+ * (docs/compatibility.md#teams).
  */
 import { Code, ConnectError } from "@connectrpc/connect";
 import { Type } from "@fastify/type-provider-typebox";

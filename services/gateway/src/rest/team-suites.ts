@@ -1,6 +1,6 @@
 /**
- * The team suite routes: list, get, give, change the access levels of and take a team's test suites (spec: Team
- * suites).
+ * The team suite routes: list, get, give, change the access levels of and take a team's test suites
+ * (docs/compatibility.md#teams).
  */
 import { Type } from "@fastify/type-provider-typebox";
 import type { FastifyInstance } from "fastify";

@@ -15,7 +15,7 @@ export const TeamParams = Type.Object({ org: Slug, team: Id });
 export const TEAM = "/v2/organizations/:org/teams/:team";
 
 /**
- * The association bodies (spec: Team members, pipelines, suites). Presence and values (roles, levels) are identity's
+ * The association bodies (docs/compatibility.md#teams). Presence and values (roles, levels) are identity's
  * to judge, so every problem is reported at once in its `{"message":"Validation failed: <reason>"}`; the schemas
  * bound the types and sizes (`bodyErrors: "sentence"` words their failures the same way).
  */
@@ -24,7 +24,7 @@ export const NOT_STRING = ["number", "boolean", "null", "object", "array"].map((
 
 /**
  * A body value identity judges: a string is bounded like any other, and a value of another type passes the schema
- * so that it is reported in the spec's words ("User can't be blank") rather than the validator's.
+ * so that it is reported in Buildkite's words ("User can't be blank") rather than the validator's.
  */
 export const judged = (max: number, description?: string) =>
   Type.Optional(

@@ -6,7 +6,7 @@ import { teamSuiteRoutes } from "./team-suites.js";
 
 /**
  * The team association routes: team members, team pipelines and team suites, each with both path spellings that
- * clients use (the spec's trailing slashes and go-buildkite's forms). Identity decides who may see and change a team.
+ * clients use (Buildkite's documented trailing slashes and go-buildkite's forms; docs/compatibility.md#teams). Identity decides who may see and change a team.
  */
 export function teamRoutes(app: FastifyInstance, deps: RouteDeps): void {
   teamMemberRoutes(app, deps);

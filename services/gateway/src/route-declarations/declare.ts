@@ -19,7 +19,7 @@ declare module "fastify" {
     /**
      * How a body that fails its schema is answered: "fields" (default) is Buildkite's 422
      * `{"message":"Validation Failed","errors":[{field, code}]}`; "sentence" is the team association routes'
-     * `{"message":"Validation failed: <reason>"}` (spec: Team members).
+     * `{"message":"Validation failed: <reason>"}` (docs/compatibility.md#authentication-and-errors).
      */
     bodyErrors?: "fields" | "sentence";
   }

@@ -6,7 +6,7 @@ import { Type } from "@fastify/type-provider-typebox";
  * services judge the values in detail.
  */
 export const BOUNDS = {
-  /** Organization and pipeline slugs (spec: Limits); a UUID fits too. */
+  /** Organization and pipeline slugs (docs/limits.md#pipelines-and-steps); a UUID fits too. */
   slug: 100,
   /** Record ids (UUIDs) and other identifiers in paths. */
   id: 100,
