@@ -3,6 +3,16 @@ import type { FastifyInstance } from "fastify";
 /** Query parameters whose values are credentials: an access token sent in the URL, a signed URL's signature. */
 const SECRET_PARAM = /token|secret|signature|credential|password|key/i;
 
+/** A query parameter's name decoded; a malformed percent-encoding (URIError) is judged as written. */
+function decodedName(name: string): string {
+  try {
+    return decodeURIComponent(name);
+  } catch (err) {
+    if (err instanceof URIError) return name;
+    throw err;
+  }
+}
+
 /**
  * A request URL as the request log writes it: the values of credential-like query parameters are replaced by
  * `[redacted]` (clients sometimes pass `?access_token=`; the object proxy's URLs carry signatures).
@@ -16,13 +26,7 @@ export function urlForLog(url: string): string {
     .map((pair) => {
       const eq = pair.indexOf("=");
       const name = eq < 0 ? pair : pair.slice(0, eq);
-      let decoded = name;
-      try {
-        decoded = decodeURIComponent(name);
-      } catch {
-        // A malformed name is judged as written.
-      }
-      return eq >= 0 && SECRET_PARAM.test(decoded) ? `${name}=[redacted]` : pair;
+      return eq >= 0 && SECRET_PARAM.test(decodedName(name)) ? `${name}=[redacted]` : pair;
     });
   return `${url.slice(0, at)}?${parts.join("&")}`;
 }

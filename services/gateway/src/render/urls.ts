@@ -8,6 +8,7 @@ export interface Urls {
   badge(token: string): string;
 }
 
+/** The links of a gateway whose API is served at `publicUrl` and whose pages are at `webUrl`. */
 export function createUrls(publicUrl: string, webUrl: string): Urls {
   const trim = (s: string) => s.replace(/\/+$/, "");
   const api = trim(publicUrl);

@@ -44,6 +44,7 @@ export function declaration<S extends object>(scope: "view_teams" | "write_teams
   };
 }
 
+/** The declaration of a team association list: paged, answering an array of `item`. */
 export const list = (operationId: string, summary: string, item: TSchema) =>
   declaration("view_teams", {
     operationId,
@@ -59,6 +60,7 @@ export function bodyString(body: unknown, key: string): string {
   return typeof value === "string" ? value.trim() : "";
 }
 
+/** A property of a JSON body as it came (identity judges its type). */
 export function bodyValue(body: unknown, key: string): unknown {
   return typeof body === "object" && body !== null ? (body as Record<string, unknown>)[key] : undefined;
 }

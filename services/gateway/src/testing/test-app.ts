@@ -40,6 +40,7 @@ export interface FakeWorld {
   revoked: string[];
 }
 
+/** An organization whose id is made from its slug. */
 export function makeOrg(slug: string, name = slug): Organization {
   return create(OrganizationSchema, {
     id: `00000000-0000-4000-8000-${slug
@@ -52,6 +53,7 @@ export function makeOrg(slug: string, name = slug): Organization {
   });
 }
 
+/** A user whose id is made from `n`, with an email made from the name. */
 export function makeUser(n: number, name: string): User {
   return create(UserSchema, {
     id: `11111111-0000-4000-8000-${String(n).padStart(12, "0")}`,
@@ -72,6 +74,7 @@ function allPipelines(organization: Organization, role: Role) {
   return { level: PipelineAccessLevel.BUILD_AND_READ, read: true, build: true, edit: false };
 }
 
+/** The principal of a token of `user` with `scopes`, in `orgs` with the given roles. */
 export function makePrincipal(user: User, scopes: string[], orgs: Array<[Organization, Role]>): Principal {
   return create(PrincipalSchema, {
     token: { id: `22222222-0000-4000-8000-${user.id.slice(-12)}`, userId: user.id, scopes, description: "test" },
