@@ -2,9 +2,9 @@ import { randomBytes } from "node:crypto";
 import { Role } from "@conveyor/proto/identity";
 import { api, arrangeCluster, arrangeOrgUser, builds, send, stack, unique } from "./support/stack-env.js";
 
-// Builds and pages the gateway sends again from what it rendered (rendered-answers.ts), confirmed by the builds
-// service's content versions: the same answer keeps its ETag, If-None-Match gets 304, and every change — of the
-// build, its jobs, the page's membership, the embedded pipeline — is in the very next answer.
+// Builds and pages the gateway sends again from what it rendered (its answer cache, answer-cache/answer-cache.ts),
+// confirmed by the builds service's content versions: the same answer keeps its ETag, If-None-Match gets 304, and
+// every change — of the build, its jobs, the page's membership, the embedded pipeline — is in the very next answer.
 
 const SCOPES = ["read_builds", "write_builds", "read_pipelines", "write_pipelines"];
 const YAML = "steps:\n  - label: one\n    command: run\n  - wait\n  - label: two\n    command: run\n";
