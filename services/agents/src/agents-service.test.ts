@@ -1,9 +1,8 @@
 // The agents service run whole in memory over the harness of test-support.ts.
-import { create } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { CredentialKind } from "@conveyor/proto/agents";
-import { DispatchableJobSchema, JobAgentSchema, JobEventType } from "@conveyor/proto/builds";
+import { JobEventType } from "@conveyor/proto/builds";
 import { fieldErrorsOf, hashSecret, newId, SUBJECTS } from "@conveyor/runtime";
 import { TRUNCATED_REFRESH_SKIPS } from "./dispatch/hints-refresh.js";
 import { CONFIG, failure, held, iso, type RegisterInit, seeded, setup, start, T0 } from "./test-support.js";
@@ -267,13 +266,13 @@ describe("dispatch", () => {
     const s = await setup();
     const other = await s.place();
     const sameOrgOtherCluster = (await s.client.createCluster({ organizationId: s.orgId, name: "Second" })).cluster;
-    const old = s.job({ runnableAt: 0 });
-    const recent = s.job({ runnableAt: 10_000 });
-    const urgent = s.job({ priority: 5, runnableAt: 20_000 });
-    const lowly = s.job({ priority: -1, runnableAt: -50_000 });
-    s.job({ clusterId: sameOrgOtherCluster?.id ?? "", priority: 100 });
-    s.job({ clusterId: "", priority: 100 });
-    s.job({ orgId: other.orgId, clusterId: other.clusterId, priority: 100 });
+    const old = await s.job({ runnableAt: 0 });
+    const recent = await s.job({ runnableAt: 10_000 });
+    const urgent = await s.job({ priority: 5, runnableAt: 20_000 });
+    const lowly = await s.job({ priority: -1, runnableAt: -50_000 });
+    await s.job({ clusterId: sameOrgOtherCluster?.id ?? "", priority: 100 });
+    await s.job({ clusterId: "", priority: 100 });
+    await s.job({ orgId: other.orgId, clusterId: other.clusterId, priority: 100 });
 
     const offers: string[] = [];
     for (let i = 0; i < 5; i++) {
@@ -286,11 +285,11 @@ describe("dispatch", () => {
   it("assigns the job to the agent in the builds service, holds it, and announces job_dispatched", async () => {
     const s = await setup();
     const a = await s.agent({ name: "runner", metaData: ["os=linux"] });
-    const jobId = s.job();
+    const jobId = await s.job();
     const answer = await s.client.pingAgent({ agentId: a.id });
     expect(answer).toMatchObject({ action: "idle", jobId, message: "" });
-    expect(held(s.builds, jobId)).toEqual({ state: "assigned", agent: a.id });
-    expect(s.builds.job(jobId).agent).toMatchObject({ name: "runner", metaData: ["os=linux"] });
+    expect(await held(s, jobId)).toEqual({ state: "assigned", agent: a.id });
+    expect((await s.builds.job(jobId)).agent).toMatchObject({ name: "runner", metaData: ["os=linux"] });
     expect((await s.getAgent(a.id))?.currentJobId).toBe(jobId);
     expect(s.events.on(SUBJECTS.agents.jobDispatched)).toEqual([
       { jobId, agentId: a.id, organizationId: s.orgId, clusterId: s.clusterId },
@@ -300,9 +299,9 @@ describe("dispatch", () => {
   it("offers an unclustered agent only its organization's unclustered jobs", async () => {
     const s = await setup();
     const bare = await s.place(false);
-    s.job({ orgId: bare.orgId, clusterId: newId(), priority: 9 });
-    s.job({ orgId: s.orgId, clusterId: "", priority: 9 });
-    const mine = s.job({ orgId: bare.orgId, clusterId: "" });
+    await s.job({ orgId: bare.orgId, clusterId: newId(), priority: 9 });
+    await s.job({ orgId: s.orgId, clusterId: "", priority: 9 });
+    const mine = await s.job({ orgId: bare.orgId, clusterId: "" });
     const a = await s.agent({}, bare.tokenId);
     expect((await s.client.pingAgent({ agentId: a.id })).jobId).toBe(mine);
     expect((await s.client.pingAgent({ agentId: (await s.agent({}, bare.tokenId)).id })).jobId).toBe("");
@@ -310,11 +309,11 @@ describe("dispatch", () => {
 
   it("matches queues and tags, with * in a rule's value", async () => {
     const s = await setup();
-    const plain = s.job({ runnableAt: 1 });
-    const deploy = s.job({ rules: ["queue=deploy"], runnableAt: 2 });
-    const arm = s.job({ rules: ["queue=deploy", "os=linux-arm*"], runnableAt: 3 });
-    const anyQueueGpu = s.job({ rules: ["queue=*", "gpu=*"], runnableAt: 4 });
-    const mac = s.job({ rules: ["queue=dep*", "os=mac*"], runnableAt: 5 });
+    const plain = await s.job({ runnableAt: 1 });
+    const deploy = await s.job({ rules: ["queue=deploy"], runnableAt: 2 });
+    const arm = await s.job({ rules: ["queue=deploy", "os=linux-arm*"], runnableAt: 3 });
+    const anyQueueGpu = await s.job({ rules: ["queue=*", "gpu=*"], runnableAt: 4 });
+    const mac = await s.job({ rules: ["queue=dep*", "os=mac*"], runnableAt: 5 });
 
     const offered = async (metaData: string[]) => {
       const a = await s.agent({ metaData });
@@ -323,8 +322,10 @@ describe("dispatch", () => {
         const { jobId } = await s.client.pingAgent({ agentId: a.id });
         if (!jobId || ids.includes(jobId)) return ids;
         ids.push(jobId);
-        // The job ends (announced), so the agent's next ping lets it go and offers the next match.
-        s.builds.put(Object.assign(s.builds.job(jobId), { state: "passed" }));
+        // The agent runs the job to the end, so its next ping offers the next match.
+        await s.client.acceptJob({ agentId: a.id, jobId });
+        await start(s, jobId, a.id);
+        await s.client.finishJob({ agentId: a.id, jobId, exitStatus: 0 });
       }
     };
     // A deploy agent on arm: the deploy jobs it satisfies, never the default queue's job.
@@ -341,12 +342,12 @@ describe("dispatch", () => {
       const rand = seeded(round);
       s.builds.jitter = () => Math.floor(rand() * 3);
       const [a, b] = [await s.agent(), await s.agent()];
-      const jobId = s.job();
+      const jobId = await s.job();
       const answers = await Promise.all([a, b].map((x) => s.client.pingAgent({ agentId: x.id })));
       const winners = [a, b].filter((_, i) => answers[i]?.jobId === jobId).map((x) => x.id);
       expect({ round, winners: winners.length }).toEqual({ round, winners: 1 });
       expect(answers.map((x) => x.jobId).sort()).toEqual(["", jobId].sort());
-      expect(held(s.builds, jobId)).toEqual({ state: "assigned", agent: winners[0] });
+      expect(await held(s, jobId)).toEqual({ state: "assigned", agent: winners[0] });
       const holders = s.agentsRepo.allAgents().filter((x) => x.currentJobId === jobId);
       expect(holders.map((x) => x._id)).toEqual(winners);
     }
@@ -361,14 +362,14 @@ describe("dispatch", () => {
       s.builds.jitter = () => Math.floor(rand() * 4);
       const [a, b] = [await s.agent(), await s.agent()];
       // Each process learns of the job from its own job_state_changed subscription.
-      const jobId = s.job();
+      const jobId = await s.job();
       const answers = await Promise.all([
         s.client.pingAgent({ agentId: a.id }),
         second.client.pingAgent({ agentId: b.id }),
       ]);
       const winners = [a, b].filter((_, i) => answers[i]?.jobId === jobId).map((x) => x.id);
       expect({ round, winners: winners.length }).toEqual({ round, winners: 1 });
-      expect(held(s.builds, jobId)).toEqual({ state: "assigned", agent: winners[0] });
+      expect(await held(s, jobId)).toEqual({ state: "assigned", agent: winners[0] });
       expect(s.agentsRepo.allAgents().filter((x) => x.currentJobId === jobId)).toHaveLength(1);
       expect(s.events.on(SUBJECTS.agents.jobDispatched)).toHaveLength(1);
       refusedSomewhere += s.builds.callsOf("assignJob").length - 1;
@@ -383,13 +384,13 @@ describe("dispatch", () => {
       const rand = seeded(2000 + round);
       s.builds.jitter = () => Math.floor(rand() * 3);
       const a = await s.agent();
-      const jobs = [s.job({ runnableAt: 0 }), s.job({ runnableAt: 1 })];
+      const jobs = [await s.job({ runnableAt: 0 }), await s.job({ runnableAt: 1 })];
       const answers = await Promise.all([1, 2].map(() => s.client.pingAgent({ agentId: a.id })));
       const holding = (await s.getAgent(a.id))?.currentJobId ?? "";
       expect({ round, holds: jobs.includes(holding) }).toEqual({ round, holds: true });
       for (const answer of answers) expect(["", holding]).toContain(answer.jobId);
       for (const jobId of jobs) {
-        expect(held(s.builds, jobId)).toEqual(
+        expect(await held(s, jobId)).toEqual(
           jobId === holding ? { state: "assigned", agent: a.id } : { state: "scheduled", agent: "" },
         );
       }
@@ -398,12 +399,12 @@ describe("dispatch", () => {
 
   it("falls through a refused assignment (job no longer scheduled, or gone) to the next candidate", async () => {
     const s = await setup();
-    const canceled = s.job({ priority: 10 });
-    const vanished = s.job({ priority: 9 });
-    const good = s.job({ priority: 0 });
+    const canceled = await s.job({ priority: 10 });
+    const vanished = await s.job({ priority: 9 });
+    const good = await s.job({ priority: 0 });
     // Changes this process never heard of: its hints still say both wait.
-    s.builds.patch(canceled, { state: "canceled" });
-    s.builds.jobs.delete(vanished);
+    await s.builds.change(canceled, "scheduled", { state: "canceled" });
+    await s.builds.remove(vanished, "scheduled");
 
     const a = await s.agent();
     expect((await s.client.pingAgent({ agentId: a.id })).jobId).toBe(good);
@@ -420,9 +421,9 @@ describe("dispatch", () => {
 
   it("tries five candidates per ping and the rest on the next ping", async () => {
     const s = await setup();
-    const stale = Array.from({ length: 6 }, (_, i) => s.job({ priority: 10 + i }));
-    for (const id of stale) s.builds.patch(id, { state: "canceled" });
-    const good = s.job({ priority: 0 });
+    const stale = await s.seed(Array.from({ length: 6 }, (_, i) => ({ priority: 10 + i })));
+    for (const id of stale) await s.builds.change(id, "scheduled", { state: "canceled" });
+    const good = await s.job({ priority: 0 });
     const a = await s.agent();
     expect((await s.client.pingAgent({ agentId: a.id })).jobId).toBe("");
     expect(s.builds.callsOf("assignJob")).toHaveLength(5);
@@ -433,7 +434,7 @@ describe("dispatch", () => {
   it("fails a ping whose assignment fails for another reason, leaving the agent free", async () => {
     const s = await setup();
     const a = await s.agent();
-    s.job();
+    await s.job();
     s.builds.failNext("assignJob", new ConnectError("builds is down", Code.Unavailable));
     expect((await failure(s.client.pingAgent({ agentId: a.id }))).code).toBe(Code.Unavailable);
     expect((await s.getAgent(a.id))?.currentJobId).toBe("");
@@ -442,23 +443,23 @@ describe("dispatch", () => {
   it("offers an agent the job it already holds, assigned and unaccepted, again and nothing else", async () => {
     const s = await setup();
     const a = await s.agent();
-    const first = s.job({ priority: 1 });
-    const second = s.job();
+    const first = await s.job({ priority: 1 });
+    const second = await s.job();
     expect((await s.client.pingAgent({ agentId: a.id })).jobId).toBe(first);
     expect((await s.client.pingAgent({ agentId: a.id })).jobId).toBe(first);
     expect(s.builds.callsOf("assignJob")).toHaveLength(1);
-    expect(held(s.builds, second)).toEqual({ state: "scheduled", agent: "" });
+    expect(await held(s, second)).toEqual({ state: "scheduled", agent: "" });
     expect(s.events.on(SUBJECTS.agents.jobDispatched)).toHaveLength(1);
   });
 
   it("frees an agent whose held job finished elsewhere and offers it a new one", async () => {
     const s = await setup();
     const a = await s.agent();
-    const first = s.job({ priority: 1 });
+    const first = await s.job({ priority: 1 });
     expect((await s.client.pingAgent({ agentId: a.id })).jobId).toBe(first);
-    const second = s.job();
+    const second = await s.job();
     s.clock.advance(1_000);
-    s.builds.patch(first, { state: "canceled" });
+    await s.builds.change(first, "assigned", { state: "canceled" });
 
     expect((await s.client.pingAgent({ agentId: a.id })).jobId).toBe(second);
     const agent = await s.getAgent(a.id);
@@ -470,10 +471,10 @@ describe("dispatch", () => {
   it("frees an agent whose held job no longer exists and offers it a new one", async () => {
     const s = await setup();
     const a = await s.agent();
-    const first = s.job({ priority: 1 });
+    const first = await s.job({ priority: 1 });
     await s.client.pingAgent({ agentId: a.id });
-    s.builds.jobs.delete(first);
-    const second = s.job();
+    await s.builds.remove(first, "assigned");
+    const second = await s.job();
     expect((await s.client.pingAgent({ agentId: a.id })).jobId).toBe(second);
     expect(s.events.on(SUBJECTS.agents.credentialRevoked)).toContainEqual({ jobId: first });
   });
@@ -481,10 +482,14 @@ describe("dispatch", () => {
   it("frees an agent whose held job was reassigned to another agent", async () => {
     const s = await setup();
     const a = await s.agent();
-    const first = s.job({ priority: 1 });
+    const first = await s.job({ priority: 1 });
     await s.client.pingAgent({ agentId: a.id });
-    s.builds.patch(first, { state: "running", agent: create(JobAgentSchema, { id: newId() }) });
-    const second = s.job();
+    const other = { id: newId(), name: "other", hostname: "box", ipAddress: "", userAgent: "", createdAt: null };
+    await s.builds.change(first, "assigned", {
+      state: "running",
+      agent: { ...other, connectionState: "connected", metaData: [] },
+    });
+    const second = await s.job();
     expect((await s.client.pingAgent({ agentId: a.id })).jobId).toBe(second);
     // The job of the other agent is left alone.
     expect(s.builds.transitions()).toEqual([]);
@@ -495,9 +500,9 @@ describe("dispatch", () => {
     const a = await s.agent();
     // The accept went through, but the agent saw an error (a server cut off mid-call) and pinged again.
     const { jobId } = await s.takeJob(a.id);
-    s.job();
+    await s.job();
     expect((await s.client.pingAgent({ agentId: a.id })).jobId).toBe(jobId);
-    expect(s.builds.job(jobId)).toMatchObject({ state: "accepted" });
+    expect(await s.builds.job(jobId)).toMatchObject({ state: "accepted" });
     const again = await s.client.acceptJob({ agentId: a.id, jobId });
     expect(again.job?.id).toBe(jobId);
     expect(await s.authenticate(again.jobToken)).toMatchObject({ kind: CredentialKind.JOB, jobId });
@@ -509,17 +514,17 @@ describe("dispatch", () => {
     const a = await s.agent();
     const { jobId, jobToken } = await s.takeJob(a.id);
     await start(s, jobId, a.id);
-    const next = s.job();
+    const next = await s.job();
 
     expect((await s.client.pingAgent({ agentId: a.id })).jobId).toBe(next);
-    expect(s.builds.job(jobId)).toMatchObject({ state: "failed", exitStatus: -1, signalReason: "agent_stop" });
+    expect(await s.builds.job(jobId)).toMatchObject({ state: "failed", exitStatus: -1, signalReason: "agent_stop" });
     expect((await failure(s.authenticate(jobToken))).code).toBe(Code.Unauthenticated);
   });
 
   it("tells a paused agent to pause and offers it nothing", async () => {
     const s = await setup();
     const a = await s.agent();
-    const jobId = s.job();
+    const jobId = await s.job();
     // Paused by another process: this one learns of it through agent_changed.
     await s.agentsRepo.updateAgent(a.id, { paused: true, pausedNote: "disk full", pausedAt: new Date(T0) });
     s.domain.agentChanged(a.id);
@@ -531,14 +536,14 @@ describe("dispatch", () => {
     await s.agentsRepo.updateAgent(a.id, { pausedNote: null });
     s.domain.agentChanged(a.id);
     expect(await s.client.pingAgent({ agentId: a.id })).toMatchObject({ action: "pause", message: "" });
-    expect(held(s.builds, jobId)).toEqual({ state: "scheduled", agent: "" });
+    expect(await held(s, jobId)).toEqual({ state: "scheduled", agent: "" });
     expect(s.builds.callsOf("assignJob")).toEqual([]);
   });
 
   it("keeps using its cached agent until agent_changed drops it", async () => {
     const s = await setup();
     const a = await s.agent();
-    s.job();
+    await s.job();
     await s.agentsRepo.updateAgent(a.id, { paused: true });
     // Not announced yet: the cached, unpaused agent is offered the job.
     expect((await s.client.pingAgent({ agentId: a.id })).action).toBe("idle");
@@ -551,7 +556,7 @@ describe("dispatch", () => {
   it("offers nothing to an agent registered to be ignored in dispatches", async () => {
     const s = await setup();
     const ignored = await s.agent({ ignoreInDispatches: true });
-    const jobId = s.job();
+    const jobId = await s.job();
     expect(await s.client.pingAgent({ agentId: ignored.id })).toMatchObject({ action: "idle", jobId: "" });
     expect(s.builds.callsOf("assignJob")).toEqual([]);
     const normal = await s.agent();
@@ -561,69 +566,67 @@ describe("dispatch", () => {
   it("learns of waiting jobs from job events: scheduled script jobs wait, anything else does not", async () => {
     const s = await setup();
     const a = await s.agent();
-    const unheard = s.job({ priority: 5 }, false);
+    const unheard = await s.job({ priority: 5 }, false);
     expect((await s.client.pingAgent({ agentId: a.id })).jobId).toBe("");
 
-    s.domain.jobChanged(s.builds.job(unheard));
-    const manual = s.job({ type: "manual", priority: 9 });
-    const canceled = s.job({ priority: 8 });
-    s.builds.patch(canceled, { state: "canceled" });
-    s.domain.jobChanged(s.builds.job(canceled));
+    await s.builds.announce(unheard);
+    const trigger = await s.job({ type: "trigger", priority: 9 });
+    const canceled = await s.job({ priority: 8 });
+    await s.builds.change(canceled, "scheduled", { state: "canceled" });
+    await s.builds.announce(canceled);
     expect((await s.client.pingAgent({ agentId: a.id })).jobId).toBe(unheard);
     expect(s.builds.callsOf("assignJob").map((r) => (r as { jobId: string }).jobId)).toEqual([unheard]);
-    expect(held(s.builds, manual).state).toBe("scheduled");
+    expect((await held(s, trigger)).state).toBe("scheduled");
   });
 
   it("replaces the hints on a full refresh and merges a truncated one", async () => {
     const s = await setup();
     const a = await s.agent();
-    // Known from an event only, and not in the builds service's list.
-    const eventOnly = s.job({ priority: 5 });
-    const listed = s.job({ priority: 1 }, false);
-    s.builds.listOverride = [
-      create(DispatchableJobSchema, { id: listed, organizationId: s.orgId, clusterId: s.clusterId, priority: 1 }),
-    ];
+    // Known from an event only: it stopped waiting since, and nobody announced it.
+    const eventOnly = await s.job({ priority: 5 });
+    await s.builds.change(eventOnly, "scheduled", { state: "canceled" });
+    const listed = await s.job({ priority: 1 }, false);
     await s.domain.refreshHints();
     expect(s.builds.callsOf("listDispatchableJobs")).toEqual([expect.objectContaining({ limit: 1000 })]);
     expect((await s.client.pingAgent({ agentId: a.id })).jobId).toBe(listed);
+    // The event-only job is not even tried: the complete list replaced what the events had said.
     expect(s.builds.callsOf("assignJob").map((r) => (r as { jobId: string }).jobId)).toEqual([listed]);
-    expect(held(s.builds, eventOnly).state).toBe("scheduled");
 
-    // A list cut at its limit (1000 jobs, of another organization here) keeps what events told.
+    // A list cut at its limit (1000 jobs of another organization, all before this one) keeps what events told.
     const t = await setup();
     const b = await t.agent();
-    const kept = t.job({ priority: 5 });
-    const elsewhere = newId();
-    t.builds.listOverride = Array.from({ length: 1000 }, () =>
-      create(DispatchableJobSchema, { id: newId(), organizationId: elsewhere, clusterId: "" }),
-    );
+    const kept = await t.job({ priority: 5 });
+    const elsewhere = await t.place();
+    const cut = Array.from({ length: 1000 }, () => ({ priority: 10 }));
+    const [first] = await t.seed(cut, elsewhere, false);
     await t.domain.refreshHints();
     expect((await t.client.pingAgent({ agentId: b.id })).jobId).toBe(kept);
     // After a cut list, the next refreshes are skipped (events keep the hints), then one reads again.
     for (let i = 0; i < TRUNCATED_REFRESH_SKIPS; i++) await t.domain.refreshHints();
     expect(t.builds.callsOf("listDispatchableJobs")).toHaveLength(1);
-    t.builds.listOverride = [];
+    // The other organization's jobs go (their pipeline was deleted): the next list is complete.
+    await t.builds.repos.builds.removeBuilds([(await t.builds.job(first ?? "")).buildId]);
     await t.domain.refreshHints();
     expect(t.builds.callsOf("listDispatchableJobs")).toHaveLength(2);
-    // That one was complete (and empty): every later refresh reads.
+    // That one was complete: every later refresh reads.
     await t.domain.refreshHints();
     expect(t.builds.callsOf("listDispatchableJobs")).toHaveLength(3);
 
-    // The same list one short of the limit is complete: the event-only job is dropped.
+    // A list one short of the limit is complete: a job known from an event only is dropped.
     const u = await setup();
     const c = await u.agent();
-    u.job({ priority: 5 });
-    u.builds.listOverride = Array.from({ length: 999 }, () =>
-      create(DispatchableJobSchema, { id: newId(), organizationId: elsewhere, clusterId: "" }),
-    );
+    const gone = await u.job({ priority: 5 });
+    await u.builds.change(gone, "scheduled", { state: "canceled" });
+    await u.seed(cut.slice(1), elsewhere, false);
     await u.domain.refreshHints();
     expect((await u.client.pingAgent({ agentId: c.id })).jobId).toBe("");
+    expect(u.builds.callsOf("assignJob")).toEqual([]);
   });
 
   it("learns of jobs it never heard of on a refresh", async () => {
     const s = await setup();
     const a = await s.agent();
-    const jobId = s.job({}, false);
+    const jobId = await s.job({}, false);
     expect((await s.client.pingAgent({ agentId: a.id })).jobId).toBe("");
     await s.domain.refreshHints();
     expect((await s.client.pingAgent({ agentId: a.id })).jobId).toBe(jobId);
@@ -638,11 +641,18 @@ describe("accept and finish", () => {
   it("accepts the offered job with a job token (bkaj_) that authenticates as that job", async () => {
     const s = await setup();
     const a = await s.agent();
-    const jobId = s.job();
+    const jobId = await s.job();
     await s.client.pingAgent({ agentId: a.id });
     const accepted = await s.client.acceptJob({ agentId: a.id, jobId });
-    expect(accepted.job).toMatchObject({ id: jobId, state: "accepted" });
-    expect(accepted.env).toEqual({ BUILDKITE_JOB_ID: jobId, BUILDKITE_BUILD_ID: `build-of-${jobId}` });
+    const { buildId } = await s.builds.job(jobId);
+    expect(accepted.job).toMatchObject({ id: jobId, buildId, state: "accepted" });
+    // The job's environment, as the builds service makes it (docs/compatibility.md#the-job-object).
+    expect(accepted.env).toMatchObject({
+      BUILDKITE_JOB_ID: jobId,
+      BUILDKITE_BUILD_ID: buildId,
+      BUILDKITE_ORGANIZATION_ID: s.orgId,
+      BUILDKITE_COMMAND: "make test",
+    });
     expect(accepted.jobToken).toMatch(/^bkaj_[0-9a-f]{40}$/);
     expect(await s.authenticate(accepted.jobToken)).toMatchObject({
       kind: CredentialKind.JOB,
@@ -650,7 +660,7 @@ describe("accept and finish", () => {
       clusterId: s.clusterId,
       agentId: a.id,
       jobId,
-      buildId: `build-of-${jobId}`,
+      buildId,
       tokenId: "",
     });
     expect((await s.getAgent(a.id))?.currentJobId).toBe(jobId);
@@ -659,22 +669,22 @@ describe("accept and finish", () => {
   it("refuses to accept a job assigned to another agent, issuing no token", async () => {
     const s = await setup();
     const [a, b] = [await s.agent(), await s.agent()];
-    const jobId = s.job();
+    const jobId = await s.job();
     await s.client.pingAgent({ agentId: a.id });
     expect((await failure(s.client.acceptJob({ agentId: b.id, jobId }))).code).toBe(Code.FailedPrecondition);
     expect((await failure(s.client.acceptJob({ agentId: b.id, jobId: newId() }))).code).toBe(Code.NotFound);
     expect((await failure(s.client.acceptJob({ agentId: b.id, jobId: "" }))).code).toBe(Code.NotFound);
     expect(s.agentsRepo.allJobTokens()).toEqual([]);
-    expect(held(s.builds, jobId)).toEqual({ state: "assigned", agent: a.id });
+    expect(await held(s, jobId)).toEqual({ state: "assigned", agent: a.id });
     expect((await s.getAgent(a.id))?.currentJobId).toBe(jobId);
   });
 
   it("frees an agent whose held job can no longer be accepted", async () => {
     const s = await setup();
     const a = await s.agent();
-    const jobId = s.job();
+    const jobId = await s.job();
     await s.client.pingAgent({ agentId: a.id });
-    s.builds.patch(jobId, { state: "canceled" });
+    await s.builds.change(jobId, "assigned", { state: "canceled" });
     expect((await failure(s.client.acceptJob({ agentId: a.id, jobId }))).code).toBe(Code.FailedPrecondition);
     expect((await s.getAgent(a.id))?.currentJobId).toBe("");
   });
@@ -682,7 +692,7 @@ describe("accept and finish", () => {
   it("refuses accepts from agents that are gone", async () => {
     const s = await setup();
     const a = await s.agent();
-    const jobId = s.job();
+    const jobId = await s.job();
     await s.client.pingAgent({ agentId: a.id });
     await s.client.disconnectAgent({ agentId: a.id });
     expect((await failure(s.client.acceptJob({ agentId: a.id, jobId }))).code).toBe(Code.Unauthenticated);
@@ -724,7 +734,7 @@ describe("accept and finish", () => {
     expect(s.events.on(SUBJECTS.agents.credentialRevoked)).toContainEqual({ jobId });
 
     // Free again: the next ping offers the next job.
-    const next = s.job();
+    const next = await s.job();
     expect((await s.client.pingAgent({ agentId: a.id })).jobId).toBe(next);
   });
 
@@ -757,7 +767,7 @@ describe("accept and finish", () => {
     expect([agent?.currentJobId, agent?.lastJobFinishedAt]).toEqual([jobId, undefined]);
     expect(await s.authenticate(jobToken)).toMatchObject({ kind: CredentialKind.JOB, jobId });
     expect(s.events.on(SUBJECTS.agents.credentialRevoked)).toEqual([]);
-    expect(held(s.builds, jobId)).toEqual({ state: "accepted", agent: a.id });
+    expect(await held(s, jobId)).toEqual({ state: "accepted", agent: a.id });
     expect((await s.client.pingAgent({ agentId: a.id })).jobId).toBe(jobId);
   });
 
@@ -777,7 +787,7 @@ describe("accept and finish", () => {
     const s = await setup();
     const a = await s.agent();
     const { jobId, jobToken } = await s.takeJob(a.id);
-    s.builds.patch(jobId, { state: "canceled" });
+    await s.builds.change(jobId, "accepted", { state: "canceled" });
     expect((await failure(s.client.finishJob({ agentId: a.id, jobId, exitStatus: 0 }))).code).toBe(
       Code.FailedPrecondition,
     );
@@ -794,7 +804,7 @@ describe("accept and finish", () => {
     await s.client.finishJob({ agentId: a.id, jobId, exitStatus: 0 });
     const again = await failure(s.client.finishJob({ agentId: a.id, jobId, exitStatus: 1 }));
     expect(again.code).toBe(Code.FailedPrecondition);
-    expect(s.builds.job(jobId)).toMatchObject({ state: "passed", exitStatus: 0 });
+    expect(await s.builds.job(jobId)).toMatchObject({ state: "passed", exitStatus: 0 });
   });
 
   it("keeps the job token and the job when the builds service is unreachable, so the agent can retry", async () => {
@@ -900,10 +910,10 @@ describe("liveness", () => {
     s.builds.failNext("getJob", new ConnectError("builds is down", Code.Unavailable));
     await expect(s.domain.sweepLost()).rejects.toThrow(/builds is down/);
     expect((await s.getAgent(a.id))?.connectionState).toBe("lost");
-    expect(held(s.builds, jobId).state).toBe("running");
+    expect((await held(s, jobId)).state).toBe("running");
     s.clock.advance(10 * CONFIG.lostAfterMs);
     expect(await s.domain.sweepLost()).toBe(1);
-    expect(s.builds.job(jobId)).toMatchObject({ state: "failed", exitStatus: -1, signalReason: "agent_lost" });
+    expect(await s.builds.job(jobId)).toMatchObject({ state: "failed", exitStatus: -1, signalReason: "agent_lost" });
     expect((await s.getAgent(a.id))?.currentJobId).toBe("");
     expect(await s.domain.sweepLost()).toBe(0);
   });
@@ -997,7 +1007,7 @@ describe("liveness", () => {
   it("puts a lost agent's unaccepted job back in the queue, where another agent gets it", async () => {
     const s = await setup();
     const a = await s.agent();
-    const jobId = s.job();
+    const jobId = await s.job();
     expect((await s.client.pingAgent({ agentId: a.id })).jobId).toBe(jobId);
 
     s.clock.advance(CONFIG.lostAfterMs + 1);
@@ -1005,7 +1015,7 @@ describe("liveness", () => {
     expect(s.builds.transitions()).toEqual([
       expect.objectContaining({ jobId, event: JobEventType.UNASSIGN, agentId: a.id }),
     ]);
-    expect(held(s.builds, jobId)).toEqual({ state: "scheduled", agent: "" });
+    expect(await held(s, jobId)).toEqual({ state: "scheduled", agent: "" });
     expect((await s.getAgent(a.id))?.currentJobId).toBe("");
 
     const b = await s.agent();
@@ -1029,7 +1039,7 @@ describe("liveness", () => {
         agentId: a.id,
       }),
     ]);
-    expect(s.builds.job(jobId)).toMatchObject({ state: "failed", exitStatus: -1, signalReason: "agent_lost" });
+    expect(await s.builds.job(jobId)).toMatchObject({ state: "failed", exitStatus: -1, signalReason: "agent_lost" });
     expect((await failure(s.authenticate(jobToken))).code).toBe(Code.Unauthenticated);
     expect((await s.getAgent(a.id))?.currentJobId).toBe("");
   });
@@ -1044,7 +1054,7 @@ describe("liveness", () => {
       [JobEventType.START, a.id],
       [JobEventType.FINISH, a.id],
     ]);
-    expect(s.builds.job(jobId)).toMatchObject({ state: "failed", exitStatus: -1, signalReason: "agent_lost" });
+    expect(await s.builds.job(jobId)).toMatchObject({ state: "failed", exitStatus: -1, signalReason: "agent_lost" });
   });
 
   it("ends a lost agent's canceling job canceled", async () => {
@@ -1055,7 +1065,7 @@ describe("liveness", () => {
     await s.builds.transitionJob({ jobId, event: JobEventType.CANCEL });
     s.clock.advance(CONFIG.lostAfterMs + 1);
     await s.domain.sweepLost();
-    expect(s.builds.job(jobId)).toMatchObject({ state: "canceled", exitStatus: -1 });
+    expect(await s.builds.job(jobId)).toMatchObject({ state: "canceled", exitStatus: -1 });
   });
 
   it("connects a lost agent again when it pings or heartbeats", async () => {
@@ -1076,7 +1086,7 @@ describe("liveness", () => {
     expect(back.map((e) => (e.agent as { id: string }).id)).toEqual([a.id, b.id]);
 
     // Connected again, it takes work.
-    const jobId = s.job();
+    const jobId = await s.job();
     expect((await s.client.pingAgent({ agentId: a.id })).jobId).toBe(jobId);
   });
 });
@@ -1091,7 +1101,7 @@ describe("stop and disconnect", () => {
     const a = await s.agent();
     const { agent } = await s.client.stopAgent({ organizationId: s.orgId, id: a.id });
     expect(agent).toMatchObject({ stopRequested: true, connectionState: "connected" });
-    const jobId = s.job();
+    const jobId = await s.job();
 
     expect(await s.client.pingAgent({ agentId: a.id })).toMatchObject({
       action: "disconnect",
@@ -1100,7 +1110,7 @@ describe("stop and disconnect", () => {
     });
     expect((await s.getAgent(a.id))?.connectionState).toBe("stopping");
     expect(s.events.agentsOn(SUBJECTS.agents.agentStopping)).toEqual([a.id]);
-    expect(held(s.builds, jobId)).toEqual({ state: "scheduled", agent: "" });
+    expect(await held(s, jobId)).toEqual({ state: "scheduled", agent: "" });
 
     s.clock.advance(3_000);
     const { agent: after } = await s.client.disconnectAgent({ agentId: a.id });
@@ -1120,10 +1130,10 @@ describe("stop and disconnect", () => {
     await start(s, jobId, a.id);
     await s.client.stopAgent({ organizationId: s.orgId, id: a.id, force: false });
     expect(s.builds.transitions().filter((t) => t.event === JobEventType.CANCEL)).toEqual([]);
-    expect(held(s.builds, jobId)).toEqual({ state: "running", agent: a.id });
+    expect(await held(s, jobId)).toEqual({ state: "running", agent: a.id });
     // It finishes its job, then is told to disconnect.
     await s.client.finishJob({ agentId: a.id, jobId, exitStatus: 0 });
-    expect(s.builds.job(jobId).state).toBe("passed");
+    expect((await s.builds.job(jobId)).state).toBe("passed");
     expect((await s.client.pingAgent({ agentId: a.id })).action).toBe("disconnect");
   });
 
@@ -1136,7 +1146,7 @@ describe("stop and disconnect", () => {
     expect(s.builds.transitions().filter((t) => t.event === JobEventType.CANCEL)).toEqual([
       expect.objectContaining({ jobId }),
     ]);
-    expect(held(s.builds, jobId)).toEqual({ state: "canceling", agent: a.id });
+    expect(await held(s, jobId)).toEqual({ state: "canceling", agent: a.id });
     // The agent stops the process and reports it: the job ends canceled.
     expect((await s.client.finishJob({ agentId: a.id, jobId, exitStatus: -1, signal: "SIGTERM" })).job?.state).toBe(
       "canceled",
@@ -1147,10 +1157,10 @@ describe("stop and disconnect", () => {
   it("with force cancels an unaccepted job, and the next ping lets it go", async () => {
     const s = await setup();
     const a = await s.agent();
-    const jobId = s.job();
+    const jobId = await s.job();
     await s.client.pingAgent({ agentId: a.id });
     await s.client.stopAgent({ organizationId: s.orgId, id: a.id, force: true });
-    expect(held(s.builds, jobId).state).toBe("canceled");
+    expect((await held(s, jobId)).state).toBe("canceled");
     expect((await s.client.pingAgent({ agentId: a.id })).action).toBe("disconnect");
     expect((await s.getAgent(a.id))?.currentJobId).toBe("");
   });
@@ -1158,11 +1168,11 @@ describe("stop and disconnect", () => {
   it("gives an unaccepted job back when a stopping agent pings holding it", async () => {
     const s = await setup();
     const a = await s.agent();
-    const jobId = s.job();
+    const jobId = await s.job();
     await s.client.pingAgent({ agentId: a.id });
     await s.client.stopAgent({ organizationId: s.orgId, id: a.id });
     expect((await s.client.pingAgent({ agentId: a.id })).action).toBe("disconnect");
-    expect(held(s.builds, jobId)).toEqual({ state: "scheduled", agent: "" });
+    expect(await held(s, jobId)).toEqual({ state: "scheduled", agent: "" });
     expect((await s.getAgent(a.id))?.currentJobId).toBe("");
   });
 
@@ -1198,12 +1208,12 @@ describe("stop and disconnect", () => {
   it("disconnects an agent that was not asked to stop: disconnected, its unaccepted job back in the queue", async () => {
     const s = await setup();
     const a = await s.agent();
-    const jobId = s.job();
+    const jobId = await s.job();
     await s.client.pingAgent({ agentId: a.id });
     const { agent } = await s.client.disconnectAgent({ agentId: a.id });
     expect(agent).toMatchObject({ connectionState: "disconnected", currentJobId: "" });
     expect(agent?.stoppedAt).toBeUndefined();
-    expect(held(s.builds, jobId)).toEqual({ state: "scheduled", agent: "" });
+    expect(await held(s, jobId)).toEqual({ state: "scheduled", agent: "" });
     expect(s.events.on(SUBJECTS.agents.agentDisconnected)).toEqual([
       expect.objectContaining({ previousState: "connected" }),
     ]);
@@ -1215,7 +1225,7 @@ describe("stop and disconnect", () => {
     const { jobId, jobToken } = await s.takeJob(a.id);
     await start(s, jobId, a.id);
     await s.client.disconnectAgent({ agentId: a.id });
-    expect(s.builds.job(jobId)).toMatchObject({ state: "failed", exitStatus: -1, signalReason: "agent_stop" });
+    expect(await s.builds.job(jobId)).toMatchObject({ state: "failed", exitStatus: -1, signalReason: "agent_stop" });
     expect((await failure(s.authenticate(jobToken))).code).toBe(Code.Unauthenticated);
   });
 });
@@ -1230,7 +1240,7 @@ describe("metrics", () => {
     await s.agent();
     await s.agent();
     const busy = await s.agent();
-    s.job();
+    await s.job();
     await s.client.pingAgent({ agentId: busy.id });
     await s.register(); // never connected: not counted
     const gone = await s.agent();
@@ -1240,10 +1250,22 @@ describe("metrics", () => {
     await s.client.pingAgent({ agentId: deploy.id }); // stopping: still counted
     const other = await s.place();
     await s.agent({}, other.tokenId);
-    s.builds.queueCounts.set(s.orgId, [
-      { queue: "default", scheduled: 3, running: 1, waiting: 2 },
-      { queue: "gpu", scheduled: 1, running: 0, waiting: 0 },
-    ]);
+    // The builds service counts the busy agent's job (assigned: scheduled), and these.
+    const runner = newId();
+    await s.seed(
+      [
+        { id: runner, state: "running" },
+        { state: "scheduled" },
+        { state: "scheduled" },
+        { state: "waiting", dependsOn: [runner] },
+        { state: "waiting", dependsOn: [runner] },
+        { state: "passed", exitStatus: 0 },
+      ],
+      {},
+      false,
+    );
+    await s.seed([{ agentQueryRules: ["queue=gpu"] }], {}, false);
+    await s.seed([{}], other, false);
 
     const m = await s.client.getMetrics({ organizationId: s.orgId });
     expect(m.overall).toMatchObject({

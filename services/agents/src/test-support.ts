@@ -1,40 +1,31 @@
 // The harness of the agents service's unit tests: the domain's Connect service over createRouterTransport, in-memory
-// repositories, a fake builds service with the real one's compare-and-set job transitions, an event recorder and a
-// clock the tests move.
-import { clone, create, type MessageInitShape } from "@bufbuild/protobuf";
-import { type Timestamp, TimestampSchema, timestampDate, timestampFromDate } from "@bufbuild/protobuf/wkt";
-import { Code, ConnectError, createClient, createRouterTransport } from "@connectrpc/connect";
+// repositories, the real builds service in memory (@conveyor/builds/testing) behind an interceptor that records,
+// delays or fails its calls, an event recorder and a clock the tests move.
+import { create, type MessageInitShape } from "@bufbuild/protobuf";
+import { type Timestamp, TimestampSchema, timestampDate } from "@bufbuild/protobuf/wkt";
+import { type Code, ConnectError, createClient, createRouterTransport, type Interceptor } from "@connectrpc/connect";
+import { createMemoryBuildsService, type Job, type JobUpdate, type SeedBuild } from "@conveyor/builds/testing";
 import { AgentsService, type RegisterAgentRequestSchema } from "@conveyor/proto/agents";
 import {
-  AcceptJobResponseSchema,
-  AssignJobResponseSchema,
-  CountQueueJobsResponseSchema,
-  type DispatchableJob,
-  DispatchableJobSchema,
-  GetJobResponseSchema,
-  type Job,
-  JobAgentSchema,
+  BuildsService,
   JobEventType,
-  JobSchema,
-  ListDispatchableJobsResponseSchema,
-  type QueueJobCountsSchema,
+  type Job as JobMessage,
+  JobStateChangedSchema,
   type TransitionJobRequestSchema,
-  TransitionJobResponseSchema,
 } from "@conveyor/proto/builds";
-import { createLogger, type EventPublisher, newId } from "@conveyor/runtime";
+import { createLogger, type EventPublisher, newId, SUBJECTS } from "@conveyor/runtime";
 import { createAgentsDomain } from "./agents-service.js";
 import type { BuildsClient } from "./dispatch/job-handoff.js";
 import { createMemoryAgentRepository } from "./store/memory-agent-repository.js";
 import { createMemoryClusterRepository } from "./store/memory-cluster-repository.js";
 
 // ---------------------------------------------------------------------------------------------------------------
-// Fakes
+// The builds service
 // ---------------------------------------------------------------------------------------------------------------
 
 type BuildsMethod = keyof BuildsClient;
-type QueueCounts = Omit<MessageInitShape<typeof QueueJobCountsSchema>, "$typeName">;
 
-/** A transition the fake builds service was asked for, as the tests read it back. */
+/** A transition the builds service was asked for, as the tests read it back. */
 interface TransitionCall {
   jobId: string;
   event: JobEventType;
@@ -45,33 +36,22 @@ interface TransitionCall {
   at?: Date;
 }
 
-const notFoundJob = () => new ConnectError("No job found", Code.NotFound);
-const refusal = (job: Job, verb: string, only: string) =>
-  new ConnectError(`a job in state "${job.state}" cannot be ${verb} (only ${only} can)`, Code.FailedPrecondition);
-
 /**
- * The builds RPCs the agents service uses, over jobs kept in a Map, with the real service's compare-and-set rules:
- * assign only a scheduled script job; accept only an assigned job, by its agent (again by the same agent answers
- * the same); START accepted → running; FINISH from running, canceling or timing_out; CANCEL before or while it
- * runs; UNASSIGN assigned → scheduled; an `agentId` guard refuses a job held by another agent. Every change is
- * announced to subscribers (the job_state_changed events main.ts feeds to `jobChanged`).
+ * The builds service the agents service calls: the real one, in memory, on the tests' clock. Its calls go through an
+ * interceptor that records them, waits `jitter()` event-loop turns before each (the interleaving tests randomise it)
+ * and fails those `failNext` asks to. `repos` changes state behind the service's back (nobody is told, as when an
+ * event was missed); `subscribe` hears its job_state_changed events, as each agents process does (main.ts).
  */
-export function createFakeBuilds() {
-  const jobs = new Map<string, Job>();
+export function createBuilds(now: () => Date) {
+  const memory = createMemoryBuildsService({ now });
   const calls: Array<{ method: BuildsMethod; req: unknown }> = [];
   const failures = new Map<BuildsMethod, Error[]>();
-  const listeners: Array<(job: Job) => void> = [];
-  const queueCounts = new Map<string, QueueCounts[]>();
 
   const control = {
-    jobs,
-    calls,
-    queueCounts,
-    /** How many event-loop turns each call waits before acting (the interleaving tests randomise it). */
+    repos: memory.repos,
+    /** How many event-loop turns each call waits before it is made. */
     jitter: (): number => 0,
-    /** When set, listDispatchableJobs answers this list instead of the scheduled jobs. */
-    listOverride: undefined as DispatchableJob[] | undefined,
-    /** The next `times` calls of `method` fail with `err`. */
+    /** The next `times` calls of `method` fail with `err` before reaching the builds service. */
     failNext(method: BuildsMethod, err: Error, times = 1) {
       failures.set(method, [...(failures.get(method) ?? []), ...Array.from({ length: times }, () => err)]);
     },
@@ -92,151 +72,50 @@ export function createFakeBuilds() {
         };
       });
     },
-    subscribe(listener: (job: Job) => void) {
-      listeners.push(listener);
+    /** Calls `listener` with every job the builds service announces (job_state_changed). */
+    subscribe(listener: (job: JobMessage) => void) {
+      memory.events.subscribe(SUBJECTS.builds.jobStateChanged, JobStateChangedSchema, (e) => {
+        if (e.job) listener(e.job);
+      });
     },
-    /** Stores a job; `announce` tells subscribers (a job_state_changed event), else it changes silently. */
-    put(job: Job, announce = true) {
-      jobs.set(job.id, clone(JobSchema, job));
-      if (announce) for (const l of listeners) l(clone(JobSchema, job));
-    },
-    /** Changes a stored job silently (an event this process missed). */
-    patch(jobId: string, patch: Partial<Omit<Job, "$typeName">>) {
-      const job = jobs.get(jobId);
+    /** Stores builds with their jobs as testing.ts seeds them; see SeedBuild. */
+    seedBuild: (init: SeedBuild) => memory.seedBuild(init),
+    /** Announces a job as it is stored now (job_state_changed). */
+    announce: (jobId: string) => memory.announce(jobId),
+    /** The job as the builds service stores it. */
+    async job(jobId: string): Promise<Job> {
+      const job = await memory.repos.builds.findJob(jobId);
       if (!job) throw new Error(`no job ${jobId}`);
-      jobs.set(jobId, Object.assign(clone(JobSchema, job), patch));
+      return job;
     },
-    job(jobId: string): Job {
-      const job = jobs.get(jobId);
-      if (!job) throw new Error(`no job ${jobId}`);
-      return clone(JobSchema, job);
+    /** Changes a job in `from` behind the service's back (nobody is told); throws when it is not in `from`. */
+    async change(jobId: string, from: Job["state"], update: JobUpdate): Promise<Job> {
+      const job = await memory.repos.builds.updateJob(jobId, from, update);
+      if (!job) throw new Error(`job ${jobId} is not ${from}`);
+      return job;
+    },
+    /** Removes a job in `state` behind the service's back; throws when it is not in that state. */
+    async remove(jobId: string, state: Job["state"]) {
+      if (!(await memory.repos.builds.deleteJob(jobId, state))) throw new Error(`job ${jobId} is not ${state}`);
     },
   };
 
-  const enter = async (method: BuildsMethod, req: unknown) => {
-    calls.push({ method, req });
-    for (let turns = fake.jitter(); turns > 0; turns--) await new Promise((r) => setImmediate(r));
+  const interceptor: Interceptor = (next) => async (req) => {
+    const method = req.method.localName as BuildsMethod;
+    calls.push({ method, req: req.stream ? undefined : req.message });
+    for (let turns = builds.jitter(); turns > 0; turns--) await new Promise((r) => setImmediate(r));
     const err = failures.get(method)?.shift();
     if (err) throw err;
+    return next(req);
   };
-  const find = (jobId: string | undefined): Job => {
-    const job = jobs.get(jobId ?? "");
-    if (!job) throw notFoundJob();
-    return job;
-  };
-  const save = (job: Job): Job => {
-    control.put(job, true);
-    return clone(JobSchema, job);
-  };
-
-  const client: BuildsClient = {
-    async getJob(req) {
-      await enter("getJob", req);
-      return create(GetJobResponseSchema, { job: clone(JobSchema, find(req.jobId)) });
-    },
-    async assignJob(req) {
-      await enter("assignJob", req);
-      const job = find(req.jobId);
-      if (job.type !== "script")
-        throw new ConnectError(`a ${job.type} job cannot be assigned`, Code.FailedPrecondition);
-      if (job.state !== "scheduled") throw refusal(job, "assigned to an agent", `a job in state "scheduled"`);
-      const next = clone(JobSchema, job);
-      next.state = "assigned";
-      next.agent = create(JobAgentSchema, req.agent ?? {});
-      return create(AssignJobResponseSchema, { job: save(next) });
-    },
-    async acceptJob(req) {
-      await enter("acceptJob", req);
-      const job = find(req.jobId);
-      if (job.agent?.id !== req.agentId) {
-        throw new ConnectError("The job is not assigned to this agent", Code.FailedPrecondition);
-      }
-      const env = { BUILDKITE_JOB_ID: job.id, BUILDKITE_BUILD_ID: job.buildId };
-      if (job.state === "accepted") return create(AcceptJobResponseSchema, { job: clone(JobSchema, job), env });
-      if (job.state !== "assigned") throw refusal(job, "accepted", `a job in state "assigned"`);
-      const next = clone(JobSchema, job);
-      next.state = "accepted";
-      return create(AcceptJobResponseSchema, { job: save(next), env });
-    },
-    async transitionJob(req) {
-      await enter("transitionJob", req);
-      const job = find(req.jobId);
-      if (req.agentId && job.agent?.id !== req.agentId) {
-        throw new ConnectError("The job is not assigned to this agent", Code.FailedPrecondition);
-      }
-      const next = clone(JobSchema, job);
-      switch (req.event) {
-        case JobEventType.UNASSIGN:
-          if (job.state !== "assigned") throw refusal(job, "unassigned", `a job in state "assigned"`);
-          next.state = "scheduled";
-          next.agent = undefined;
-          break;
-        case JobEventType.START:
-          if (job.state !== "accepted") throw refusal(job, "started", `a job in state "accepted"`);
-          next.state = "running";
-          break;
-        case JobEventType.FINISH: {
-          const exitStatus = req.exitStatus ?? 0;
-          const to: Record<string, string> = {
-            running: exitStatus === 0 ? "passed" : "failed",
-            canceling: "canceled",
-            timing_out: "timed_out",
-          };
-          const state = to[job.state];
-          if (!state) throw refusal(job, "finished", `a job in state "running", "canceling" or "timing_out"`);
-          Object.assign(next, {
-            state,
-            exitStatus,
-            signal: req.signal ?? "",
-            signalReason: req.signalReason ?? "",
-            finishedAt: req.at ? create(TimestampSchema, req.at) : timestampFromDate(new Date()),
-          });
-          break;
-        }
-        case JobEventType.CANCEL:
-          if (["pending", "waiting", "scheduled", "assigned", "blocked", "limiting", "limited"].includes(job.state)) {
-            next.state = "canceled";
-          } else if (job.state === "accepted" || job.state === "running") {
-            next.state = "canceling";
-          } else {
-            throw refusal(job, "canceled", "an unfinished job");
-          }
-          break;
-        default:
-          throw new ConnectError("event is required", Code.InvalidArgument);
-      }
-      return create(TransitionJobResponseSchema, { job: save(next) });
-    },
-    async listDispatchableJobs(req) {
-      await enter("listDispatchableJobs", req);
-      const limit = req.limit && req.limit > 0 ? req.limit : 1000;
-      const jobsList =
-        fake.listOverride ??
-        [...jobs.values()]
-          .filter((j) => j.state === "scheduled" && j.type === "script")
-          .map((j) =>
-            create(DispatchableJobSchema, {
-              id: j.id,
-              organizationId: j.organizationId,
-              clusterId: j.clusterId,
-              agentQueryRules: j.agentQueryRules,
-              priority: j.priority,
-              ...(j.runnableAt ? { runnableAt: j.runnableAt } : {}),
-            }),
-          );
-      return create(ListDispatchableJobsResponseSchema, { jobs: jobsList.slice(0, limit) });
-    },
-    async countQueueJobs(req) {
-      await enter("countQueueJobs", req);
-      return create(CountQueueJobsResponseSchema, { queues: queueCounts.get(req.organizationId ?? "") ?? [] });
-    },
-  };
-  // The tests set `jitter` and `listOverride` on the returned object: the methods read them from there.
-  const fake = Object.assign(client, control);
-  return fake;
+  const transport = createRouterTransport(({ service }) => service(BuildsService, memory.service), {
+    transport: { interceptors: [interceptor] },
+  });
+  const client: BuildsClient = createClient(BuildsService, transport);
+  // The tests set `jitter` on the returned object: the interceptor reads it from there.
+  const builds = Object.assign(client, control);
+  return builds;
 }
-
-export type FakeBuilds = ReturnType<typeof createFakeBuilds>;
 
 /** An EventPublisher that records every (subject, value). */
 export function createEventRecorder() {
@@ -296,6 +175,15 @@ export function seeded(seed: number): () => number {
   };
 }
 
+/** What a trigger step's job holds instead of a command (a trigger job is scheduled, but no agent runs it). */
+const TRIGGER_JOB: Partial<Job> = {
+  type: "trigger",
+  command: null,
+  queue: null,
+  step: { type: "trigger", label: "deploy", pipeline: "deploy", async: true },
+  trigger: { pipeline: "deploy", async: true, build: {} },
+};
+
 /**
  * One agents service (and, with `replica()`, more processes over the same stores) with an organization, a cluster
  * and a registration token of that cluster.
@@ -303,7 +191,6 @@ export function seeded(seed: number): () => number {
 export async function setup() {
   const agentsRepo = createMemoryAgentRepository();
   const clustersRepo = createMemoryClusterRepository();
-  const builds = createFakeBuilds();
   const events = createEventRecorder();
   const clock = {
     t: T0,
@@ -312,6 +199,7 @@ export async function setup() {
       clock.t += ms;
     },
   };
+  const builds = createBuilds(clock.now);
 
   /** One process of the agents service; job changes reach each process's hints as main.ts wires them. */
   const replica = () => {
@@ -357,42 +245,51 @@ export async function setup() {
     (await client.getAgent({ organizationId, id })).agent;
 
   /**
-   * A scheduled script job of the home organization and cluster, announced to the hints (unless `announce` is
-   * false); `runnableAt` is milliseconds after T0.
+   * A build of the home organization and cluster (or another) with `jobs`, each a scheduled script job unless it
+   * says otherwise; its scheduled jobs are announced to the hints unless `announce` is false. The jobs' ids.
    */
-  const job = (
+  const seed = async (
+    jobs: Array<Partial<Job>>,
+    where: { orgId?: string; clusterId?: string } = {},
+    announce = true,
+  ): Promise<string[]> => {
+    const seeded = await builds.seedBuild({
+      organizationId: where.orgId ?? home.orgId,
+      clusterId: (where.clusterId ?? home.clusterId) || null,
+      jobs,
+      announce,
+    });
+    return seeded.jobs.map((j) => j.id);
+  };
+
+  /**
+   * A scheduled script job (or trigger job) of the home organization and cluster, in a build of its own, announced
+   * to the hints unless `announce` is false; `runnableAt` is milliseconds after T0.
+   */
+  const job = async (
     init: {
-      id?: string;
       orgId?: string;
       clusterId?: string;
       rules?: string[];
       priority?: number;
       runnableAt?: number;
-      type?: string;
+      type?: "script" | "trigger";
     } = {},
     announce = true,
-  ): string => {
-    const id = init.id ?? newId();
-    builds.put(
-      create(JobSchema, {
-        id,
-        buildId: `build-of-${id}`,
-        type: init.type ?? "script",
-        state: "scheduled",
-        organizationId: init.orgId ?? home.orgId,
-        clusterId: init.clusterId ?? home.clusterId,
-        agentQueryRules: init.rules ?? [],
-        priority: init.priority ?? 0,
-        runnableAt: timestampFromDate(new Date(T0 + (init.runnableAt ?? 0))),
-      }),
-      announce,
-    );
-    return id;
+  ): Promise<string> => {
+    const fields: Partial<Job> = {
+      agentQueryRules: init.rules ?? [],
+      priority: init.priority ?? 0,
+      runnableAt: new Date(T0 + (init.runnableAt ?? 0)),
+      ...(init.type === "trigger" ? TRIGGER_JOB : {}),
+    };
+    const [id] = await seed([fields], init, announce);
+    return id ?? "";
   };
 
   /** A new job that an agent is offered on its ping and accepts; returns the job id and token. */
   const takeJob = async (agentId: string) => {
-    const jobId = job({ priority: 1000 });
+    const jobId = await job({ priority: 1000 });
     const offered = await client.pingAgent({ agentId });
     if (offered.jobId !== jobId) throw new Error(`offered ${offered.jobId || "nothing"}, not ${jobId}`);
     const accepted = await client.acceptJob({ agentId, jobId });
@@ -415,6 +312,7 @@ export async function setup() {
     register,
     agent,
     getAgent,
+    seed,
     job,
     takeJob,
     authenticate,
@@ -423,9 +321,9 @@ export async function setup() {
 
 export type World = Awaited<ReturnType<typeof setup>>;
 
-/** The job's state and agent in the fake builds service. */
-export const held = (builds: FakeBuilds, jobId: string) => {
-  const job = builds.job(jobId);
+/** The job's state and agent in the builds service. */
+export const held = async (s: World, jobId: string) => {
+  const job = await s.builds.job(jobId);
   return { state: job.state, agent: job.agent?.id ?? "" };
 };
 

@@ -1,9 +1,7 @@
 // The agents service's event subscriptions over a fake NATS connection whose subscriptions the tests feed or break:
 // a break means events may have been missed, and what they keep current must not be trusted any longer.
-import { create } from "@bufbuild/protobuf";
 import { Code } from "@connectrpc/connect";
 import { AgentChangedSchema } from "@conveyor/proto/agents";
-import { DispatchableJobSchema } from "@conveyor/proto/builds";
 import { encodeEvent, type NatsHandle, newId, SUBJECTS } from "@conveyor/runtime";
 import { TRUNCATED_REFRESH_SKIPS } from "../dispatch/hints-refresh.js";
 import { failure, logger, setup } from "../test-support.js";
@@ -104,9 +102,12 @@ describe("the agents service's event subscriptions", () => {
     const fake = fakeNats();
     const stop = followEvents(fake.nats, s.domain, logger);
     try {
-      // A list cut at its limit: the refreshes after it are skipped, since events keep the hints current.
-      s.builds.listOverride = Array.from({ length: 1000 }, () =>
-        create(DispatchableJobSchema, { id: newId(), organizationId: newId(), clusterId: "" }),
+      // A list cut at its limit (a thousand jobs wait, of another organization): the refreshes after it are
+      // skipped, since events keep the hints current.
+      await s.seed(
+        Array.from({ length: 1001 }, () => ({})),
+        { orgId: newId(), clusterId: "" },
+        false,
       );
       await s.domain.refreshHints();
       await s.domain.refreshHints();

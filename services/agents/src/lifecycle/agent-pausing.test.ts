@@ -19,7 +19,7 @@ describe("pausing agents", () => {
   it("pauses an agent with a note, a timeout and who paused it: its pings say pause and take no job", async () => {
     const s = await setup();
     const a = await s.agent();
-    const jobId = s.job();
+    const jobId = await s.job();
     const { agent } = await s.client.pauseAgent({
       organizationId: s.orgId,
       id: a.id,
@@ -35,7 +35,7 @@ describe("pausing agents", () => {
       jobId: "",
       message: "Paused: disk full",
     });
-    expect(held(s.builds, jobId)).toEqual({ state: "scheduled", agent: "" });
+    expect(await held(s, jobId)).toEqual({ state: "scheduled", agent: "" });
     const changed = s.events.on(SUBJECTS.agents.agentChanged).at(-1)?.agent as { id: string; paused: boolean };
     expect(changed).toMatchObject({ id: a.id, paused: true });
   });
@@ -44,7 +44,7 @@ describe("pausing agents", () => {
     const s = await setup();
     const a = await s.agent();
     await s.client.pauseAgent({ organizationId: s.orgId, id: a.id, note: "" });
-    const jobId = s.job();
+    const jobId = await s.job();
     expect((await s.client.pingAgent({ agentId: a.id })).action).toBe("pause");
     const { agent } = await s.client.resumeAgent({ organizationId: s.orgId, id: a.id });
     expect(agent).toMatchObject({ paused: false, pausedNote: "" });
@@ -74,7 +74,7 @@ describe("pausing agents", () => {
     const a = await s.agent();
     const { agent } = await s.client.pauseAgent({ organizationId: s.orgId, id: a.id });
     expect(agent?.pausedTimeoutInMinutes).toBe(5);
-    const jobId = s.job();
+    const jobId = await s.job();
     s.clock.advance(5 * MINUTE - 1);
     expect((await s.client.pingAgent({ agentId: a.id })).action).toBe("pause");
     s.clock.advance(1);
@@ -145,12 +145,12 @@ describe("pausing agents", () => {
     const { agent } = await s.client.pauseAgent({ organizationId: s.orgId, id: a.id, note: "from the job" });
     expect(agent?.pausedBy).toBeUndefined();
     expect(agent?.currentJobId).toBe(jobId);
-    expect(s.builds.job(jobId).state).toBe("running");
+    expect((await s.builds.job(jobId)).state).toBe("running");
     await s.client.finishJob({ agentId: a.id, jobId, exitStatus: 0 });
-    expect(s.builds.job(jobId).state).toBe("passed");
-    const next = s.job();
+    expect((await s.builds.job(jobId)).state).toBe("passed");
+    const next = await s.job();
     expect((await s.client.pingAgent({ agentId: a.id })).action).toBe("pause");
-    expect(held(s.builds, next)).toEqual({ state: "scheduled", agent: "" });
+    expect(await held(s, next)).toEqual({ state: "scheduled", agent: "" });
     expect(s.builds.transitions().filter((t) => t.event === JobEventType.CANCEL)).toEqual([]);
   });
 

@@ -19,12 +19,12 @@ describe("the lost-agent sweep beside other replicas", () => {
     // it, so the job is never ended twice.
     s.clock.advance(CONFIG.lostAfterMs - 1);
     expect(await s.domain.sweepLost()).toBe(0);
-    expect(held(s.builds, jobId).state).toBe("running");
+    expect((await held(s, jobId)).state).toBe("running");
 
     // A window after the loss, the job is ended by whichever replica sweeps.
     s.clock.advance(2);
     expect(await s.domain.sweepLost()).toBe(1);
-    expect(s.builds.job(jobId)).toMatchObject({ state: "failed", exitStatus: -1, signalReason: "agent_lost" });
+    expect(await s.builds.job(jobId)).toMatchObject({ state: "failed", exitStatus: -1, signalReason: "agent_lost" });
     expect(await s.domain.sweepLost()).toBe(0);
   });
 });
