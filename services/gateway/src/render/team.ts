@@ -1,59 +1,26 @@
 import type { Timestamp } from "@bufbuild/protobuf/wkt";
-import {
-  PipelineAccessLevel,
-  SuiteAccessLevel,
-  type TeamMember,
-  TeamMemberRole,
-  type TeamPipeline,
-  type TeamSuite,
-} from "@conveyor/proto/identity";
-import { isoTime } from "@conveyor/runtime";
+import type { TeamMember, TeamPipeline, TeamSuite } from "@conveyor/proto/identity";
+import { isoTime, PIPELINE_ACCESS_LEVELS, SUITE_ACCESS_LEVELS, TEAM_MEMBER_ROLES } from "@conveyor/runtime";
 import { type Static, Type } from "@sinclair/typebox";
 import { NullableTimestamp, Str, Timestamp as Time } from "./schemas.js";
 import type { Urls } from "./urls.js";
 
-const ROLE_NAMES: Record<TeamMemberRole, string> = {
-  [TeamMemberRole.UNSPECIFIED]: "",
-  [TeamMemberRole.MEMBER]: "member",
-  [TeamMemberRole.MAINTAINER]: "maintainer",
-};
-const LEVEL_NAMES: Record<PipelineAccessLevel, string> = {
-  [PipelineAccessLevel.UNSPECIFIED]: "",
-  [PipelineAccessLevel.READ_ONLY]: "read_only",
-  [PipelineAccessLevel.BUILD_AND_READ]: "build_and_read",
-  [PipelineAccessLevel.MANAGE_BUILD_AND_READ]: "manage_build_and_read",
-};
-const SUITE_LEVEL_NAMES: Record<SuiteAccessLevel, string> = {
-  [SuiteAccessLevel.UNSPECIFIED]: "",
-  [SuiteAccessLevel.READ]: "read",
-  [SuiteAccessLevel.EDIT]: "edit",
-};
-
 /** The names a REST body may give for an enum, in words ("a, b or c"), for its schema's description. */
-function inWords(names: Record<number, string>): string {
-  const all = Object.values(names).filter((name) => name !== "");
-  return all.length < 2 ? all.join("") : `${all.slice(0, -1).join(", ")} or ${all.at(-1)}`;
+function inWords(names: readonly string[]): string {
+  return names.length < 2 ? names.join("") : `${names.slice(0, -1).join(", ")} or ${names.at(-1)}`;
 }
 /** "member or maintainer". */
-export const TEAM_ROLES_IN_WORDS = inWords(ROLE_NAMES);
+export const TEAM_ROLES_IN_WORDS = inWords(TEAM_MEMBER_ROLES.names);
 /** "read_only, build_and_read or manage_build_and_read". */
-export const PIPELINE_LEVELS_IN_WORDS = inWords(LEVEL_NAMES);
+export const PIPELINE_LEVELS_IN_WORDS = inWords(PIPELINE_ACCESS_LEVELS.names);
 
-/** The enum value named by a REST string, or UNSPECIFIED (which identity refuses with its reason). */
-function parseName<E extends number>(names: Record<E, string>, value: unknown, unspecified: E): E {
-  for (const [k, name] of Object.entries(names) as Array<[string, string]>) {
-    if (name !== "" && name === value) return Number(k) as E;
-  }
-  return unspecified;
-}
-
-/** A team member role from the REST body ("member" or "maintainer"). */
-export const teamRoleOf = (value: unknown) => parseName(ROLE_NAMES, value, TeamMemberRole.UNSPECIFIED);
-/** A pipeline access level from the REST body ("read_only", "build_and_read" or "manage_build_and_read"). */
-export const pipelineLevelOf = (value: unknown) => parseName(LEVEL_NAMES, value, PipelineAccessLevel.UNSPECIFIED);
+/** A team member role from the REST body ("member" or "maintainer"), or UNSPECIFIED, which identity refuses. */
+export const teamRoleOf = (value: unknown) => TEAM_MEMBER_ROLES.valueOf(value);
+/** A pipeline access level from the REST body, or UNSPECIFIED, which identity refuses. */
+export const pipelineLevelOf = (value: unknown) => PIPELINE_ACCESS_LEVELS.valueOf(value);
 /** Suite access levels from the REST body (an array of "read" and "edit"); anything but an array is none. */
 export const suiteLevelsOf = (value: unknown) =>
-  Array.isArray(value) ? value.map((v) => parseName(SUITE_LEVEL_NAMES, v, SuiteAccessLevel.UNSPECIFIED)) : [];
+  Array.isArray(value) ? value.map((v) => SUITE_ACCESS_LEVELS.valueOf(v)) : [];
 
 /** A timestamp go-buildkite decodes into a non-pointer field: identity always sets it, so a missing one is a bug. */
 function requiredTime(ts: Timestamp | undefined): string {
@@ -67,7 +34,7 @@ export function renderTeamMember(m: TeamMember): TeamMemberBody {
   return {
     user_id: m.user?.id ?? "",
     user_name: m.user?.name ?? "",
-    role: ROLE_NAMES[m.role],
+    role: TEAM_MEMBER_ROLES.nameOf(m.role) ?? "",
     created_at: requiredTime(m.createdAt),
   };
 }
@@ -80,7 +47,7 @@ export function renderTeamPipeline(l: TeamPipeline, urls: Urls, orgSlug: string)
   return {
     pipeline_id: l.pipelineId,
     pipeline_url: urls.api(`organizations/${orgSlug}/pipelines/${l.pipelineId}`),
-    access_level: LEVEL_NAMES[l.accessLevel],
+    access_level: PIPELINE_ACCESS_LEVELS.nameOf(l.accessLevel) ?? "",
     created_at: isoTime(l.createdAt),
   };
 }
@@ -98,7 +65,7 @@ export function renderTeamSuite(l: TeamSuite, urls: Urls, orgSlug: string): Team
   return {
     suite_id: l.suiteId,
     suite_url: urls.api(`analytics/organizations/${orgSlug}/suites/${l.suiteId}`),
-    access_level: l.accessLevels.map((level) => SUITE_LEVEL_NAMES[level]),
+    access_level: l.accessLevels.map((level) => SUITE_ACCESS_LEVELS.nameOf(level) ?? ""),
     created_at: isoTime(l.createdAt),
   };
 }
