@@ -16,7 +16,8 @@ export type AgentCredential = AuthenticateAgentCredentialResponse;
 /** The credential kinds a route of the agent API accepts, by name. */
 export type CredentialKindName = "registration" | "agent" | "job";
 
-const KIND_NAMES: Record<CredentialKind, CredentialKindName | undefined> = {
+/** The name of each credential kind, as routes declare it and `GET /v3/token` answers it. */
+export const KIND_NAMES: Record<CredentialKind, CredentialKindName | undefined> = {
   [CredentialKind.UNSPECIFIED]: undefined,
   [CredentialKind.REGISTRATION]: "registration",
   [CredentialKind.AGENT]: "agent",

@@ -6,7 +6,7 @@ import { Int, NullableTimestamp, Str } from "../render/schemas.js";
 import { responses, typed } from "../route-declarations/declare.js";
 import { MAX_INT32, text } from "../route-declarations/params.js";
 import type { AgentApiDeps } from "./agent-api.js";
-import { credentialOf } from "./agent-credentials.js";
+import { credentialOf, KIND_NAMES } from "./agent-credentials.js";
 
 /** The body of `POST /v3/register` (docs/compatibility.md#agent-endpoints); unknown keys are ignored, as the agent adds some. */
 const RegisterBody = Type.Object({
@@ -234,15 +234,10 @@ export function agentRoutes(app: FastifyInstance, deps: AgentApiDeps): void {
               .then((r) => r.cluster)
           : undefined,
       ]);
-      const kind = {
-        [CredentialKind.REGISTRATION]: "registration",
-        [CredentialKind.AGENT]: "agent",
-        [CredentialKind.JOB]: "job",
-      };
       return {
         uuid: credential.kind === CredentialKind.JOB ? credential.jobId : credential.tokenId,
         description: "",
-        token_type: kind[credential.kind as keyof typeof kind] ?? "",
+        token_type: KIND_NAMES[credential.kind] ?? "",
         organization_slug: organization?.slug ?? "",
         organization_uuid: credential.organizationId,
         cluster_uuid: credential.clusterId,
