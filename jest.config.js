@@ -22,7 +22,8 @@ const transform = {
  * Imports as written for Node's ESM resolution resolve to the TypeScript sources: `./x.js` to `./x.ts`,
  * `@conveyor/proto/<name>` to proto/src/<name>.ts, `@conveyor/builds/testing` (the builds service in memory, for
  * other services' unit tests) to services/builds/src/testing.ts, `@conveyor/deploy` and every `@conveyor/<package>`
- * of packages/ to their src/index.ts. (test/setup/global-setup.ts maps the same way for Jest's global setup.)
+ * of packages/ to their src/index.ts. (test/setup/global-setup.ts maps the packages' imports the same way for Jest's
+ * global setup, which imports no testing entry.)
  */
 const moduleNameMapper = {
   "^(\\.{1,2}/.*)\\.js$": "$1",
