@@ -48,6 +48,16 @@ export function registerAuthentication(scope: FastifyInstance, cache: PrincipalC
   });
 }
 
+/**
+ * The caller as the services record who did something (the creator of a build or a pipeline, who retried or
+ * unblocked a job, who paused an agent): its user's id, name, email, avatar and creation time; undefined without one.
+ */
+export function callerOf(request: FastifyRequest) {
+  const user = request.principal?.user;
+  if (!user) return undefined;
+  return { id: user.id, name: user.name, email: user.email, avatarUrl: user.avatarUrl, createdAt: user.createdAt };
+}
+
 /** The caller's access to an organization by slug; anything the caller cannot reach is 404, never a hint it exists. */
 export function organizationAccess(request: FastifyRequest, slug: string): OrganizationAccess {
   const access = request.principal?.organizations.find((o) => o.organization?.slug === slug);

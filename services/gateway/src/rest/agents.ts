@@ -1,6 +1,6 @@
 import { Type } from "@fastify/type-provider-typebox";
-import type { FastifyInstance, FastifyRequest } from "fastify";
-import { organizationAccess } from "../auth/authenticate.js";
+import type { FastifyInstance } from "fastify";
+import { callerOf, organizationAccess } from "../auth/authenticate.js";
 import { isOrganizationAdmin } from "../auth/pipeline-access.js";
 import { HttpError } from "../errors/http-error.js";
 import { AgentSchema, renderAgent } from "../render/agent.js";
@@ -22,14 +22,6 @@ export const PauseBody = Type.Union([
   Type.Null(),
 ]);
 const tags = ["agents"];
-
-/** The user pausing an agent, as the agent records who paused it. */
-function userOf(request: FastifyRequest) {
-  const user = request.principal?.user;
-  return (
-    user && { id: user.id, name: user.name, email: user.email, avatarUrl: user.avatarUrl, createdAt: user.createdAt }
-  );
-}
 
 /** The REST agent operations: list an organization's connected agents, get one, stop, pause or resume one. */
 export function agentRestRoutes(app: FastifyInstance, deps: RouteDeps): void {
@@ -138,7 +130,7 @@ export function agentRestRoutes(app: FastifyInstance, deps: RouteDeps): void {
         id: request.params.agent,
         note: request.body?.note ?? "",
         timeoutInMinutes: request.body?.timeout_in_minutes,
-        pausedBy: userOf(request),
+        pausedBy: callerOf(request),
       });
       return reply.status(204).send();
     },

@@ -1,12 +1,11 @@
-import type { MessageInitShape } from "@bufbuild/protobuf";
-import type { Build, BuildUserSchema } from "@conveyor/proto/builds";
+import type { Build } from "@conveyor/proto/builds";
 import type { OrganizationAccess } from "@conveyor/proto/identity";
 import type { Pipeline } from "@conveyor/proto/pipelines";
 import { contentVersion } from "@conveyor/runtime";
 import { Type } from "@fastify/type-provider-typebox";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { inputsOf, pipelineVersion } from "../answer-cache/answer-cache.js";
-import { organizationAccess } from "../auth/authenticate.js";
+import { callerOf, organizationAccess } from "../auth/authenticate.js";
 import type { AccessiblePipelines, PipelineAction } from "../auth/pipeline-access.js";
 import { HttpError } from "../errors/http-error.js";
 import { BuildSchema, renderBuild } from "../render/build.js";
@@ -60,19 +59,6 @@ export const CreateBuildBodySchema = Type.Object({
 const tags = ["builds"];
 
 const NO_BUILD = () => new HttpError(404, "No build found");
-
-/** The requesting user, as builds record their creator (and jobs who retried or unblocked them). */
-export function creatorOf(request: FastifyRequest): MessageInitShape<typeof BuildUserSchema> | undefined {
-  const user = request.principal?.user;
-  if (!user) return undefined;
-  return {
-    id: user.id,
-    name: user.name,
-    email: user.email,
-    avatarUrl: user.avatarUrl,
-    createdAt: user.createdAt,
-  };
-}
 
 /**
  * The builds routes: the three lists (all organizations, one organization, one pipeline), get, create, cancel and
@@ -310,7 +296,7 @@ export function buildRoutes(app: FastifyInstance, deps: RouteDeps): void {
       const access = organizationAccess(request, request.params.org);
       const body = request.body ?? {};
       const pipeline = await pipelineOf(request, access, "build");
-      const creator = creatorOf(request);
+      const creator = callerOf(request);
       const author =
         body.author && (body.author.name || body.author.email)
           ? { name: body.author.name ?? "", email: body.author.email ?? "" }
@@ -380,7 +366,7 @@ export function buildRoutes(app: FastifyInstance, deps: RouteDeps): void {
         pipeline: pipeline.pipeline,
         organizationSlug: access.organization?.slug ?? "",
         number,
-        creator: creatorOf(request),
+        creator: callerOf(request),
       });
       return renderOne(res.build, access, pipeline, "single");
     },

@@ -3,14 +3,13 @@ import type { OrganizationAccess } from "@conveyor/proto/identity";
 import type { Pipeline } from "@conveyor/proto/pipelines";
 import { Type } from "@fastify/type-provider-typebox";
 import type { FastifyInstance, FastifyRequest } from "fastify";
-import { organizationAccess } from "../auth/authenticate.js";
+import { callerOf, organizationAccess } from "../auth/authenticate.js";
 import { HttpError } from "../errors/http-error.js";
 import { buildApiUrl } from "../render/build.js";
 import { JobSchema, renderJob } from "../render/job.js";
 import { StringMap } from "../render/schemas.js";
 import { responses, typed } from "../route-declarations/declare.js";
 import { BOUNDS, JobParams, text } from "../route-declarations/params.js";
-import { creatorOf } from "./builds.js";
 import type { RouteDeps } from "./route-deps.js";
 
 /** The most values one field may carry. */
@@ -84,7 +83,7 @@ export function jobRoutes(app: FastifyInstance, deps: RouteDeps): void {
         pipelineId: pipeline.id,
         number,
         jobId: request.params.job,
-        user: creatorOf(request),
+        user: callerOf(request),
       });
       return render(res.job, access, pipeline, number);
     },
@@ -120,7 +119,7 @@ export function jobRoutes(app: FastifyInstance, deps: RouteDeps): void {
         pipelineId: pipeline.id,
         number,
         jobId: request.params.job,
-        user: creatorOf(request),
+        user: callerOf(request),
         fields,
         callerTeams: teams.flatMap((team) => [team.id, team.slug]),
         readOnly: !canBuild,

@@ -2,7 +2,7 @@ import type { OrganizationAccess } from "@conveyor/proto/identity";
 import { ArchiveFilter, type Pipeline } from "@conveyor/proto/pipelines";
 import { Type } from "@fastify/type-provider-typebox";
 import type { FastifyInstance, FastifyRequest } from "fastify";
-import { organizationAccess } from "../auth/authenticate.js";
+import { callerOf, organizationAccess } from "../auth/authenticate.js";
 import { isOrganizationAdmin } from "../auth/pipeline-access.js";
 import { HttpError } from "../errors/http-error.js";
 import { PipelineSchema, type PipelineView, renderPipeline } from "../render/pipeline.js";
@@ -159,18 +159,11 @@ export function pipelineRoutes(app: FastifyInstance, deps: RouteDeps): void {
     },
     async (request, reply) => {
       const access = organizationAccess(request, request.params.org);
-      const user = request.principal?.user;
       const teams = bodyTeams(request.body ?? {});
       await checkTeams(request, access, teams);
       const res = await clients.pipelines.createPipeline({
         organizationId: access.organization?.id ?? "",
-        creator: user && {
-          id: user.id,
-          name: user.name,
-          email: user.email,
-          avatarUrl: user.avatarUrl,
-          createdAt: user.createdAt,
-        },
+        creator: callerOf(request),
         attributes: bodyToAttributes(request.body ?? {}),
         teams,
         teamsEnabled: access.organization?.teamsEnabled ?? false,
