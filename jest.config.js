@@ -10,7 +10,7 @@ const swc = (syntax) => [
  * Dependencies that ship only ES modules (Node's require(esm) loads them in production, Jest's module system does
  * not): cookie@2, used by Fastify's inject().
  */
-const ESM_ONLY_DEPENDENCIES = ["cookie"];
+const ESM_ONLY_DEPENDENCIES = ["cookie", "ansi_up"];
 
 /** @type {import('jest').Config['transform']} */
 const transform = {

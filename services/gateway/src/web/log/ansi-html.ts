@@ -1,0 +1,27 @@
+import { AnsiUp } from "ansi_up";
+import type { AnsiToHtml } from "./log-html.js";
+
+/**
+ * A fresh ANSI-to-HTML converter for one log, over ansi_up: the 16 colours, bold, faint, italic and underline as
+ * classes (styled by the pages' stylesheet), 256 and 24-bit colours as inline colours, every other character
+ * escaped, and OSC 8 hyperlinks only for http and https URLs (ansi_up's allow-list; anything else is shown as text).
+ */
+export function createAnsiToHtml(): AnsiToHtml {
+  const up = new AnsiUp();
+  up.use_classes = true;
+  up.escape_html = true;
+  up.url_allowlist = { http: 1, https: 1 };
+  return { toHtml: (text) => up.ansi_to_html(unlinkOtherSchemes(text)) };
+}
+
+/** An OSC 8 hyperlink: its parameters, its URL, the terminator, then its text up to the closing OSC 8. */
+const OSC8 =
+  /\x1b\]8;[^;\x07\x1b]{0,256};([^\x07\x1b]{0,4096})(?:\x07|\x1b\\)([^\x1b]{0,4096})\x1b\]8;;(?:\x07|\x1b\\)/g;
+
+/**
+ * Keeps the text of an OSC 8 link whose URL is not http(s) and drops the link (ansi_up would drop the text too).
+ */
+export function unlinkOtherSchemes(text: string): string {
+  if (!text.includes("\x1b]8;")) return text;
+  return text.replace(OSC8, (whole, url: string, label: string) => (/^https?:\/\//i.test(url) ? whole : label));
+}
