@@ -16,6 +16,7 @@ export function createAnsiToHtml(): AnsiToHtml {
 
 /** An OSC 8 hyperlink: its parameters, its URL, the terminator, then its text up to the closing OSC 8. */
 const OSC8 =
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: terminal escape sequences are what this reads
   /\x1b\]8;[^;\x07\x1b]{0,256};([^\x07\x1b]{0,4096})(?:\x07|\x1b\\)([^\x1b]{0,4096})\x1b\]8;;(?:\x07|\x1b\\)/g;
 
 /**

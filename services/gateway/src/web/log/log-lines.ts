@@ -23,10 +23,13 @@ export interface LogLine {
   expandsPrevious?: boolean;
 }
 
+// biome-ignore lint/suspicious/noControlCharactersInRegex: terminal escape sequences are what this reads
 const APC_TIMESTAMP = /\x1b_bk;t=(\d{1,16})\x07/g;
 /** Any other APC, OSC-less private sequence the agent may add: removed rather than shown as text. */
+// biome-ignore lint/suspicious/noControlCharactersInRegex: terminal escape sequences are what this reads
 const OTHER_APC = /\x1b_[^\x07\x1b]{0,256}(?:\x07|\x1b\\)/g;
 /** ANSI escapes, for reading a line's markers without its styles. */
+// biome-ignore lint/suspicious/noControlCharactersInRegex: terminal escape sequences are what this reads
 const ANSI = /\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])/g;
 
 /** The visible text of a line: its ANSI escapes removed. */
