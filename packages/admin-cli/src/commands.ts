@@ -8,7 +8,7 @@ import {
   TeamPrivacy,
   type TeamsService,
 } from "@conveyor/proto/identity";
-import { type Client, isoTime } from "@conveyor/runtime";
+import { type Client, isoTime, TEAM_MEMBER_ROLES, TEAM_PRIVACIES } from "@conveyor/runtime";
 import { type CliArgs, type FlagTypes, optionalFlag, requireFlag, UsageError } from "./args.js";
 
 /** The clients a command may use; created lazily so a usage error never needs a running stack. */
@@ -125,13 +125,14 @@ export const COMMANDS: Record<string, CommandSpec> = {
     usage: "team create --org SLUG --name NAME [--privacy visible|secret] [--description TEXT]",
     flags: { org: "string", name: "string", privacy: "string", description: "string" },
     async run(args, ctx) {
-      const privacy = optionalFlag(args, "privacy") ?? "visible";
-      if (privacy !== "visible" && privacy !== "secret") throw new UsageError("--privacy must be visible or secret");
+      const privacy = TEAM_PRIVACIES.valueOf(optionalFlag(args, "privacy") ?? "visible");
+      if (privacy === TeamPrivacy.UNSPECIFIED)
+        throw new UsageError(`--privacy must be ${TEAM_PRIVACIES.names.join(" or ")}`);
       const { team: t } = await ctx.teams().createTeam({
         organization: requireFlag(args, "org"),
         name: requireFlag(args, "name"),
         description: optionalFlag(args, "description") ?? "",
-        privacy: privacy === "secret" ? TeamPrivacy.SECRET : TeamPrivacy.VISIBLE,
+        privacy,
       });
       return (
         t && {
@@ -140,7 +141,7 @@ export const COMMANDS: Record<string, CommandSpec> = {
           slug: t.slug,
           name: t.name,
           description: t.description,
-          privacy: t.privacy === TeamPrivacy.SECRET ? "secret" : "visible",
+          privacy: TEAM_PRIVACIES.nameOf(t.privacy),
           created_at: isoTime(t.createdAt),
         }
       );
@@ -151,13 +152,15 @@ export const COMMANDS: Record<string, CommandSpec> = {
     flags: { org: "string", team: "string", user: "string", role: "string" },
     async run(args, ctx) {
       const role = optionalFlag(args, "role") ?? "member";
-      if (role !== "member" && role !== "maintainer") throw new UsageError("--role must be member or maintainer");
+      const value = TEAM_MEMBER_ROLES.valueOf(role);
+      if (value === TeamMemberRole.UNSPECIFIED)
+        throw new UsageError(`--role must be ${TEAM_MEMBER_ROLES.names.join(" or ")}`);
       const organizationId = await resolveOrganizationId(ctx, requireFlag(args, "org"));
       const { member: m } = await ctx.teams().addTeamMember({
         organizationId,
         teamId: requireFlag(args, "team"),
         userId: requireFlag(args, "user"),
-        role: role === "maintainer" ? TeamMemberRole.MAINTAINER : TeamMemberRole.MEMBER,
+        role: value,
       });
       return (
         m && {

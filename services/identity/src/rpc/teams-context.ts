@@ -12,6 +12,7 @@ import {
   notFound,
   PIPELINE_ACCESS_LEVELS,
   permissionDenied,
+  SUITE_ACCESS_LEVELS,
   TEAM_MEMBER_ROLES,
 } from "@conveyor/runtime";
 import { canManageTeam, canSeeTeam } from "../domain/access-policy.js";
@@ -38,9 +39,11 @@ export function validationFailed(reasons: string[]): ConnectError {
 }
 
 // The reasons the team association RPCs give, in the words of Buildkite's answers.
-export const ROLE_PROBLEM = "Role must be member or maintainer";
-export const LEVEL_PROBLEM = "Access level must be read_only, build_and_read or manage_build_and_read";
-export const SUITE_LEVEL_PROBLEM = "Access level must be a list of read and edit";
+/** "a, b or c": how a problem lists a table's names. */
+const oneOf = (names: readonly string[]) => `${names.slice(0, -1).join(", ")} or ${names.at(-1)}`;
+export const ROLE_PROBLEM = `Role must be ${oneOf(TEAM_MEMBER_ROLES.names)}`;
+export const LEVEL_PROBLEM = `Access level must be ${oneOf(PIPELINE_ACCESS_LEVELS.names)}`;
+export const SUITE_LEVEL_PROBLEM = `Access level must be a list of ${SUITE_ACCESS_LEVELS.names.join(" and ")}`;
 export const LAST_MAINTAINER = "a team needs at least one maintainer";
 
 /** The dependencies and lookups every part of the teams service works with; one per service. */
