@@ -1,7 +1,7 @@
 // Shared first steps of `npm start`, `npm test` and `npm run bench`: check Node, install what is missing, build.
 // Plain Node with no dependencies, because node_modules may not exist yet when these run.
 import { spawn } from "node:child_process";
-import { existsSync, statSync } from "node:fs";
+import { existsSync, mkdirSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 
@@ -35,10 +35,14 @@ export function run(command, args, options = {}) {
   });
 }
 
-/** Runs a command, capturing its output; resolves with the exit code and the output. */
-function capture(command, args) {
+/** Runs a command with `env` added to the environment; resolves with the exit code and the output it captured. */
+function capture(command, args, env = {}) {
   return new Promise((resolve) => {
-    const child = spawn(command, args, { cwd: repoRoot, stdio: ["ignore", "pipe", "pipe"] });
+    const child = spawn(command, args, {
+      cwd: repoRoot,
+      stdio: ["ignore", "pipe", "pipe"],
+      env: { ...process.env, ...env },
+    });
     let output = "";
     child.stdout.on("data", (d) => {
       output += d;
@@ -102,4 +106,57 @@ export async function installAndBuild() {
   }
   say(`built in ${((Date.now() - started) / 1000).toFixed(1)} s`);
   return 0;
+}
+
+/** Where the browser suites (test/browser) find Chromium: Debian's package, which `npm test` installs when missing. */
+export const CHROMIUM_PATH = "/usr/bin/chromium";
+
+/**
+ * Where `ensureChromium` records why Chromium could not be installed, so that the browser suites fail with that
+ * reason (test/support/browser.ts) rather than a bare "not found".
+ */
+export const CHROMIUM_INSTALL_FILE = join(repoRoot, ".test-results", "chromium-install.json");
+
+/**
+ * Installs Debian's Chromium with apt-get when it is missing (as root, or through `sudo -n`), once: an installed
+ * browser is used as it is. Resolves with whether it is there and, when not, why. The browser suites then fail with
+ * that reason; they are never skipped silently.
+ * @returns {Promise<{ok: boolean, reason?: string}>}
+ */
+export async function ensureChromium() {
+  rmSync(CHROMIUM_INSTALL_FILE, { force: true });
+  if (existsSync(CHROMIUM_PATH)) return { ok: true };
+  const failed = (reason) => {
+    mkdirSync(dirname(CHROMIUM_INSTALL_FILE), { recursive: true });
+    writeFileSync(CHROMIUM_INSTALL_FILE, `${JSON.stringify({ path: CHROMIUM_PATH, reason })}\n`);
+    say(`Chromium could not be installed, the browser suites will fail: ${reason}`);
+    return { ok: false, reason };
+  };
+  if (process.platform !== "linux" || !existsSync("/usr/bin/apt-get")) {
+    return failed(`${CHROMIUM_PATH} is missing and this is not a system with apt-get to install it`);
+  }
+  const asRoot = process.getuid?.() === 0 ? [] : ["sudo", "-n"];
+  const apt = (...args) => {
+    const [command, ...rest] = [...asRoot, "apt-get", ...args];
+    return capture(command, rest, { DEBIAN_FRONTEND: "noninteractive" });
+  };
+  say(`installing Chromium for the browser suites (${[...asRoot, "apt-get install -y chromium"].join(" ")})…`);
+  const started = Date.now();
+  let install = await apt("install", "-y", "-q", "chromium");
+  if (install.code !== 0) {
+    // A fresh system's package lists may not know the package yet: read them once, then try again.
+    const update = await apt("update", "-q");
+    if (update.code !== 0) return failed(`apt-get update failed (exit ${update.code}): ${lastLines(update.output)}`);
+    install = await apt("install", "-y", "-q", "chromium");
+  }
+  if (install.code !== 0)
+    return failed(`apt-get install chromium failed (exit ${install.code}): ${lastLines(install.output)}`);
+  if (!existsSync(CHROMIUM_PATH)) return failed(`apt-get installed chromium, but ${CHROMIUM_PATH} is not there`);
+  say(`installed Chromium in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+  return { ok: true };
+}
+
+/** The last lines of a command's output, for a one-line reason. */
+function lastLines(output, count = 3) {
+  return output.trim().split("\n").slice(-count).join(" / ");
 }

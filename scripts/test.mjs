@@ -5,9 +5,9 @@
 // .test-results/summary.json gets {passed, failed}: Jest's test counts plus one per check step, and {notRun,
 // notRunTests}: the tests that did not run because their precondition is missing (test/support/not-run.ts), with
 // their reasons; they are never among the passed (scripts/test-summary.mjs).
-import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { bin, installAndBuild, repoRoot, run, say, turboEnv } from "./prepare.mjs";
+import { bin, ensureChromium, installAndBuild, repoRoot, run, say, turboEnv } from "./prepare.mjs";
 import { jestCounts, notRunLines, readNotRun, summarize } from "./test-summary.mjs";
 
 const resultsDir = join(repoRoot, ".test-results");
@@ -79,6 +79,14 @@ async function jestProject(project, label) {
   const seconds = Math.round((Date.now() - started) / 100) / 10;
   say(`── jest ${project}: ${counts.passed} passed, ${counts.failed} failed in ${seconds} s`);
   return { project, code, seconds, ...counts, report };
+}
+
+// The browser suites (test/browser) drive Debian's Chromium, installed here when missing, as the stack's Go tools are
+// built on first use. When it cannot be installed they fail with the reason (test/support/browser.ts reads it).
+const browserDir = join(repoRoot, "test", "browser");
+if (existsSync(browserDir) && readdirSync(browserDir).some((f) => f.endsWith(".browser.test.ts"))) {
+  say("── Chromium for the browser suites (test/browser)");
+  await ensureChromium();
 }
 
 const secretsFile = join(resultsDir, "secrets-in-logs.json");
