@@ -2,6 +2,7 @@
 export const SUBJECTS = {
   identity: {
     tokenRevoked: "ci.identity.token_revoked",
+    sessionEnded: "ci.identity.session_ended",
     membershipChanged: "ci.identity.membership_changed",
     organizationCreated: "ci.identity.organization_created",
     userCreated: "ci.identity.user_created",
