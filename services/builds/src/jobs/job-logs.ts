@@ -18,10 +18,16 @@ export interface LogLimits {
 /** The most header times one job may hold, and so one call may record (docs/limits.md). */
 export const MAX_HEADER_TIMES = 10_000;
 
-/** What a streamed log yields: its info first, then its bytes in order. */
+/** What a streamed log yields: its info first, then its bytes in order, each piece with its offset in the log. */
 export type LogPart =
   | { info: { size: number; headerTimes: Record<string, string>; deleted: boolean } }
-  | { data: Buffer };
+  | { data: Buffer; offset: number };
+
+/** Which part of a log to stream: from a byte offset, and at most its last `tailBytes` bytes (0: no limit). */
+export interface LogRange {
+  fromOffset: number;
+  tailBytes: number;
+}
 
 /** Job logs: chunks in, the whole log out in order, deletion; and section header times. */
 export function createJobLogs(ctx: BuildsContext, limits: LogLimits) {
@@ -112,18 +118,35 @@ export function createJobLogs(ctx: BuildsContext, limits: LogLimits) {
       throw new ConnectError("the job's header times kept changing: try again", Code.Aborted);
     },
 
-    /** The log of a job of a build: its info, then its bytes in pieces of at most one chunk. */
-    async *stream(pipelineId: string, number: number, jobId: string): AsyncGenerator<LogPart> {
+    /**
+     * The log of a job of a build: its info, then its bytes in pieces of at most one chunk: the whole log, or the
+     * range asked for (only the chunks holding it are read).
+     */
+    async *stream(
+      pipelineId: string,
+      number: number,
+      jobId: string,
+      range: LogRange = { fromOffset: 0, tailBytes: 0 },
+    ): AsyncGenerator<LogPart> {
+      const problems = [];
+      if (!Number.isSafeInteger(range.fromOffset) || range.fromOffset < 0)
+        problems.push({ field: "from_offset", code: "must be an integer, 0 or more" });
+      if (!Number.isSafeInteger(range.tailBytes) || range.tailBytes < 0)
+        problems.push({ field: "tail_bytes", code: "must be an integer, 0 or more" });
+      if (problems.length > 0) throw invalidFields(problems);
       const job = await jobOfBuild(pipelineId, number, jobId);
       const extent = await logs.extent(job.id);
       yield { info: { size: extent.size, headerTimes: job.headerTimes, deleted: extent.deleted } };
-      let end = 0;
-      for await (const chunk of logs.chunks(job.id)) {
+      const start = range.tailBytes > 0 ? Math.max(range.fromOffset, extent.size - range.tailBytes) : range.fromOffset;
+      // Bytes before `end` are not sent: those before the range, and (should chunks ever overlap, which append
+      // refuses) those already sent.
+      let end = start;
+      for await (const chunk of logs.chunks(job.id, start)) {
+        if (chunk.offset + chunk.size <= end) continue;
         const bytes = gunzipSync(chunk.gzip, { maxOutputLength: Math.max(chunk.size, 1) });
-        // Chunks never overlap (append refuses it); should one ever, its bytes already sent are not sent again.
-        const fresh = chunk.offset < end ? bytes.subarray(Math.min(end - chunk.offset, bytes.length)) : bytes;
+        const skip = Math.max(0, Math.min(end - chunk.offset, bytes.length));
         end = Math.max(end, chunk.offset + chunk.size);
-        if (fresh.length > 0) yield { data: fresh };
+        if (bytes.length > skip) yield { data: bytes.subarray(skip), offset: chunk.offset + skip };
       }
     },
 

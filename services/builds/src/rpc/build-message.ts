@@ -1,9 +1,11 @@
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import { timestampDate } from "@bufbuild/protobuf/wkt";
-import type { BuildSchema, BuildUser, JobAgentSchema, JobSchema } from "@conveyor/proto/builds";
+import type { ManualStep } from "@conveyor/ci-rules";
+import type { BlockFormSchema, BuildSchema, BuildUser, JobAgentSchema, JobSchema } from "@conveyor/proto/builds";
 import { toTimestamp } from "@conveyor/runtime";
 import type { Build, UserSnapshot } from "../domain/build.js";
 import type { AgentSnapshot, Job } from "../domain/job.js";
+import { manualRetryProblem } from "../domain/retries.js";
 
 const user = (u: UserSnapshot | null) =>
   u && { id: u.id, name: u.name, email: u.email, avatarUrl: u.avatarUrl ?? "", createdAt: toTimestamp(u.createdAt) };
@@ -19,6 +21,38 @@ export function agentMessage(a: AgentSnapshot): MessageInitShape<typeof JobAgent
     connectionState: a.connectionState,
     createdAt: toTimestamp(a.createdAt),
     metaData: a.metaData,
+  };
+}
+
+const str = (v: unknown): string => (typeof v === "string" ? v : "");
+
+/** A block or input step's prompt and fields as the BlockForm message (the step keeps fields as parsed YAML). */
+export function blockFormMessage(step: ManualStep): MessageInitShape<typeof BlockFormSchema> {
+  return {
+    prompt: step.prompt ?? "",
+    submit: step.submit ?? "",
+    allowedTeams: step.allowed_teams ?? [],
+    fields: (step.fields ?? []).map((f) => {
+      const select = Object.hasOwn(f, "select");
+      const given = f.default;
+      const defaults = typeof given === "string" ? [given] : Array.isArray(given) ? given.map(str) : [];
+      const options = select && Array.isArray(f.options) ? (f.options as unknown[]) : [];
+      return {
+        key: str(f.key),
+        kind: select ? "select" : "text",
+        label: str(select ? f.select : f.text),
+        hint: str(f.hint),
+        // Fields are required unless they say otherwise (ci-rules' unblockValues).
+        required: f.required !== false,
+        defaultValues: defaults.filter((d) => d !== ""),
+        format: str(f.format),
+        multiple: f.multiple === true,
+        options: options.map((o) => {
+          const option = (o ?? {}) as Record<string, unknown>;
+          return { label: str(option.label) || str(option.value), value: str(option.value) };
+        }),
+      };
+    }),
   };
 }
 
@@ -75,6 +109,8 @@ export function jobMessage(j: Job): MessageInitShape<typeof JobSchema> {
     triggerPipeline: j.trigger?.pipeline ?? "",
     triggerAsync: j.trigger?.async ?? false,
     triggeredBuild: j.triggeredBuild ?? undefined,
+    block: j.step.type === "manual" ? blockFormMessage(j.step) : undefined,
+    manualRetryProblem: manualRetryProblem(j) ?? "",
   };
 }
 

@@ -131,7 +131,8 @@ export function createJobRpcs(
     },
 
     async *streamJobLog(req) {
-      for await (const part of logs.stream(req.pipelineId, req.number, req.jobId)) {
+      const range = { fromOffset: Number(req.fromOffset), tailBytes: Number(req.tailBytes) };
+      for await (const part of logs.stream(req.pipelineId, req.number, req.jobId, range)) {
         if ("info" in part) {
           yield {
             part: {
@@ -140,7 +141,7 @@ export function createJobRpcs(
             },
           };
         } else {
-          yield { part: { case: "data", value: part.data } };
+          yield { part: { case: "data", value: part.data }, offset: BigInt(part.offset) };
         }
       }
     },

@@ -55,6 +55,23 @@ describe.each(implementations)("the JobLogRepository %s", (_name, make) => {
     expect(await logs.extent("j-1")).toEqual({ size: 30, deleted: false });
   });
 
+  it("reads a job's chunks from the one holding an offset on", async () => {
+    const [a, b, c] = [chunk("j-1", 1, 0, 10), chunk("j-1", 2, 10, 15), chunk("j-1", 3, 25, 5)];
+    for (const x of [a, b, c]) await logs.insertChunk(x);
+    const from = async (offset: number) => {
+      const offsets: number[] = [];
+      for await (const x of logs.chunks("j-1", offset)) offsets.push(x.offset);
+      return offsets;
+    };
+    expect(await from(0)).toEqual([0, 10, 25]);
+    expect(await from(9)).toEqual([0, 10, 25]);
+    expect(await from(10)).toEqual([10, 25]);
+    expect(await from(24)).toEqual([10, 25]);
+    expect(await from(29)).toEqual([25]);
+    // Past the end: the last chunk, which holds nothing from there (the reader trims it).
+    expect(await from(1000)).toEqual([25]);
+  });
+
   it("deletes a log, remembering it was deleted, and forgets the logs of jobs that are gone", async () => {
     await logs.insertChunk(chunk("j-1", 1, 0, 10));
     await logs.insertChunk(chunk("j-2", 1, 0, 7));

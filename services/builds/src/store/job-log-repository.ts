@@ -33,8 +33,11 @@ export interface JobLogRepository {
   extent(jobId: string): Promise<LogExtent>;
   /** Whether the log was deleted (one indexed read; extent reads every chunk's size). */
   deleted(jobId: string): Promise<boolean>;
-  /** The chunks in offset order, read a few at a time. */
-  chunks(jobId: string): AsyncIterable<LogChunk>;
+  /**
+   * The chunks in offset order, read a few at a time: all of them, or those from the last one starting at or before
+   * byte `from` on (the one holding it, unless the log has a gap there).
+   */
+  chunks(jobId: string, from?: number): AsyncIterable<LogChunk>;
   /** Removes every chunk and remembers that the log was deleted. */
   delete(jobId: string, at: Date): Promise<void>;
   /** Removes the logs of jobs that are gone (their pipeline was deleted), deletion marks included. */
@@ -118,8 +121,17 @@ export async function createMongoJobLogRepository(db: Db): Promise<JobLogReposit
       return { size: sizes.reduce((sum, c) => sum + c.size, 0), deleted: deletion !== null };
     },
     deleted: async (jobId) => (await deletions.findOne({ _id: jobId })) !== null,
-    async *chunks(jobId) {
-      const cursor = chunks.find({ jobId }).sort({ jobId: 1, offset: 1 }).batchSize(READ_BATCH);
+    async *chunks(jobId, from = 0) {
+      // The chunk holding `from` starts at or before it: the nearest start at or before it (the index answers it).
+      const floor =
+        from > 0
+          ? await chunks.findOne(
+              { jobId, offset: { $lte: from } },
+              { projection: { _id: 0, offset: 1 }, sort: { jobId: 1, offset: -1 } },
+            )
+          : null;
+      const filter = floor ? { jobId, offset: { $gte: floor.offset } } : { jobId };
+      const cursor = chunks.find(filter).sort({ jobId: 1, offset: 1 }).batchSize(READ_BATCH);
       try {
         for await (const doc of cursor) {
           yield {

@@ -37,8 +37,10 @@ export function createMemoryJobLogRepository(): JobLogRepository {
     async deleted(jobId) {
       return deletions.has(jobId);
     },
-    async *chunks(jobId) {
-      for (const chunk of chunksOf(jobId)) yield asStored(chunk);
+    async *chunks(jobId, from = 0) {
+      const chunks = chunksOf(jobId);
+      const floor = chunks.findLast((c) => c.offset <= from)?.offset ?? 0;
+      for (const chunk of chunks) if (chunk.offset >= floor) yield asStored(chunk);
     },
     async delete(jobId, at) {
       if (!deletions.has(jobId)) deletions.set(jobId, at);
