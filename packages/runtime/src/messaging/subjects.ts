@@ -31,3 +31,12 @@ export const SUBJECTS = {
     credentialRevoked: "ci.agents.credential_revoked",
   },
 } as const;
+
+/**
+ * The core NATS subject (outside the events stream's `ci.>`, so JetStream keeps nothing) on which the builds service
+ * announces each stored chunk of a job's log (JobLogChunkStored), for the gateways' live pages
+ * (docs/pages.md#live-updates). A gateway subscribes to a job's subject only while a page of it watches that log.
+ */
+export function jobLogSubject(jobId: string): string {
+  return `live.builds.job_log.${jobId}`;
+}
