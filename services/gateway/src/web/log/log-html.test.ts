@@ -1,6 +1,7 @@
 import { createAnsiToHtml } from "./ansi-html.js";
-import { renderLogHtml } from "./log-html.js";
+import { renderLogHtml, renderLogLine, renderLogStream } from "./log-html.js";
 import { splitLog } from "./log-lines.js";
+import { planOf } from "./log-sections.js";
 
 const render = (log: string, firstLineNumber?: number) =>
   renderLogHtml(splitLog(new TextEncoder().encode(log)), {
@@ -43,5 +44,30 @@ describe("log HTML", () => {
     expect(out).toMatch(/^<details class="g collapsed"><summary><span class="l h" id="L0">/);
     expect(out).toContain('<span class="t"><span class="ansi-green-fg">one</span></span>');
     expect(out).toContain('<details class="g expanded" open><summary>');
+  });
+
+  it("renders a log streamed in batches exactly as the same lines held at once", async () => {
+    const log = "prep\n--- a\n\x1b[31m1\n^^^ +++\n+++ b\n2\x1b[0m\n~~~ c\n3\n--- d\n4\n";
+    const lines = splitLog(new TextEncoder().encode(log));
+    async function* batches() {
+      for (let i = 0; i < lines.length; i += 3) yield lines.slice(i, i + 3);
+    }
+    let streamed = "";
+    for await (const piece of renderLogStream(batches(), planOf(lines), {
+      ansi: createAnsiToHtml(),
+      firstLineNumber: 1,
+    }))
+      streamed += piece;
+    expect(streamed).toBe(render(log, 1));
+    expect(streamed).toContain('<a class="n" href="#L52">10</a>');
+  });
+
+  it("renders one line on its own, with its number when given, escaping its text", () => {
+    const [line] = splitLog(new TextEncoder().encode("<b>x</b>\n"), 42);
+    if (!line) throw new Error("no line");
+    expect(renderLogLine(line, createAnsiToHtml()).value).toBe(
+      '<span class="l" id="L42"><a class="n" href="#L42" aria-label="Link to this line"></a><span class="t">&lt;b&gt;x&lt;/b&gt;</span></span>',
+    );
+    expect(renderLogLine(line, createAnsiToHtml(), 7).value).toContain('<a class="n" href="#L42">7</a>');
   });
 });

@@ -1,4 +1,11 @@
-import { collapseCarriageReturns, plainText, readLine, splitLog } from "./log-lines.js";
+import {
+  collapseCarriageReturns,
+  createLineSplitter,
+  MAX_LINE_BYTES,
+  plainText,
+  readLine,
+  splitLog,
+} from "./log-lines.js";
 import { sectionsOf } from "./log-sections.js";
 
 const bytes = (s: string) => new TextEncoder().encode(s);
@@ -16,6 +23,36 @@ describe("log lines", () => {
     // A piece that starts mid-line (a tail) drops its first, partial line; offsets are the whole log's.
     expect(splitLog(bytes("ei\nvier\n"), 1000, true).map((l) => [l.offset, l.text])).toEqual([[1003, "vier"]]);
     expect(splitLog(bytes(""))).toEqual([]);
+  });
+
+  it("splits a log arriving in pieces exactly as the whole, pieces ending mid-line and mid-character", () => {
+    const log = bytes("prep é\n--- \x1b[32mgrün\x1b[0m\nzwei\r\n\ndrei ✓ end");
+    const whole = splitLog(log, 100);
+    for (const size of [1, 2, 3, 7]) {
+      const splitter = createLineSplitter(100);
+      const lines = [];
+      for (let at = 0; at < log.length; at += size) lines.push(...splitter.push(log.subarray(at, at + size)));
+      lines.push(...splitter.end());
+      expect(lines).toEqual(whole);
+    }
+    expect(whole.map((l) => l.offset)).toEqual([100, 108, 127, 133, 134]);
+  });
+
+  it("cuts a line longer than the limit at a character's boundary, holding no more than the limit", () => {
+    const long = bytes(`${"a".repeat(MAX_LINE_BYTES - 1)}é${"b".repeat(10)}\nnext\n`);
+    const splitter = createLineSplitter();
+    const lines = [
+      ...splitter.push(long.subarray(0, MAX_LINE_BYTES + 5)),
+      ...splitter.push(long.subarray(MAX_LINE_BYTES + 5)),
+    ];
+    expect(splitter.end()).toEqual([]);
+    // The two-byte é would straddle the limit: the first piece stops before it.
+    expect(lines.map((l) => [l.offset, l.text.length])).toEqual([
+      [0, MAX_LINE_BYTES - 1],
+      [MAX_LINE_BYTES - 1, 11],
+      [MAX_LINE_BYTES + 12, 4],
+    ]);
+    expect(lines[1]?.text).toBe(`é${"b".repeat(10)}`);
   });
 
   it("takes the agent's timestamp marks out of the text and keeps the first as the line's time", () => {

@@ -47,14 +47,24 @@ export function collapseCarriageReturns(line: string): string {
 const HEADER = /^(---|\+\+\+|~~~) (.*)$/s;
 const KINDS: Record<string, GroupKind> = { "---": "collapsed", "+++": "expanded", "~~~": "deemphasized" };
 
+/** Any marker a line could start with once its styles are removed: a cheap test before reading it exactly. */
+const MAYBE_MARKER = /(?:---|\+\+\+|~~~|\^\^\^) /;
+
 /** One line's record from its raw text (without its `\n`). */
 export function readLine(raw: string, offset: number): LogLine {
   let at: number | null = null;
-  // Timestamps are read before carriage returns are collapsed: a progress line's time is when it began.
-  for (const m of raw.matchAll(APC_TIMESTAMP)) {
-    at ??= Number(m[1]);
+  let text: string;
+  if (raw.includes("\x1b")) {
+    // Timestamps are read before carriage returns are collapsed: a progress line's time is when it began.
+    APC_TIMESTAMP.lastIndex = 0;
+    const first = APC_TIMESTAMP.exec(raw);
+    if (first) at = Number(first[1]);
+    text = collapseCarriageReturns(raw.replace(APC_TIMESTAMP, "").replace(OTHER_APC, ""));
+  } else {
+    text = collapseCarriageReturns(raw);
   }
-  const text = collapseCarriageReturns(raw.replace(APC_TIMESTAMP, "").replace(OTHER_APC, ""));
+  // Most lines are no marker: the exact reading (styles removed) is only for those that may be one.
+  if (!MAYBE_MARKER.test(text)) return { offset, at, text };
   const plain = plainText(text);
   if (plain.trimEnd() === "^^^ +++") return { offset, at, text, expandsPrevious: true };
   const header = HEADER.exec(plain);
@@ -69,21 +79,95 @@ export function readLine(raw: string, offset: number): LogLine {
 }
 
 /**
+ * The longest line kept whole: a longer one is cut into lines of at most this many bytes (at a character's
+ * boundary), so that reading a log holds at most this much of it however its lines run.
+ */
+export const MAX_LINE_BYTES = 1024 * 1024;
+
+/** Splits a log arriving in pieces into lines, holding only the line not yet ended. */
+export interface LineSplitter {
+  /** The lines the piece ends (a piece may end mid-line, even mid-character: the rest waits for the next). */
+  push(piece: Uint8Array): LogLine[];
+  /** The last line, when the log does not end with `\n` (a running job's log grows). */
+  end(): LogLine[];
+}
+
+/** The length of the longest prefix of `bytes` (at most `max`) that does not end inside a UTF-8 character. */
+function characterBoundary(bytes: Uint8Array, max: number): number {
+  let at = Math.min(max, bytes.length);
+  // Back off continuation bytes (10xxxxxx) to the start of the character they belong to.
+  while (at > 0 && at < bytes.length && ((bytes[at] as number) & 0xc0) === 0x80) at--;
+  return at === 0 ? Math.min(max, bytes.length) : at;
+}
+
+/**
+ * A line splitter for a piece of a log starting at byte `start` of the whole log. With `partialFirst`, the piece
+ * begins mid-line (a tail): its first line is dropped, since its start is not there.
+ */
+export function createLineSplitter(start = 0, partialFirst = false): LineSplitter {
+  const decoder = new TextDecoder("utf-8");
+  let pending: Uint8Array[] = [];
+  let pendingBytes = 0;
+  /** Offset of the first byte of the line not yet ended. */
+  let lineStart = start;
+  let skip = partialFirst;
+  const emit = (out: LogLine[], bytes: Uint8Array) => {
+    if (!skip) out.push(readLine(decoder.decode(bytes), lineStart));
+    skip = false;
+  };
+  const take = () => {
+    const bytes = pending.length === 1 ? (pending[0] as Uint8Array) : Buffer.concat(pending);
+    pending = [];
+    pendingBytes = 0;
+    return bytes;
+  };
+  return {
+    push(piece) {
+      const out: LogLine[] = [];
+      let from = 0;
+      while (from < piece.length) {
+        const nl = piece.indexOf(0x0a, from);
+        if (nl < 0) {
+          pending.push(piece.subarray(from));
+          pendingBytes += piece.length - from;
+          // A line longer than the limit is cut: what is held never grows past it.
+          while (pendingBytes >= MAX_LINE_BYTES) {
+            const bytes = take();
+            const cut = characterBoundary(bytes, MAX_LINE_BYTES);
+            emit(out, bytes.subarray(0, cut));
+            lineStart += cut;
+            if (cut < bytes.length) {
+              pending = [bytes.subarray(cut)];
+              pendingBytes = bytes.length - cut;
+            }
+          }
+          break;
+        }
+        const tail = piece.subarray(from, nl);
+        const bytes = pendingBytes === 0 ? tail : Buffer.concat([...pending, tail]);
+        pending = [];
+        pendingBytes = 0;
+        emit(out, bytes);
+        lineStart += bytes.length + 1;
+        from = nl + 1;
+      }
+      return out;
+    },
+    end() {
+      if (pendingBytes === 0) return [];
+      const out: LogLine[] = [];
+      emit(out, take());
+      return out;
+    },
+  };
+}
+
+/**
  * The lines of a piece of a log starting at byte `start` of the whole log. With `partialFirst`, the piece begins
  * mid-line (a tail): its first line is dropped, since its start is not there. A last line without `\n` is kept (a
  * running job's log grows).
  */
 export function splitLog(bytes: Uint8Array, start = 0, partialFirst = false): LogLine[] {
-  const lines: LogLine[] = [];
-  const decoder = new TextDecoder("utf-8");
-  let from = 0;
-  let skip = partialFirst;
-  while (from < bytes.length) {
-    const nl = bytes.indexOf(0x0a, from);
-    const end = nl < 0 ? bytes.length : nl;
-    if (!skip) lines.push(readLine(decoder.decode(bytes.subarray(from, end)), start + from));
-    skip = false;
-    from = end + 1;
-  }
-  return lines;
+  const splitter = createLineSplitter(start, partialFirst);
+  return [...splitter.push(bytes), ...splitter.end()];
 }
