@@ -1,6 +1,6 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import { fieldErrorsOf } from "@conveyor/runtime";
-import type { FastifyError, FastifyInstance } from "fastify";
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { HttpError } from "./http-error.js";
 
 export interface ErrorReply {
@@ -108,15 +108,22 @@ function connectErrorReply(err: ConnectError): ErrorReply {
   }
 }
 
-/** Installs the error and not-found handlers on the app. */
-export function registerErrorHandling(app: FastifyInstance): void {
+/** How unknown URLs a person's browser asks for are answered with a page instead of JSON (web/error-pages.ts). */
+export interface NotFoundPage {
+  wants(request: FastifyRequest): boolean;
+  send(request: FastifyRequest, reply: FastifyReply): FastifyReply;
+}
+
+/** Installs the error and not-found handlers on the app; with `page`, a browser's unknown URL gets the 404 page. */
+export function registerErrorHandling(app: FastifyInstance, page?: NotFoundPage): void {
   app.setErrorHandler((err, request, reply) => {
     const { status, body } = toErrorReply(err);
     if (status >= 500) request.log.error({ err }, "request failed");
     else request.log.debug({ err: err instanceof Error ? err.message : err, status }, "client error");
     return reply.status(status).type("application/json; charset=utf-8").send(body);
   });
-  app.setNotFoundHandler((_request, reply) => {
+  app.setNotFoundHandler((request, reply) => {
+    if (page?.wants(request)) return page.send(request, reply);
     return reply.status(404).type("application/json; charset=utf-8").send({ message: "Not Found" });
   });
 }
