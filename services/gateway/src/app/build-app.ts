@@ -17,6 +17,8 @@ import type { RateLimiter } from "../rate-limit/rate-limiter.js";
 import { createUrls } from "../render/urls.js";
 import { registerRestApi } from "../rest/rest-api.js";
 import { type DeclaredRoute, registerRouteDeclarations } from "../route-declarations/declare.js";
+import { sendNotFoundPage, wantsPage } from "../web/error-pages.js";
+import { registerWeb } from "../web/web-plugin.js";
 import { clientLimitOptions, DEFAULT_CLIENT_LIMITS, registerClientLimits } from "./client-limits.js";
 import { registerJsonBodies } from "./json-bodies.js";
 import { registerRequestIds, requestIdOptions } from "./request-id.js";
@@ -47,7 +49,8 @@ export interface GatewayApp {
  * Builds the gateway (no listening, no side effects). The app's own scope holds what every request gets (request ids,
  * client limits, CORS, JSON bodies, the error handler, the request log) and the public routes; the REST API (/v2)
  * and the agent API (/v3) are each an encapsulated plugin with their own authentication (rest/rest-api.ts,
- * agent-api/agent-api.ts), and the object store proxy a third (object-proxy/object-proxy.ts).
+ * agent-api/agent-api.ts), the object store proxy a third (object-proxy/object-proxy.ts), and the pages for people
+ * a fourth, with sessions instead of tokens (web/web-plugin.ts).
  */
 export async function buildApp(deps: AppDeps): Promise<GatewayApp> {
   const clientLimits = deps.config.clientLimits ?? DEFAULT_CLIENT_LIMITS;
@@ -73,7 +76,8 @@ export async function buildApp(deps: AppDeps): Promise<GatewayApp> {
     exposedHeaders: ["Link", "ETag", "X-Request-Id", ...(deps.rateLimiter ? RATE_LIMIT_HEADER_NAMES : [])],
   });
   registerJsonBodies(app);
-  registerErrorHandling(app);
+  // A browser asking for an unknown URL outside the APIs gets the 404 page; API clients keep the JSON 404.
+  registerErrorHandling(app, { wants: wantsPage, send: sendNotFoundPage });
   registerRequestLog(app);
 
   const principals = createPrincipalCache(
@@ -84,13 +88,14 @@ export async function buildApp(deps: AppDeps): Promise<GatewayApp> {
   // Public routes: open to anyone, outside both APIs' scopes.
   metaRoutes(app);
   openApiRoutes(app);
+  const pipelineAccess = createPipelineAccess(deps.clients);
   await registerRestApi(app, {
     deps: {
       clients: deps.clients,
       urls,
       publicUrl: deps.config.publicUrl,
       principals,
-      pipelineAccess: createPipelineAccess(deps.clients),
+      pipelineAccess,
       // Unit tests' services change under the same ids without a version: they keep nothing unless asked to.
       answers: createAnswerCache({ maxBytes: deps.config.renderCacheBytes ?? 0 }),
     },
@@ -108,6 +113,9 @@ export async function buildApp(deps: AppDeps): Promise<GatewayApp> {
     credentials: agentCredentials,
     artifactUrlBase: deps.config.artifacts.urlBase,
   });
+  // The pages last. The APIs' static paths win over the pages' patterns (`/{org}`, ...) in the router whatever the
+  // order, and a request for an API's path that matches only a page's pattern still gets the API's JSON 404.
+  await registerWeb(app, { clients: deps.clients, urls, pipelineAccess });
   await app.ready();
   return { app, principals, agentCredentials, routes };
 }

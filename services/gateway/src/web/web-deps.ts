@@ -1,0 +1,22 @@
+import type { FastifyReply, FastifyRequest } from "fastify";
+import type { PipelineAccessChecks } from "../auth/pipeline-access.js";
+import type { GatewayClients } from "../clients/gateway-clients.js";
+import type { Urls } from "../render/urls.js";
+import type { SafeHtml } from "./html.js";
+
+/** A preHandler of the pages' routes. */
+export type PageHook = (request: FastifyRequest, reply: FastifyReply) => Promise<unknown>;
+
+/** What every page and action module receives (web/web-plugin.ts assembles it). */
+export interface WebDeps {
+  clients: GatewayClients;
+  urls: Urls;
+  /** The REST API's pipeline access policy, unchanged: pages show and do exactly what the person's token could. */
+  pipelineAccess: PipelineAccessChecks;
+  /** Sends a signed-out person to sign in (`/login?next=<path>`); a route needing a person runs it first. */
+  requireSignIn: PageHook;
+  /** Refuses a state-changing request without the session's CSRF token (403); every POST runs it. */
+  requireCsrf: PageHook;
+  /** The hidden input carrying the CSRF token, for every form that posts. */
+  csrfField(request: FastifyRequest): SafeHtml;
+}
