@@ -3,8 +3,11 @@ import { IdentityService, Role } from "@conveyor/proto/identity";
 import { type EventPublisher, fieldErrorsOf, SUBJECTS } from "@conveyor/runtime";
 import { createIdentityServices, routeIdentityServices } from "./identity-service.js";
 import { createMemoryIdentityRepository } from "./store/memory-identity-repository.js";
+import { createMemoryPasswordRepository } from "./store/memory-password-repository.js";
 import { createMemoryRegistryRepository } from "./store/memory-registry-repository.js";
 import { createMemoryRuleRepository } from "./store/memory-rule-repository.js";
+import { createMemorySessionRepository } from "./store/memory-session-repository.js";
+import { createMemorySignInFailureRepository } from "./store/memory-sign-in-failure-repository.js";
 import { createMemoryTeamRepository } from "./store/memory-team-repository.js";
 
 function setup() {
@@ -19,6 +22,9 @@ function setup() {
     teams: createMemoryTeamRepository(),
     rules: createMemoryRuleRepository(),
     registries: createMemoryRegistryRepository(),
+    sessions: createMemorySessionRepository(),
+    passwords: createMemoryPasswordRepository(),
+    signInFailures: createMemorySignInFailureRepository(),
     events,
   });
   const transport = createRouterTransport((router) => routeIdentityServices(router, services));
@@ -51,6 +57,16 @@ describe("identity service", () => {
     expect(await codeOf(client.createUser({ name: "", email: "nope" }))).toBe(Code.InvalidArgument);
     await client.createUser({ name: "Ann", email: "Ann@Example.com" });
     expect(await codeOf(client.createUser({ name: "Ann 2", email: "ann@example.com" }))).toBe(Code.AlreadyExists);
+  });
+
+  it("finds a user by id or by email regardless of case, and by nothing else", async () => {
+    const { client } = setup();
+    const { user } = await client.createUser({ name: "Ann", email: "ann@example.com" });
+    expect((await client.getUser({ email: " ANN@Example.com " })).user).toEqual(user);
+    expect((await client.getUser({ id: user?.id ?? "" })).user).toEqual(user);
+    expect(await codeOf(client.getUser({ email: "bob@example.com" }))).toBe(Code.NotFound);
+    expect(await codeOf(client.getUser({ id: user?.id ?? "", email: "ann@example.com" }))).toBe(Code.NotFound);
+    expect(await codeOf(client.getUser({}))).toBe(Code.NotFound);
   });
 
   it("issues a token whose secret authenticates to the user's organizations, until revoked", async () => {

@@ -4,8 +4,11 @@ import { createLeaseLock, type LeaseDoc } from "@conveyor/runtime";
 import { type Db, MongoClient } from "mongodb";
 import { createIdentityServices, routeIdentityServices } from "./identity-service.js";
 import { createMongoIdentityRepository } from "./store/identity-repository.js";
+import { createMongoPasswordRepository } from "./store/password-repository.js";
 import { createMongoRegistryRepository } from "./store/registry-repository.js";
 import { createMongoRuleRepository } from "./store/rule-repository.js";
+import { createMongoSessionRepository } from "./store/session-repository.js";
+import { createMongoSignInFailureRepository } from "./store/sign-in-failure-repository.js";
 import { createMongoTeamRepository } from "./store/team-repository.js";
 
 // The last-maintainer rule with two replicas of the identity service on one database (CONVEYOR_REPLICAS,
@@ -21,6 +24,9 @@ async function replica() {
     teams: await createMongoTeamRepository(db),
     rules: await createMongoRuleRepository(db),
     registries: await createMongoRegistryRepository(db),
+    sessions: await createMongoSessionRepository(db),
+    passwords: createMongoPasswordRepository(db),
+    signInFailures: await createMongoSignInFailureRepository(db),
     events,
     lock: createLeaseLock(db.collection<LeaseDoc>("locks")),
   });

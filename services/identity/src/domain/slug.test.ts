@@ -1,4 +1,10 @@
-import { deriveSlug, MAX_SLUG_LENGTH, slugProblem } from "./slug.js";
+import {
+  deriveSlug,
+  MAX_SLUG_LENGTH,
+  organizationSlugProblem,
+  RESERVED_ORGANIZATION_SLUGS,
+  slugProblem,
+} from "./slug.js";
 
 describe("deriveSlug", () => {
   it.each([
@@ -34,5 +40,25 @@ describe("slugProblem", () => {
     ["a".repeat(MAX_SLUG_LENGTH + 1), "too long"],
   ])("rejects %j", (slug, reason) => {
     expect(slugProblem(slug)).toContain(reason);
+  });
+});
+
+describe("organizationSlugProblem", () => {
+  it("refuses the gateway's own first path segments, which an organization's page would collide with", () => {
+    for (const slug of ["v2", "v3", "login", "logout", "assets", "badges", "organizations", "dashboard", "healthz"]) {
+      expect([slug, organizationSlugProblem(slug)]).toEqual([slug, "is reserved"]);
+    }
+  });
+
+  it("accepts other slugs, and gives slugProblem's reasons first", () => {
+    expect(organizationSlugProblem("acme")).toBeUndefined();
+    expect(organizationSlugProblem("v2-team")).toBeUndefined();
+    expect(organizationSlugProblem("Login")).toContain("must start");
+  });
+
+  it("keeps the list sorted and every entry a valid slug", () => {
+    const list = [...RESERVED_ORGANIZATION_SLUGS];
+    expect(list).toEqual([...list].sort());
+    for (const slug of list) expect([slug, slugProblem(slug)]).toEqual([slug, undefined]);
   });
 });

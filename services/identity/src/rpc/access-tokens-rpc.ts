@@ -5,11 +5,11 @@
 import { Code, ConnectError, type ServiceImpl } from "@connectrpc/connect";
 import { type IdentityService, TokenRevokedSchema } from "@conveyor/proto/identity";
 import { hashSecret, invalidFields, isUuid, newId, newSecret, notFound, SUBJECTS } from "@conveyor/runtime";
-import { accessOfLevel, organizationPipelineAccess, reachableOrganizations } from "../domain/access-policy.js";
 import { parseScopes } from "../domain/scopes.js";
 import type { TokenDoc } from "../store/identity-repository.js";
 import type { IdentityContext } from "./identity-context.js";
-import { organizationMessage, roleOf, tokenMessage, userMessage } from "./identity-message.js";
+import { tokenMessage } from "./identity-message.js";
+import { principalOf } from "./principal.js";
 import { requireUser } from "./records.js";
 
 /** Prefix of API access token secrets, as Buildkite's user access tokens have. */
@@ -77,27 +77,7 @@ export function createAccessTokenRpcs(ctx: IdentityContext): AccessTokenRpcs {
       if (!token || token.revokedAt) throw unauthenticated();
       const user = await repo.findUser(token.userId);
       if (!user) throw unauthenticated();
-      const memberships = await repo.membershipsOfUser(user._id);
-      const reachable = reachableOrganizations(
-        memberships.map((m) => ({ organizationId: m.organizationId, role: roleOf(m.role) })),
-        token.organizationIds,
-      );
-      const orgs = new Map(
-        (await repo.findOrganizations(reachable.map((r) => r.organizationId))).map((o) => [o._id, o]),
-      );
-      const organizations = reachable.flatMap((r) => {
-        const org = orgs.get(r.organizationId);
-        if (!org) return [];
-        const level = organizationPipelineAccess(r.role, org.teamsEnabled);
-        return [
-          {
-            organization: organizationMessage(org),
-            role: r.role,
-            ...(level === undefined ? {} : { allPipelines: accessOfLevel(level) }),
-          },
-        ];
-      });
-      return { principal: { token: tokenMessage(token), user: userMessage(user), organizations } };
+      return { principal: await principalOf(repo, user, tokenMessage(token), token.organizationIds) };
     },
   };
 }

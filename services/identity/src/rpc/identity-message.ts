@@ -1,10 +1,12 @@
 /**
- * The identity service's stored documents as proto messages: users, organizations, memberships and access tokens.
+ * The identity service's stored documents as proto messages: users, organizations, memberships, access tokens and
+ * sessions.
  */
 
 import { Role } from "@conveyor/proto/identity";
 import { toTimestamp } from "@conveyor/runtime";
 import type { MembershipDoc, OrganizationDoc, RoleName, TokenDoc, UserDoc } from "../store/identity-repository.js";
+import type { SessionDoc } from "../store/session-repository.js";
 
 /** The User message of a stored user. */
 export const userMessage = (u: UserDoc) => ({
@@ -44,4 +46,14 @@ export const tokenMessage = (t: TokenDoc) => ({
   description: t.description,
   createdAt: toTimestamp(t.createdAt),
   revokedAt: toTimestamp(t.revokedAt),
+});
+
+/** The Session message of a stored session (never its secret). */
+export const sessionMessage = (s: SessionDoc) => ({
+  id: s._id,
+  userId: s.userId,
+  createdAt: toTimestamp(s.createdAt),
+  lastSeenAt: toTimestamp(s.lastSeenAt),
+  idleExpiresAt: toTimestamp(s.idleExpiresAt),
+  expiresAt: toTimestamp(s.expiresAt),
 });

@@ -20,7 +20,7 @@ import {
   toTimestamp,
 } from "@conveyor/runtime";
 import { effectiveRole } from "../domain/access-policy.js";
-import { deriveSlug, slugProblem } from "../domain/slug.js";
+import { deriveSlug, organizationSlugProblem } from "../domain/slug.js";
 import { DuplicateError, type OrganizationDoc, type RoleName } from "../store/identity-repository.js";
 import type { IdentityContext } from "./identity-context.js";
 import { membershipMessage, organizationMessage, roleOf, userMessage } from "./identity-message.js";
@@ -41,7 +41,7 @@ export function createOrganizationRpcs(ctx: IdentityContext): OrganizationRpcs {
       const slug = req.slug.trim() === "" ? deriveSlug(name) : req.slug.trim();
       const problems = [];
       if (name === "") problems.push({ field: "name", code: "can't be blank" });
-      const slugIssue = name === "" && req.slug.trim() === "" ? undefined : slugProblem(slug);
+      const slugIssue = name === "" && req.slug.trim() === "" ? undefined : organizationSlugProblem(slug);
       if (slugIssue) problems.push({ field: "slug", code: slugIssue });
       if (problems.length > 0) throw invalidFields(problems);
       const org: OrganizationDoc = { _id: newId(), slug, name, teamsEnabled: req.teamsEnabled, createdAt: now() };

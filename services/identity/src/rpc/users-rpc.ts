@@ -1,10 +1,10 @@
 /**
- * The user RPCs: creating a user and reading one back.
+ * The user RPCs: creating a user and reading one back by id or email address.
  */
 
 import type { ServiceImpl } from "@connectrpc/connect";
 import { type IdentityService, UserCreatedSchema } from "@conveyor/proto/identity";
-import { alreadyExists, invalidFields, newId, SUBJECTS } from "@conveyor/runtime";
+import { alreadyExists, invalidFields, newId, notFound, SUBJECTS } from "@conveyor/runtime";
 import { DuplicateError, type UserDoc } from "../store/identity-repository.js";
 import type { IdentityContext } from "./identity-context.js";
 import { userMessage } from "./identity-message.js";
@@ -38,7 +38,10 @@ export function createUserRpcs(ctx: IdentityContext): UserRpcs {
     },
 
     async getUser(req) {
-      return { user: userMessage(await requireUser(repo, req.id)) };
+      if (req.email === "") return { user: userMessage(await requireUser(repo, req.id)) };
+      const user = await repo.findUserByEmail(req.email.trim().toLowerCase());
+      if (!user || req.id !== "") throw notFound("user");
+      return { user: userMessage(user) };
     },
   };
 }

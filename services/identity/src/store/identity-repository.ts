@@ -62,6 +62,8 @@ export class DuplicateError extends Error {
 export interface IdentityRepository {
   insertUser(user: UserDoc): Promise<void>;
   findUser(id: string): Promise<UserDoc | null>;
+  /** The user of a lower-cased email address. */
+  findUserByEmail(email: string): Promise<UserDoc | null>;
   findUsers(ids: readonly string[]): Promise<UserDoc[]>;
   insertOrganization(org: OrganizationDoc): Promise<void>;
   findOrganization(by: { id?: string; slug?: string }): Promise<OrganizationDoc | null>;
@@ -97,6 +99,7 @@ export async function createMongoIdentityRepository(db: Db): Promise<IdentityRep
   return {
     insertUser: (user) => insertUnique(users, user, "email"),
     findUser: (id) => users.findOne({ _id: id }),
+    findUserByEmail: (email) => users.findOne({ email }),
     findUsers: (ids) => users.find({ _id: { $in: [...ids] } }).toArray(),
     insertOrganization: (org) => insertUnique(orgs, org, "slug"),
     findOrganization: (by) => (by.id ? orgs.findOne({ _id: by.id }) : orgs.findOne({ slug: by.slug ?? "" })),

@@ -27,6 +27,7 @@ export function createMemoryIdentityRepository(): IdentityRepository {
       users.set(user._id, copy(user));
     },
     findUser: async (id) => copy(users.get(id) ?? null),
+    findUserByEmail: async (email) => copy([...users.values()].find((u) => u.email === email) ?? null),
     findUsers: async (ids) => ids.flatMap((id) => (users.has(id) ? [copy(users.get(id) as UserDoc)] : [])),
     async insertOrganization(org) {
       if ([...orgs.values()].some((o) => o.slug === org.slug)) throw new DuplicateError("slug");
