@@ -4,7 +4,15 @@ import { typed } from "../route-declarations/declare.js";
 
 const tags = ["meta"];
 
-/** GET / (Buildkite's unauthenticated hello) and GET /healthz (liveness for probes and the launcher). */
+/** Whether an Accept header asks for HTML before JSON (a browser's navigation does; API clients send JSON or any). */
+function prefersHtml(accept: string | undefined): boolean {
+  const types = (accept ?? "").split(",").map((t) => t.split(";")[0]?.trim());
+  const html = types.indexOf("text/html");
+  const json = types.indexOf("application/json");
+  return html !== -1 && (json === -1 || html < json);
+}
+
+/** GET / (Buildkite's unauthenticated hello, or a browser's way to its dashboard) and GET /healthz (liveness for probes and the launcher). */
 export function metaRoutes(app: FastifyInstance): void {
   typed(app).get(
     "/",
@@ -16,7 +24,12 @@ export function metaRoutes(app: FastifyInstance): void {
         response: { 200: Type.Object({ message: Type.String(), timestamp: Type.Integer() }) },
       },
     },
-    async () => ({ message: "🛠", timestamp: Math.floor(Date.now() / 1000) }),
+    async (request, reply) => {
+      // A person's browser opening the site's root goes to their dashboard (web/pages/dashboard-page.ts); API
+      // clients, which do not ask for HTML, keep Buildkite's hello.
+      if (prefersHtml(request.headers.accept)) return reply.redirect("/dashboard", 302);
+      return { message: "🛠", timestamp: Math.floor(Date.now() / 1000) };
+    },
   );
   typed(app).get(
     "/healthz",
