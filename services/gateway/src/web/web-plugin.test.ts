@@ -63,6 +63,18 @@ describe("assets", () => {
   });
 });
 
+describe("the site's root", () => {
+  it("sends a browser to its dashboard and keeps Buildkite's hello for API clients", async () => {
+    const page = await app.inject({ url: "/", headers: HTML });
+    expect([page.statusCode, page.headers.location]).toEqual([302, "/dashboard"]);
+    for (const headers of [{}, { accept: "*/*" }, { accept: "application/json, text/html" }]) {
+      const hello = await app.inject({ url: "/", headers });
+      expect(hello.statusCode).toBe(200);
+      expect(hello.json()).toEqual({ message: "🛠", timestamp: expect.any(Number) });
+    }
+  });
+});
+
 describe("signed out", () => {
   it("sends a page that needs a person to sign in, with where to come back to", async () => {
     const res = await app.inject({ url: "/dashboard", headers: HTML });
