@@ -31,6 +31,7 @@ import { createJobSweeps, type SweepSettings } from "./jobs/job-sweeps.js";
 import { createJobTransitions, type JobTransitions } from "./jobs/job-transitions.js";
 import { createJobTriggers, type JobTriggers, type TriggerLookups } from "./jobs/job-triggers.js";
 import { createJobUnblock, type JobUnblock } from "./jobs/job-unblock.js";
+import type { LogChunkNotices } from "./jobs/log-chunk-notices.js";
 import { createPipelineUpload, type PipelineUpload } from "./jobs/pipeline-upload.js";
 import { type BuildCancel, createBuildCancel } from "./lifecycle/build-cancel.js";
 import { createReconcile, type Reconcile } from "./lifecycle/reconcile.js";
@@ -62,6 +63,8 @@ export interface BuildsDeps {
    */
   readCache?: { cache: ReadCache; feed: InvalidationFeed };
   logLimits?: LogLimits;
+  /** Announces stored log chunks to live pages (log-chunk-notices.ts); without it, none are announced. */
+  logNotices?: LogChunkNotices;
   sweeps?: SweepSettings;
   /** Where trigger steps find their pipelines (trigger-lookups.ts); without it, a trigger finds none. */
   triggers?: TriggerLookups;
@@ -178,7 +181,7 @@ export function createBuildsParts(deps: BuildsDeps): BuildsParts {
   const cancel = createBuildCancel(ctx, reconcile);
   const creation = createBuildCreation(ctx, cancel, settled);
   const transitions = createJobTransitions(ctx, reconcile, retries);
-  const logs = createJobLogs(ctx, deps.logLimits ?? DEFAULT_LOG_LIMITS);
+  const logs = createJobLogs(ctx, deps.logLimits ?? DEFAULT_LOG_LIMITS, deps.logNotices);
   const metaData = createBuildMetaData(ctx);
   unblock = createJobUnblock(ctx, reconcile, metaData);
   const upload = createPipelineUpload(ctx, reconcile, deps.uploads);

@@ -16,6 +16,7 @@ import {
 import { type BuildsDeps, createBuildsParts } from "./builds-context.js";
 import { createAnnotationsService, createBuildsService } from "./builds-service.js";
 import { readBuildsConfig } from "./config.js";
+import { createLogChunkNotices } from "./jobs/log-chunk-notices.js";
 import { createTriggerLookups } from "./jobs/trigger-lookups.js";
 import { consumePipelineRemovals } from "./lifecycle/pipeline-removal.js";
 import { startInvalidationFeed } from "./reads/cache-invalidation-feed.js";
@@ -80,6 +81,7 @@ void runService(
         outbox: { store: outboxStore, publish: jetStreamPublish(nats.js) },
         logger,
         triggers: createTriggerLookups(config),
+        logNotices: createLogChunkNotices(nats.nc, logger),
         fences: await openFences(nats.nc),
         ...config,
         ...(readCache ? { readCache } : {}),

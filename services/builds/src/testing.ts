@@ -12,6 +12,7 @@ import { createBuildsParts } from "./builds-context.js";
 import { createBuildsService } from "./builds-service.js";
 import type { Build } from "./domain/build.js";
 import { type Job, queueOf } from "./domain/job.js";
+import type { LogChunkNotices } from "./jobs/log-chunk-notices.js";
 import type { BuildRepository } from "./store/build-repository.js";
 import { FIRST_STATE_VERSION } from "./store/build-repository-contract.js";
 import type { ConcurrencySlotRepository } from "./store/concurrency-slot-repository.js";
@@ -25,6 +26,7 @@ import { aBuild, aJob } from "./test-support.js";
 
 export type { Build } from "./domain/build.js";
 export type { Job } from "./domain/job.js";
+export type { LogChunkNotices, StoredChunk } from "./jobs/log-chunk-notices.js";
 export type { BuildRepository, JobUpdate } from "./store/build-repository-contract.js";
 export type { ConcurrencySlotRepository } from "./store/concurrency-slot-repository.js";
 export type { JobLogRepository } from "./store/job-log-repository.js";
@@ -102,8 +104,13 @@ export interface MemoryBuilds {
   announce(jobId: string, previousState?: string): Promise<void>;
 }
 
-/** Creates the builds service over in-memory repositories; `now` is its clock (the system's when absent). */
-export function createMemoryBuildsService(opts: { now?: () => Date; logger?: Logger } = {}): MemoryBuilds {
+/**
+ * Creates the builds service over in-memory repositories; `now` is its clock (the system's when absent), and
+ * `logNotices` gets every stored log chunk (as a live page's gateway would over NATS).
+ */
+export function createMemoryBuildsService(
+  opts: { now?: () => Date; logger?: Logger; logNotices?: LogChunkNotices } = {},
+): MemoryBuilds {
   const now = opts.now ?? (() => new Date());
   const repos = {
     builds: createMemoryBuildRepository(),
@@ -120,6 +127,7 @@ export function createMemoryBuildsService(opts: { now?: () => Date; logger?: Log
     events,
     logger: opts.logger ?? createLogger("builds-memory", "silent"),
     now,
+    ...(opts.logNotices ? { logNotices: opts.logNotices } : {}),
   });
   const { ctx, reconcile } = parts;
 

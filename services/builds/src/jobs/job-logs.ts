@@ -5,6 +5,7 @@ import { failedPrecondition, invalidFields, notFound } from "@conveyor/runtime";
 import { type BuildsContext, MAX_ATTEMPTS } from "../builds-context.js";
 import type { Job } from "../domain/job.js";
 import { RUNNING_JOB_STATES } from "../domain/state-sets.js";
+import { type LogChunkNotices, NO_LOG_CHUNK_NOTICES } from "./log-chunk-notices.js";
 import { requireRunningJob } from "./running-job.js";
 
 /** Limits of job logs. */
@@ -29,8 +30,11 @@ export interface LogRange {
   tailBytes: number;
 }
 
-/** Job logs: chunks in, the whole log out in order, deletion; and section header times. */
-export function createJobLogs(ctx: BuildsContext, limits: LogLimits) {
+/**
+ * Job logs: chunks in (each announced to live pages once stored), the whole log out in order, deletion; and section
+ * header times.
+ */
+export function createJobLogs(ctx: BuildsContext, limits: LogLimits, notices: LogChunkNotices = NO_LOG_CHUNK_NOTICES) {
   const { repo, logs } = ctx;
 
   /** The job of a build (by pipeline and number), or NotFound for either. */
@@ -90,6 +94,9 @@ export function createJobLogs(ctx: BuildsContext, limits: LogLimits) {
             throw failedPrecondition(`Another chunk is already stored at offset ${chunk.offset}`);
         }
       });
+      // Once stored, so that a page reading the log on this notice finds the chunk. A chunk sent again (its upload's
+      // answer was lost) is announced again: the first notice may never have gone out, and pages take duplicates.
+      notices.stored({ jobId: job.id, offset: chunk.offset, size: chunk.size, gzip: chunk.gzip });
     },
 
     /** Records when section headers were printed (line index → time, as the agent sends them). */
