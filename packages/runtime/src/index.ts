@@ -5,11 +5,12 @@
  * - `messaging/`: NATS and JetStream (domain events, the outbox, supervised loops, version fences);
  * - `data/`: MongoDB (the connection, grouped inserts, lease locks, duplicate keys);
  * - `concurrency/`: in-process scheduling (keyed locks, coalescing, group commit, repeated work);
- * - `api/`: values and rules the public API shares (paging, scopes, team enum names, timestamps, text limits, ids,
+ * - `api/`: values and rules the public API shares (paging, scopes, enum names, timestamps, text limits, ids,
  *   content versions).
  * Other packages import only from here.
  */
 export * from "./api/content-version.js";
+export * from "./api/enum-names.js";
 export * from "./api/ids.js";
 export * from "./api/paging.js";
 export * from "./api/scopes.js";

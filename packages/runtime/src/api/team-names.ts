@@ -5,26 +5,7 @@
  */
 
 import { PipelineAccessLevel, SuiteAccessLevel, TeamMemberRole, TeamPrivacy } from "@conveyor/proto/identity";
-
-/** A proto enum's named values, both ways. */
-export interface EnumNames<E extends number, N extends string> {
-  /** Every name, in the order the API documents them. */
-  readonly names: readonly N[];
-  /** The name of a value; undefined for UNSPECIFIED (or a value the table does not know). */
-  nameOf(value: E): N | undefined;
-  /** The value a name stands for; UNSPECIFIED for anything else (the caller refuses it with its own reason). */
-  valueOf(name: unknown): E;
-}
-
-function enumNames<E extends number, N extends string>(unspecified: E, table: Record<N, E>): EnumNames<E, N> {
-  const names = Object.keys(table) as N[];
-  const byValue = new Map<E, N>(names.map((name) => [table[name], name]));
-  return {
-    names,
-    nameOf: (value) => byValue.get(value),
-    valueOf: (name) => (typeof name === "string" && Object.hasOwn(table, name) ? table[name as N] : unspecified),
-  };
-}
+import { enumNames } from "./enum-names.js";
 
 /** A team member's role: "member" or "maintainer". */
 export const TEAM_MEMBER_ROLES = enumNames(TeamMemberRole.UNSPECIFIED, {
