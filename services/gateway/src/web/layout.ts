@@ -1,6 +1,10 @@
 import type { FastifyRequest } from "fastify";
 import { assetPath } from "./assets/assets.js";
 import { type HtmlValue, html, type SafeHtml } from "./html.js";
+import { agentsPath, orgPath } from "./paths.js";
+
+// The shell's first version declared these here; their home is paths.ts with the other pages' paths.
+export { agentsPath, orgPath };
 
 /** The organization a page belongs to: the switcher marks it, the navigation links within it. */
 export interface PageOrganization {
@@ -20,10 +24,6 @@ export interface PageOptions {
   /** More scripts (asset names, e.g. "live.js") after conveyor.js, each with the answer's nonce. */
   scripts?: readonly string[];
 }
-
-/** The path of an organization's page and its agents page (render/urls.ts's web_url paths). */
-export const orgPath = (slug: string) => `/${encodeURIComponent(slug)}`;
-export const agentsPath = (slug: string) => `/organizations/${encodeURIComponent(slug)}/agents`;
 
 /** The organizations the signed-in person belongs to, by name. */
 function organizationsOf(request: FastifyRequest): PageOrganization[] {

@@ -8,6 +8,7 @@ import { registerAssets } from "./assets/assets.js";
 import { isApiPath, registerErrorPages } from "./error-pages.js";
 import { html } from "./html.js";
 import { dashboardPage } from "./pages/dashboard-page.js";
+import { signInPath } from "./paths.js";
 import { registerSecurityHeaders } from "./security-headers.js";
 import type { WebDeps } from "./web-deps.js";
 
@@ -25,7 +26,7 @@ export interface WebOptions {
 const pendingSessions: Pick<WebDeps, "requireSignIn" | "requireCsrf" | "csrfField"> = {
   async requireSignIn(request: FastifyRequest, reply: FastifyReply) {
     if (request.principal) return;
-    return reply.redirect(`/login?next=${encodeURIComponent(request.url)}`, 302);
+    return reply.redirect(signInPath(request.url), 302);
   },
   async requireCsrf() {
     throw new HttpError(403, "Forbidden");

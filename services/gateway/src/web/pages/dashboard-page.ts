@@ -1,6 +1,7 @@
 import type { FastifyInstance } from "fastify";
 import { html } from "../html.js";
-import { orgPath, renderPage } from "../layout.js";
+import { renderPage } from "../layout.js";
+import { orgPath } from "../paths.js";
 import type { WebDeps } from "../web-deps.js";
 
 /**
