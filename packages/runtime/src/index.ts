@@ -5,8 +5,8 @@
  * - `messaging/`: NATS and JetStream (domain events, the outbox, supervised loops, version fences);
  * - `data/`: MongoDB (the connection, grouped inserts, lease locks, duplicate keys);
  * - `concurrency/`: in-process scheduling (keyed locks, coalescing, group commit, repeated work);
- * - `api/`: values and rules the public API shares (paging, scopes, enum names, timestamps, text limits, ids,
- *   content versions).
+ * - `api/`: values and rules the public API shares (paging, scopes, enum names, pipeline steps on the wire,
+ *   timestamps, text limits, ids, content versions).
  * Other packages import only from here.
  */
 export * from "./api/content-version.js";
@@ -14,6 +14,7 @@ export * from "./api/enum-names.js";
 export * from "./api/ids.js";
 export * from "./api/paging.js";
 export * from "./api/scopes.js";
+export * from "./api/step-codec.js";
 export * from "./api/team-names.js";
 export * from "./api/text-limits.js";
 export * from "./api/time.js";

@@ -1,9 +1,17 @@
 import { randomUUID } from "node:crypto";
-import { create, type JsonObject } from "@bufbuild/protobuf";
+import { create } from "@bufbuild/protobuf";
 import { Code, ConnectError, createClient, createRouterTransport } from "@connectrpc/connect";
+import type { PipelineStep, ScriptStep } from "@conveyor/ci-rules";
 import { BuildsService, JobEventType } from "@conveyor/proto/builds";
 import { type Pipeline, PipelineSchema, ProviderSchema } from "@conveyor/proto/pipelines";
-import { createLogger, createMemoryFences, type EventPublisher, type Fences, pipelineFence } from "@conveyor/runtime";
+import {
+  createLogger,
+  createMemoryFences,
+  type EventPublisher,
+  type Fences,
+  pipelineFence,
+  stepMessages,
+} from "@conveyor/runtime";
 import { MongoClient } from "mongodb";
 import { createBuildsParts } from "./builds-context.js";
 import { createBuildsService } from "./builds-service.js";
@@ -45,7 +53,7 @@ afterAll(async () => {
   await mongo.close();
 });
 
-function pipeline(steps: JsonObject[], extra: Omit<Partial<Pipeline>, "$typeName" | "$unknown"> = {}): Pipeline {
+function pipeline(steps: PipelineStep[], extra: Omit<Partial<Pipeline>, "$typeName" | "$unknown"> = {}): Pipeline {
   return create(PipelineSchema, {
     id: randomUUID(),
     organizationId: randomUUID(),
@@ -53,12 +61,12 @@ function pipeline(steps: JsonObject[], extra: Omit<Partial<Pipeline>, "$typeName
     name: "App",
     defaultBranch: "main",
     allowRebuilds: true,
-    steps,
+    steps: stepMessages(steps),
     ...extra,
   });
 }
 
-const script = (name: string, extra: JsonObject = {}): JsonObject => ({
+const script = (name: string, extra: Partial<ScriptStep> = {}): ScriptStep => ({
   type: "script",
   name,
   command: `echo ${name}`,
@@ -644,7 +652,7 @@ describe("builds service deciding on the pipeline as it is now", () => {
 
   it("reads the pipeline again when its fence cannot be read (NATS down)", async () => {
     const copy = pipeline([script("cached")], { version: 3 });
-    const current = create(PipelineSchema, { ...copy, steps: [script("current")] });
+    const current = create(PipelineSchema, { ...copy, steps: stepMessages([script("current")]) });
     const lookups = { count: 0 };
     const down: Fences = {
       read: async () => Promise.reject(new Error("NATS is down")),
@@ -658,7 +666,7 @@ describe("builds service deciding on the pipeline as it is now", () => {
 
   it("plans a build from the pipeline's current steps", async () => {
     const stale = pipeline([script("old")]);
-    const current = create(PipelineSchema, { ...stale, steps: [script("new")] });
+    const current = create(PipelineSchema, { ...stale, steps: stepMessages([script("new")]) });
     const c = await clientSeeing(current);
     const { build } = await c.createBuild({ pipeline: stale, commit: "a", branch: "main" });
     expect(build?.jobs.map((j) => j.name)).toEqual(["new"]);

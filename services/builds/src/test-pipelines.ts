@@ -1,8 +1,9 @@
 /** Pipelines for the builds service's integration tests: as the pipelines service sends them, from YAML. */
 import { randomUUID } from "node:crypto";
-import { create, type JsonObject } from "@bufbuild/protobuf";
+import { create } from "@bufbuild/protobuf";
 import { parsePipelineYaml } from "@conveyor/ci-rules";
 import { type Pipeline, PipelineSchema } from "@conveyor/proto/pipelines";
+import { stepMessages } from "@conveyor/runtime";
 
 /** A pipeline of a new organization with the steps and env of `yaml`; `extra` overrides any field. */
 export function pipelineFromYaml(
@@ -18,7 +19,7 @@ export function pipelineFromYaml(
     name: "App",
     repository: "https://github.com/acme/app.git",
     defaultBranch: "main",
-    steps: parsed.steps as unknown as JsonObject[],
+    steps: stepMessages(parsed.steps),
     configurationEnv: parsed.env,
     ...extra,
   });

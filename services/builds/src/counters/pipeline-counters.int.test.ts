@@ -15,6 +15,7 @@ import {
   type NatsHandle,
   type OutboxDoc,
   SUBJECTS,
+  stepMessages,
 } from "@conveyor/runtime";
 import type { JetStreamClient } from "@nats-io/jetstream";
 import { MongoClient } from "mongodb";
@@ -102,7 +103,7 @@ describe("pipeline counters through the outbox", () => {
       slug: "app",
       name: "App",
       defaultBranch: "main",
-      steps: [{ type: "script", name: "a", command: "true", agent_query_rules: [] }],
+      steps: stepMessages([{ type: "script", name: "a", command: "true", agent_query_rules: [] }]),
     });
     const { build } = await client.createBuild({ pipeline: p, commit: "abc", branch: "main" });
     expect(await eventually(() => counters.get(p.id)?.scheduledBuilds === 1)).toBe(true);
@@ -138,7 +139,7 @@ describe("pipeline counters through the outbox", () => {
       slug: "up",
       name: "Up",
       defaultBranch: "main",
-      steps: [{ type: "script", name: "a", command: "true", agent_query_rules: [] }],
+      steps: stepMessages([{ type: "script", name: "a", command: "true", agent_query_rules: [] }]),
     });
     await client.createBuild({ pipeline: p, commit: "abc", branch: "main" });
     await parts.duties.countsIdle();

@@ -1,7 +1,7 @@
 import { Code, ConnectError } from "@connectrpc/connect";
-import { matchesBranchFilter, type PipelineStep } from "@conveyor/ci-rules";
+import { matchesBranchFilter } from "@conveyor/ci-rules";
 import type { Pipeline } from "@conveyor/proto/pipelines";
-import { failedPrecondition, invalidFields, newId, SUBJECTS } from "@conveyor/runtime";
+import { failedPrecondition, invalidFields, newId, SUBJECTS, stepsFromMessages } from "@conveyor/runtime";
 import { type BuildsContext, MAX_ATTEMPTS } from "../builds-context.js";
 import {
   type Build,
@@ -138,7 +138,7 @@ export function createBuildCreation(
       organizationId: pipeline.organizationId,
       pipeline: snapshot,
     });
-    const steps = pipeline.steps as unknown as PipelineStep[];
+    const steps = stepsFromMessages(pipeline.steps);
     const stepIds = steps.map(() => newId());
     const planned = planJobs(steps, context, { newId, timeouts });
     const jobs: Job[] = planned.map((p) =>

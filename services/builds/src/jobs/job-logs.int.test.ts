@@ -1,10 +1,10 @@
 import { createHash, randomBytes, randomUUID } from "node:crypto";
 import { gzipSync } from "node:zlib";
-import { create, type JsonObject } from "@bufbuild/protobuf";
+import { create } from "@bufbuild/protobuf";
 import { Code, ConnectError, createClient, createRouterTransport } from "@connectrpc/connect";
 import { BuildsService, JobEventType } from "@conveyor/proto/builds";
 import { PipelineSchema } from "@conveyor/proto/pipelines";
-import { createLogger, type EventPublisher } from "@conveyor/runtime";
+import { createLogger, type EventPublisher, stepMessages } from "@conveyor/runtime";
 import { MongoClient } from "mongodb";
 import { createBuildsParts } from "../builds-context.js";
 import { createBuildsService } from "../builds-service.js";
@@ -69,7 +69,7 @@ async function jobIn(upTo: "scheduled" | "assigned" | "accepted" | "running" = "
     slug: "logs",
     name: "Logs",
     defaultBranch: "main",
-    steps: [{ type: "script", name: "a", command: "echo a", agent_query_rules: [] }] as JsonObject[],
+    steps: stepMessages([{ type: "script", name: "a", command: "echo a", agent_query_rules: [] }]),
   });
   const { build } = await client.createBuild({ pipeline, commit: "abc", branch: "main" });
   const jobId = build?.jobs[0]?.id ?? "";

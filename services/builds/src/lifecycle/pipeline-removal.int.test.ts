@@ -3,7 +3,7 @@ import { create } from "@bufbuild/protobuf";
 import { createClient, createRouterTransport } from "@connectrpc/connect";
 import { BuildsService } from "@conveyor/proto/builds";
 import { PipelineSchema } from "@conveyor/proto/pipelines";
-import { createLogger } from "@conveyor/runtime";
+import { createLogger, stepMessages } from "@conveyor/runtime";
 import { MongoClient } from "mongodb";
 import { createBuildsParts } from "../builds-context.js";
 import { createBuildsService } from "../builds-service.js";
@@ -52,7 +52,7 @@ it("removes everything of a deleted pipeline's builds, and nothing of another pi
       slug,
       name: slug,
       defaultBranch: "main",
-      steps: [{ type: "script", name: "a", command: "true", agent_query_rules: [] }],
+      steps: stepMessages([{ type: "script", name: "a", command: "true", agent_query_rules: [] }]),
     });
   const gone = pipeline("gone");
   const kept = pipeline("kept");

@@ -1,9 +1,9 @@
 import { randomUUID } from "node:crypto";
-import { create, type JsonObject } from "@bufbuild/protobuf";
+import { create } from "@bufbuild/protobuf";
 import { Code, ConnectError, createClient, createRouterTransport } from "@connectrpc/connect";
 import { BuildsService } from "@conveyor/proto/builds";
 import { PipelineSchema } from "@conveyor/proto/pipelines";
-import { createLogger, type EventPublisher } from "@conveyor/runtime";
+import { createLogger, type EventPublisher, stepMessages } from "@conveyor/runtime";
 import { MongoClient } from "mongodb";
 import { createBuildsParts } from "../builds-context.js";
 import { createBuildsService } from "../builds-service.js";
@@ -57,7 +57,7 @@ async function newBuild(metaData: Record<string, string> = {}) {
     slug: "meta",
     name: "Meta",
     defaultBranch: "main",
-    steps: [{ type: "script", name: "a", command: "echo a", agent_query_rules: [] }] as JsonObject[],
+    steps: stepMessages([{ type: "script", name: "a", command: "echo a", agent_query_rules: [] }]),
   });
   const { build } = await client.createBuild({ pipeline, commit: "abc", branch: "main", metaData });
   return { buildId: build?.id ?? "", pipelineId: pipeline.id, number: build?.number ?? 0 };

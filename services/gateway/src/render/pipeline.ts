@@ -1,7 +1,7 @@
 import type { JsonObject } from "@bufbuild/protobuf";
 import { type RestStep, renderRestStep, restStepSchema } from "@conveyor/ci-rules";
 import type { Creator, Pipeline } from "@conveyor/proto/pipelines";
-import { isoTime } from "@conveyor/runtime";
+import { isoTime, stepFromMessage } from "@conveyor/runtime";
 import { type Static, Type } from "@sinclair/typebox";
 import {
   Bool,
@@ -91,8 +91,7 @@ export function renderPipeline(p: Pipeline, view: PipelineView): PipelineBody {
     created_by: renderCreator(p.createdBy),
     env: p.env,
     configuration: p.configuration,
-    // biome-ignore lint/suspicious/noExplicitAny: stored steps are PipelineStep objects carried as JSON.
-    steps: p.steps.map((s) => renderRestStep(s as any)),
+    steps: p.steps.map((s) => renderRestStep(stepFromMessage(s))),
   };
 }
 

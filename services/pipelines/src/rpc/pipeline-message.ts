@@ -1,14 +1,15 @@
-import type { JsonObject, MessageInitShape } from "@bufbuild/protobuf";
+import type { MessageInitShape } from "@bufbuild/protobuf";
+import type { PipelineStep } from "@conveyor/ci-rules";
 import type { PipelineSchema } from "@conveyor/proto/pipelines";
-import { toTimestamp } from "@conveyor/runtime";
+import { stepMessages, toTimestamp } from "@conveyor/runtime";
 import type { PipelineDoc } from "../store/pipelines-repository.js";
 
 /** The stored definition: steps and the YAML's top-level env. */
 function parseDefinition(doc: Pick<PipelineDoc, "definitionJson">): {
-  steps: JsonObject[];
+  steps: PipelineStep[];
   env: Record<string, string>;
 } {
-  const parsed = JSON.parse(doc.definitionJson || "{}") as { steps?: JsonObject[]; env?: Record<string, string> };
+  const parsed = JSON.parse(doc.definitionJson || "{}") as { steps?: PipelineStep[]; env?: Record<string, string> };
   return { steps: parsed.steps ?? [], env: parsed.env ?? {} };
 }
 
@@ -18,7 +19,7 @@ export function pipelineMessage(p: PipelineDoc): MessageInitShape<typeof Pipelin
   return {
     ...pipelineEventMessage(p),
     configuration: p.configuration,
-    steps: definition.steps,
+    steps: stepMessages(definition.steps),
     configurationEnv: definition.env,
   };
 }
