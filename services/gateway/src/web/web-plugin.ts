@@ -1,15 +1,21 @@
 import formBody from "@fastify/formbody";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { PipelineAccessChecks } from "../auth/pipeline-access.js";
+import type { PrincipalCache } from "../auth/principal-cache.js";
 import type { GatewayClients } from "../clients/gateway-clients.js";
-import { HttpError } from "../errors/http-error.js";
 import type { Urls } from "../render/urls.js";
+import { agentActions } from "./actions/agent-actions.js";
+import { createBuildAction } from "./actions/create-build-action.js";
 import { registerAssets } from "./assets/assets.js";
 import { isApiPath, registerErrorPages } from "./error-pages.js";
-import { html } from "./html.js";
+import { agentPage } from "./pages/agent-page.js";
+import { agentsPage } from "./pages/agents-page.js";
+import { currentJobRedirect } from "./pages/current-job-redirect.js";
 import { dashboardPage } from "./pages/dashboard-page.js";
-import { signInPath } from "./paths.js";
+import { organizationPage } from "./pages/organization-page.js";
+import { pipelinePage } from "./pages/pipeline-page.js";
 import { registerSecurityHeaders } from "./security-headers.js";
+import { registerSessions } from "./session/session-plugin.js";
 import type { WebDeps } from "./web-deps.js";
 
 /** What the gateway hands the pages (app/build-app.ts). */
@@ -17,22 +23,11 @@ export interface WebOptions {
   clients: GatewayClients;
   urls: Urls;
   pipelineAccess: PipelineAccessChecks;
+  /** The gateway's session cache (auth/session-cache.ts), which identity's events keep current. */
+  sessions: PrincipalCache;
+  /** The site's address (WEB_URL): decides Secure cookies and the origin forms may come from. */
+  webUrl: string;
 }
-
-/**
- * Until the session plugin (web/session/, W1) lands, nobody is signed in: every page that needs a person answers
- * the sign-in redirect, and every state-changing request is refused, so no action can run unprotected.
- */
-const pendingSessions: Pick<WebDeps, "requireSignIn" | "requireCsrf" | "csrfField"> = {
-  async requireSignIn(request: FastifyRequest, reply: FastifyReply) {
-    if (request.principal) return;
-    return reply.redirect(signInPath(request.url), 302);
-  },
-  async requireCsrf() {
-    throw new HttpError(403, "Forbidden");
-  },
-  csrfField: () => html``,
-};
 
 /**
  * Hands a request for an API's path that only matched a page's pattern (`GET /v2` looks like `/{org}`) to the app's
@@ -63,10 +58,22 @@ export async function registerWeb(app: FastifyInstance, opts: WebOptions): Promi
     registerAssets(web);
 
     await web.register(async (pages) => {
-      // W1: registerSessions(pages, ...) sets request.principal from the session cookie, serves /login and /logout,
-      // and provides requireSignIn, requireCsrf and csrfField, which replace pendingSessions here.
-      const deps: WebDeps = { ...opts, ...pendingSessions };
+      // Sets request.principal from the session cookie, serves /login and /logout, and gives the pages
+      // requireSignIn, requireCsrf and csrfField (web/session/session-plugin.ts).
+      const hooks = await registerSessions(pages, {
+        identity: opts.clients.identity,
+        sessions: opts.sessions,
+        webUrl: opts.webUrl,
+      });
+      const deps: WebDeps = { ...opts, ...hooks };
       dashboardPage(pages, deps);
+      organizationPage(pages, deps);
+      pipelinePage(pages, deps);
+      createBuildAction(pages, deps);
+      agentsPage(pages, deps);
+      agentPage(pages, deps);
+      agentActions(pages, deps);
+      currentJobRedirect(pages, deps);
     });
   });
 }
