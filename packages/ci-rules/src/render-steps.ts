@@ -1,6 +1,6 @@
 /**
  * The REST `steps` array of a pipeline (ci-rest-api.md "Step object types"), rendered from the pipelines service's
- * step model (services/pipelines/src/steps/step.ts; the types below are the part of it rendering reads).
+ * step model (packages/ci-rules/src/steps/step.ts; the types below are the part of it rendering reads).
  *
  * JSON types follow go-buildkite's Step decoding (docs/compatibility.md#go-buildkite): strings may be null, `env` is always an
  * object of strings, `timeout_in_minutes` is a number or null, `agent_query_rules` is always an array. Attributes

@@ -115,6 +115,11 @@ describe("top level", () => {
 });
 
 describe("top-level env", () => {
+  it("refuses a __proto__ name instead of losing it, in the pipeline's env and a step's", () => {
+    expect(errorAt("env:\n  __proto__: x\nsteps: [wait]\n", "configuration.env.__proto__")).toBe("is a reserved name");
+    expect(errors(step("command: make\nenv:\n  __proto__: x")).map((e) => e.code)).toContain("is a reserved name");
+  });
+
   it("keeps strings and stringifies numbers and booleans as written", () => {
     const { env } = parsed(
       [

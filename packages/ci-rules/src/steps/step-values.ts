@@ -187,6 +187,12 @@ export function readStringMap(val: Val | undefined, field: string, p: Problems):
   const out: Record<string, string> = {};
   let bad = false;
   for (const name of Object.keys(val.v)) {
+    // An own "__proto__" key would become the object's prototype when assigned, and be lost: refused, never dropped.
+    if (name === "__proto__") {
+      bad = true;
+      p.add(`${field}.${name}`, "is a reserved name");
+      continue;
+    }
     const entry = member(val, name) as Val;
     if (entry.v === null || entry.v === undefined) {
       out[name] = "";
