@@ -1,5 +1,5 @@
 /**
- * The REST `steps` array of a pipeline (ci-rest-api.md "Step object types"), rendered from the pipelines service's
+ * The REST `steps` array of a pipeline (docs/compatibility.md#pipelines), rendered from the pipelines service's
  * step model (packages/ci-rules/src/steps/step.ts; the types below are the part of it rendering reads).
  *
  * JSON types follow go-buildkite's Step decoding (docs/compatibility.md#go-buildkite): strings may be null, `env` is always an

@@ -1,7 +1,7 @@
 /**
  * Validates the visual form of a pipeline (the REST create/update body's `steps` array) into the step model.
  *
- * Step types and fields (ci-rest-api.md "Create a pipeline"):
+ * Step types and fields (docs/compatibility.md#pipelines):
  * - script: `type`, `name`, `command`, optional `artifact_paths`, `branch_configuration`, `env`,
  *   `timeout_in_minutes`, `agent_query_rules`, `concurrency` (+ `concurrency_group`, required with it, as in YAML),
  *   `parallelism`;

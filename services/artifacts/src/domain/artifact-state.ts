@@ -1,4 +1,4 @@
-/** The states of an artifact (spec: Artifact states). */
+/** The states of an artifact (docs/compatibility.md#artifacts). */
 export const ARTIFACT_STATES = ["new", "error", "finished", "deleted", "expired"] as const;
 export type ArtifactState = (typeof ARTIFACT_STATES)[number];
 

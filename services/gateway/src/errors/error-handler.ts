@@ -27,7 +27,7 @@ const FASTIFY_CODES: Record<string, ErrorReply> = {
 };
 
 /**
- * The one translation of errors into HTTP: HttpError as thrown, ConnectError by code (STYLE.md's table), Fastify
+ * The one translation of errors into HTTP: HttpError as thrown, ConnectError by code (docs/compatibility.md#authentication-and-errors), Fastify
  * client errors by code, schema validation as 400 (query) or 422 (body); anything else is a 500 whose cause is
  * logged and never echoed.
  */
