@@ -1,10 +1,11 @@
 /**
- * The pipeline read RPCs: a page of an organization's pipelines, one pipeline, and pipelines by id.
+ * The pipeline read RPCs: a page of an organization's pipelines, one pipeline, pipelines by id, and the pipeline of a
+ * status badge.
  */
 
 import type { ServiceImpl } from "@connectrpc/connect";
 import { ArchiveFilter, type PipelinesService } from "@conveyor/proto/pipelines";
-import { pageWindow } from "@conveyor/runtime";
+import { notFound, pageWindow } from "@conveyor/runtime";
 import type { ArchiveFilter as RepoArchiveFilter } from "../store/pipelines-repository.js";
 import { pipelineMessage } from "./pipeline-message.js";
 import type { PipelinesContext } from "./pipelines-context.js";
@@ -18,7 +19,7 @@ const ARCHIVE_FILTERS: Record<ArchiveFilter, RepoArchiveFilter> = {
 
 type PipelineReadRpcs = Pick<
   ServiceImpl<typeof PipelinesService>,
-  "listPipelines" | "getPipeline" | "batchGetPipelines"
+  "listPipelines" | "getPipeline" | "batchGetPipelines" | "getPipelineByBadgeToken"
 >;
 
 /** Reading pipelines. */
@@ -45,6 +46,13 @@ export function createPipelineReadRpcs(ctx: PipelinesContext): PipelineReadRpcs 
     async batchGetPipelines(req) {
       const found = req.ids.length === 0 ? [] : await repo.findMany(req.organizationIds, req.ids);
       return { pipelines: found.map(pipelineMessage) };
+    },
+
+    async getPipelineByBadgeToken(req) {
+      // An empty token would match an old document stored without one.
+      const found = req.badgeToken === "" ? null : await repo.findByBadgeToken(req.badgeToken);
+      if (!found) throw notFound("pipeline");
+      return { pipeline: pipelineMessage(found) };
     },
   };
 }

@@ -96,6 +96,17 @@ describe("MongoDB pipelines repository", () => {
     }
   });
 
+  it("finds a pipeline by its badge token in any organization, and nothing for an unknown token", async () => {
+    const token = randomUUID();
+    const p = { ...doc(randomUUID(), "Badged", "badged"), badgeToken: token };
+    await repo.insert(p);
+    await repo.insert(doc(randomUUID(), "Other", "other"));
+    expect((await repo.findByBadgeToken(token))?._id).toBe(p._id);
+    expect(await repo.findByBadgeToken(randomUUID())).toBeNull();
+    const indexes = await client.db(dbName).collection("pipelines").indexes();
+    expect(indexes.map((i) => i.key)).toContainEqual({ badgeToken: 1 });
+  });
+
   it("finds by slug or id, lists by name and filters by archive state", async () => {
     const org = randomUUID();
     const b = doc(org, "beta", "beta");

@@ -95,6 +95,8 @@ export interface PipelinesRepository {
     exceptId?: string,
   ): Promise<{ name: boolean; slug: boolean }>;
   findMany(organizationIds: readonly string[], ids: readonly string[]): Promise<PipelineDoc[]>;
+  /** The pipeline whose status badge carries this token, in any organization. */
+  findByBadgeToken(badgeToken: string): Promise<PipelineDoc | null>;
   /** Sets the live counters if `at` is newer than the ones stored (events may arrive out of order). */
   setCounts(id: string, counts: PipelineCountsDoc, at: Date): Promise<void>;
   /** One page of an organization's pipelines by name; only those among `onlyIds` when that is not empty. */
@@ -136,6 +138,9 @@ export async function createMongoPipelinesRepository(db: Db): Promise<PipelinesR
     pipelines.createIndex({ organizationId: 1, slug: 1 }, { unique: true, name: "org_slug_unique" }),
     pipelines.createIndex({ organizationId: 1, nameKey: 1 }, { unique: true, name: "org_name_unique" }),
     pipelines.createIndex({ organizationId: 1, archivedAt: 1, nameKey: 1 }, { name: "org_archive_name_order" }),
+    // The public badge route's lookup. Not unique: tokens are random (unique in practice), and a unique index would
+    // refuse to build over any old document without one.
+    pipelines.createIndex({ badgeToken: 1 }, { name: "badge_token" }),
   ]);
 
   /**
@@ -185,6 +190,7 @@ export async function createMongoPipelinesRepository(db: Db): Promise<PipelinesR
     taken,
     findMany: (organizationIds, ids) =>
       pipelines.find({ _id: { $in: [...ids] }, organizationId: { $in: [...organizationIds] } }).toArray(),
+    findByBadgeToken: (badgeToken) => pipelines.findOne({ badgeToken }),
     async setCounts(id, counts, at) {
       await pipelines.updateOne(
         { _id: id, $or: [{ countsAt: { $exists: false } }, { countsAt: { $lt: at } }] },
