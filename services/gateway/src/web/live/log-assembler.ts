@@ -34,6 +34,12 @@ export interface LogAssemblerOptions {
   read: LogReader;
   /** Gets the log's bytes in order: `bytes` start at `offset`, which is always the end of the previous ones. */
   emit(offset: number, bytes: Uint8Array): void;
+  /**
+   * Resolves when the reader can take more: a read waits for it before each piece, so that catching up on a long
+   * log goes at the client's pace instead of piling up in the gateway. Announced chunks never wait (they come at the
+   * log's own pace).
+   */
+  room?(): Promise<void>;
   /** Reports a read that failed (it is tried again later); the assembler goes on. */
   onReadError(err: unknown): void;
   /** How long a gap may stay before it is read: the chunk may be on its way. Default 250 ms. */
@@ -122,6 +128,7 @@ export function createLogAssembler(opts: LogAssemblerOptions): LogAssembler {
         // The store has a gap here too (a chunk still on its way): what follows it is not contiguous yet.
         if (piece.offset > position) break;
         emit(piece.offset, piece.bytes);
+        await opts.room?.();
       }
     } catch (err) {
       if (closed) return;
