@@ -21,12 +21,12 @@ try {
     config.rateLimitPerMinute > 0
       ? createRateLimiter({ limit: config.rateLimitPerMinute, gatewayId: randomUUID() })
       : undefined;
-  const { app, principals, agentCredentials } = await buildApp({ config, clients, logger, rateLimiter });
+  const { app, principals, sessions, agentCredentials } = await buildApp({ config, clients, logger, rateLimiter });
   const nc = await connectNatsClient(config.natsUrl, "gateway");
   // Loops that keep this gateway's caches and peers' rate-limit counts current; stopped before NATS is drained, so
   // that the end of their subscriptions is not taken for a break.
   const stopLoops = [
-    subscribeIdentityEvents(nc, principals, logger),
+    subscribeIdentityEvents(nc, { tokens: principals, sessions }, logger),
     subscribeCredentialEvents(nc, agentCredentials, logger),
     subscribePipelineEvents(nc, pipelineCache, logger),
     ...(rateLimiter ? [shareRateLimitCounts(nc, rateLimiter, logger)] : []),

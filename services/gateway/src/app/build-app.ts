@@ -6,6 +6,7 @@ import { type AgentCredentialCache, createAgentCredentialCache } from "../agent-
 import { createAnswerCache } from "../answer-cache/answer-cache.js";
 import { createPipelineAccess } from "../auth/pipeline-access.js";
 import { createPrincipalCache, identityLookup, type PrincipalCache } from "../auth/principal-cache.js";
+import { createSessionCache } from "../auth/session-cache.js";
 import type { GatewayClients } from "../clients/gateway-clients.js";
 import type { GatewayConfig } from "../config.js";
 import { registerErrorHandling } from "../errors/error-handler.js";
@@ -39,6 +40,8 @@ export interface AppDeps {
 export interface GatewayApp {
   app: FastifyInstance;
   principals: PrincipalCache;
+  /** The pages' sessions, cached; main.ts drops ended ones on identity's events, as it does revoked tokens. */
+  sessions: PrincipalCache;
   /** Every route the app serves (method and URL pattern), as declared: what the OpenAPI document must cover. */
   routes: readonly DeclaredRoute[];
   /** Agent API credentials, cached; main.ts drops revoked ones on the agents service's events. */
@@ -84,6 +87,7 @@ export async function buildApp(deps: AppDeps): Promise<GatewayApp> {
     identityLookup(async (secret) => (await deps.clients.identity.authenticateAccessToken({ secret })).principal),
     { ttlMs: deps.config.tokenCacheTtlMs },
   );
+  const sessions = createSessionCache(deps.clients.identity, { ttlMs: deps.config.tokenCacheTtlMs });
   const urls = createUrls(deps.config.publicUrl, deps.config.webUrl);
   // Public routes: open to anyone, outside both APIs' scopes.
   metaRoutes(app);
@@ -115,7 +119,13 @@ export async function buildApp(deps: AppDeps): Promise<GatewayApp> {
   });
   // The pages last. The APIs' static paths win over the pages' patterns (`/{org}`, ...) in the router whatever the
   // order, and a request for an API's path that matches only a page's pattern still gets the API's JSON 404.
-  await registerWeb(app, { clients: deps.clients, urls, pipelineAccess });
+  await registerWeb(app, {
+    clients: deps.clients,
+    urls,
+    pipelineAccess,
+    sessions,
+    webUrl: deps.config.webUrl,
+  });
   await app.ready();
-  return { app, principals, agentCredentials, routes };
+  return { app, principals, sessions, agentCredentials, routes };
 }

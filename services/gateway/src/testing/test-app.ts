@@ -124,8 +124,12 @@ function fakeIdentity(world: FakeWorld): Partial<ServiceImpl<typeof IdentityServ
   };
 }
 
-/** In-memory implementations a test hands in for backend services other than identity (default: none). */
+/**
+ * In-memory implementations a test hands in for the backend services (default: none), and identity RPCs beyond (or
+ * instead of) the FakeWorld's.
+ */
 export interface FakeServices {
+  identity?: Partial<ServiceImpl<typeof IdentityService>>;
   pipelines?: Partial<ServiceImpl<typeof PipelinesService>>;
   builds?: Partial<ServiceImpl<typeof BuildsService>>;
   annotations?: Partial<ServiceImpl<typeof AnnotationsService>>;
@@ -157,7 +161,7 @@ export async function buildTestApp(
 ) {
   const transport = createRouterTransport(
     (router) => {
-      router.service(IdentityService, fakeIdentity(world));
+      router.service(IdentityService, { ...fakeIdentity(world), ...services.identity });
       router.service(PipelinesService, services.pipelines ?? {});
       router.service(BuildsService, services.builds ?? {});
       router.service(AnnotationsService, services.annotations ?? {});

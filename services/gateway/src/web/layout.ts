@@ -2,6 +2,7 @@ import type { FastifyRequest } from "fastify";
 import { assetPath } from "./assets/assets.js";
 import { type HtmlValue, html, type SafeHtml } from "./html.js";
 import { agentsPath, orgPath } from "./paths.js";
+import { csrfField } from "./session/csrf.js";
 
 // The shell's first version declared these here; their home is paths.ts with the other pages' paths.
 export { agentsPath, orgPath };
@@ -62,10 +63,9 @@ function nav(org: PageOrganization | undefined, section: PageOptions["section"])
 function person(request: FastifyRequest): HtmlValue {
   const user = request.principal?.user;
   if (!user) return html`<div class="person"><a href="/login">Sign in</a></div>`;
-  // W1 (web/session/): the sign-out form takes csrfField(request) once the session plugin lands.
   return html`<div class="person">
       <span>${user.name}</span>
-      <form method="post" action="/logout"><button type="submit">Sign out</button></form>
+      <form method="post" action="/logout">${csrfField(request)}<button type="submit">Sign out</button></form>
     </div>`;
 }
 
