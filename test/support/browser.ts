@@ -104,6 +104,11 @@ export interface Person {
   open(path: string, opts?: { status?: number; label?: string }): Promise<Page>;
   /** A full-page screenshot of the page as it is now, under .test-results/screenshots/<suite>/. */
   snap(label: string): Promise<void>;
+  /**
+   * Accepts the next dialog whose message matches (a confirm() a button asks before acting), as the person would
+   * click OK; any other dialog is a problem.
+   */
+  acceptNextDialog(message: RegExp): void;
 }
 
 /** The suite's browser: people to act as, and the problems their pages have had. */
@@ -114,6 +119,8 @@ export interface BrowserHarness {
   takeProblems(): Problem[];
   /** Accepts problems matching `match` until the current test ends (a test that provokes them on purpose). */
   expectProblems(match: (p: Problem) => boolean): void;
+  /** The failed requests for /favicon.ico the browser made by itself, on any page so far. */
+  faviconProblems(): Problem[];
 }
 
 /** The web base: the pages live at the root of the stack's public URL (WEB_URL defaults to it). */
@@ -130,6 +137,7 @@ export function useBrowser(suiteFile: string): BrowserHarness {
   const shotsDir = join(repoRoot, ".test-results", "screenshots", suite);
   let browser: Browser | undefined;
   let problems: Problem[] = [];
+  const favicon: Problem[] = [];
   let allowed: ((p: Problem) => boolean)[] = [];
   let shot = 0;
 
@@ -171,6 +179,7 @@ export function useBrowser(suiteFile: string): BrowserHarness {
       const context = await browser.newContext({ baseURL: stack.apiUrl, viewport: { width: 1280, height: 900 } });
       // Statuses a page was opened expecting: the console's "Failed to load resource" for that document is expected.
       const expectedStatus = new Map<string, number>();
+      const expectedDialogs: RegExp[] = [];
       await context.exposeBinding(REPORT_BINDING, ({ page }, report: { kind: Problem["kind"]; detail: string }) => {
         add({ kind: report.kind, detail: report.detail, url: page?.url() ?? "?" });
       });
@@ -182,15 +191,29 @@ export function useBrowser(suiteFile: string): BrowserHarness {
           const at = msg.location().url;
           const status = expectedStatus.get(at);
           if (status !== undefined && msg.text().includes(`status of ${status}`)) return;
+          // The browser asks for /favicon.ico by itself: its answer is one problem of the site, checked once
+          // (faviconProblems), not a failure of every test.
+          if (new URL(at || "about:blank").pathname === "/favicon.ico") {
+            favicon.push({ kind: "console", detail: msg.text(), url: at });
+            return;
+          }
           add({ kind: "console", detail: msg.text(), url: at || page.url() });
         });
         page.on("dialog", (dialog) => {
+          const expected = expectedDialogs.findIndex((m) => m.test(dialog.message()));
+          const failed = (err: unknown) => add({ kind: "dialog", detail: String(err), url: page.url() });
+          if (expected >= 0 && dialog.type() === "confirm") {
+            expectedDialogs.splice(expected, 1);
+            dialog.accept().catch(failed);
+            return;
+          }
           add({ kind: "dialog", detail: `${dialog.type()}: ${dialog.message()}`, url: page.url() });
-          dialog.dismiss().catch((err: unknown) => add({ kind: "dialog", detail: String(err), url: page.url() }));
+          dialog.dismiss().catch(failed);
         });
         page.on("response", (res) => {
           // A page's own assets and requests must all answer; the document's status is checked by open().
-          if (res.status() >= 400 && res.request().resourceType() !== "document") {
+          const favicon = new URL(res.url()).pathname === "/favicon.ico";
+          if (res.status() >= 400 && res.request().resourceType() !== "document" && !favicon) {
             add({ kind: "status", detail: `${res.request().method()} ${res.url()}: ${res.status()}`, url: page.url() });
           }
         });
@@ -214,6 +237,9 @@ export function useBrowser(suiteFile: string): BrowserHarness {
           return page;
         },
         snap: (label) => snapPage(page, `${name}-${label}`),
+        acceptNextDialog(message) {
+          expectedDialogs.push(message);
+        },
       };
     },
     takeProblems() {
@@ -224,26 +250,32 @@ export function useBrowser(suiteFile: string): BrowserHarness {
     expectProblems(match) {
       allowed.push(match);
     },
+    faviconProblems: () => [...favicon],
   };
 }
 
 /**
- * Moves the keyboard focus with Tab (from the top of the page) until `target` has it, then presses `key` (Enter by
- * default): fails when Tab never reaches it, as a person with only a keyboard would.
+ * Moves the keyboard focus with Tab from where it is (from the top of the page with `fromTop`) until `target` has
+ * it: fails when Tab never reaches it, as it would fail a person with only a keyboard.
  */
-export async function activateByKeyboard(page: Page, target: Locator, key = "Enter", maxTabs = 400): Promise<void> {
-  await page.evaluate(() => {
-    document.activeElement?.blur();
-    window.getSelection()?.removeAllRanges();
-  });
-  for (let i = 0; i < maxTabs; i++) {
-    await page.keyboard.press("Tab");
-    if (await target.evaluate((el) => el === document.activeElement)) {
-      await page.keyboard.press(key);
-      return;
-    }
+export async function focusByKeyboard(page: Page, target: Locator, opts: { fromTop?: boolean } = {}): Promise<void> {
+  if (opts.fromTop) {
+    await page.evaluate(() => {
+      document.activeElement?.blur();
+      window.getSelection()?.removeAllRanges();
+    });
   }
-  throw new Error(`${maxTabs} presses of Tab never focused ${target}`);
+  for (let i = 0; i < 400; i++) {
+    if (await target.evaluate((el) => el === document.activeElement)) return;
+    await page.keyboard.press("Tab");
+  }
+  throw new Error(`400 presses of Tab never focused ${target}`);
+}
+
+/** Tabs from the top of the page to `target` and presses `key` (Enter by default), as a keyboard user would. */
+export async function activateByKeyboard(page: Page, target: Locator, key = "Enter"): Promise<void> {
+  await focusByKeyboard(page, target, { fromTop: true });
+  await page.keyboard.press(key);
 }
 
 const axeSource = readFileSync(require.resolve("axe-core/axe.min.js"), "utf8");
@@ -324,4 +356,19 @@ export async function injectedMarkup(page: Page): Promise<string[]> {
     }
     return found;
   });
+}
+
+/** The computed CSS colour of an element (`rgb(r, g, b)`). */
+export function colourOf(target: Locator): Promise<string> {
+  return target.evaluate((el) => window.getComputedStyle(el).color as string);
+}
+
+/** The id of the element the page's URL fragment targets (`:target`), or null. */
+export function targetedId(page: Page): Promise<string | null> {
+  return page.evaluate(() => (document.querySelector(":target")?.id as string | undefined) ?? null);
+}
+
+/** Whether a form control's value passes the browser's own checks (required, type, pattern). */
+export function isValidInput(target: Locator): Promise<boolean> {
+  return target.evaluate((el) => (el as unknown as { validity: { valid: boolean } }).validity.valid);
 }
