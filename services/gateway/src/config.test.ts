@@ -50,3 +50,15 @@ describe("the gateway's batched build reads settings", () => {
     expect(() => readGatewayConfig({ BATCH_SLOT_MS: "60001" })).toThrow("BATCH_SLOT_MS");
   });
 });
+
+describe("the gateway's live stream limits", () => {
+  it("holds 20 live pages per person and 1000 in all by default, takes LIVE_STREAMS_PER_PERSON and LIVE_STREAMS", () => {
+    expect(readGatewayConfig({}).liveStreams).toEqual({ perPerson: 20, total: 1000 });
+    expect(readGatewayConfig({ LIVE_STREAMS_PER_PERSON: "250", LIVE_STREAMS: "5000" }).liveStreams).toEqual({
+      perPerson: 250,
+      total: 5000,
+    });
+    expect(() => readGatewayConfig({ LIVE_STREAMS_PER_PERSON: "0" })).toThrow("LIVE_STREAMS_PER_PERSON");
+    expect(() => readGatewayConfig({ LIVE_STREAMS: "many" })).toThrow("LIVE_STREAMS");
+  });
+});

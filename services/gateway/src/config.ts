@@ -44,6 +44,8 @@ export interface GatewayConfig {
   readonly batchSlotMs: number;
   /** Header, URL and time bounds on every client connection (app/client-limits.ts). */
   readonly clientLimits: Readonly<ClientLimits>;
+  /** Live build pages' streams this gateway holds open, per person and in all (web/live/stream-limits.ts). */
+  readonly liveStreams: Readonly<{ perPerson: number; total: number }>;
 }
 
 /** Where signed artifact URLs point (see README, Artifacts). */
@@ -61,7 +63,7 @@ export interface ArtifactsUrlConfig {
 /**
  * Parses HOST, PORT, PUBLIC_URL, WEB_URL, <SERVICE>_URL, NATS_URL, LOG_LEVEL, TOKEN_CACHE_TTL_MS, BODY_LIMIT_BYTES,
  * RPC_TIMEOUT_MS, PIPELINE_CACHE_TTL_MS, AGENT_CREDENTIAL_CACHE_TTL_MS, AGENT_LOG_CHUNK_BYTES, JOB_LOG_MAX_BYTES, S3_ENDPOINT, S3_BUCKET,
- * S3_PUBLIC_URL, ARTIFACTS_PROXY, RATE_LIMIT_PER_MINUTE and RENDER_CACHE_MB.
+ * S3_PUBLIC_URL, ARTIFACTS_PROXY, RATE_LIMIT_PER_MINUTE, RENDER_CACHE_MB, LIVE_STREAMS_PER_PERSON and LIVE_STREAMS.
  */
 export function readGatewayConfig(env: Env): GatewayConfig {
   const r = createEnvReader(env);
@@ -108,6 +110,10 @@ export function readGatewayConfig(env: Env): GatewayConfig {
       bodyTimeoutMs: r.int("BODY_TIMEOUT_MS", DEFAULT_CLIENT_LIMITS.bodyTimeoutMs, { min: 100 }),
       maxHeaderBytes: r.int("MAX_HEADER_BYTES", DEFAULT_CLIENT_LIMITS.maxHeaderBytes, { min: 1024, max: 1024 * 1024 }),
       maxUrlBytes: r.int("MAX_URL_BYTES", DEFAULT_CLIENT_LIMITS.maxUrlBytes, { min: 256, max: 1024 * 1024 }),
+    }),
+    liveStreams: Object.freeze({
+      perPerson: r.int("LIVE_STREAMS_PER_PERSON", 20, { min: 1 }),
+      total: r.int("LIVE_STREAMS", 1000, { min: 1 }),
     }),
   });
 }
