@@ -10,6 +10,7 @@ import {
 } from "@conveyor/proto/identity";
 import { type Client, isoTime, TEAM_MEMBER_ROLES, TEAM_PRIVACIES } from "@conveyor/runtime";
 import { type CliArgs, type FlagTypes, optionalFlag, requireFlag, UsageError } from "./args.js";
+import { USER_COMMANDS } from "./user-commands.js";
 
 /** The clients a command may use; created lazily so a usage error never needs a running stack. */
 export interface CommandContext {
@@ -20,6 +21,10 @@ export interface CommandContext {
   registries(): Client<typeof RegistriesService>;
   agents(): Client<typeof AgentsService>;
   artifacts(): Client<typeof ArtifactsService>;
+  /** The pages' address (WEB_URL), which sign-in links start with. */
+  webUrl: string;
+  /** A new password, from stdin (never from the command line, where `ps` would show it). */
+  readPassword(): Promise<string>;
 }
 
 export type Command = (args: CliArgs, ctx: CommandContext) => Promise<unknown>;
@@ -55,16 +60,7 @@ export const COMMANDS: Record<string, CommandSpec> = {
       );
     },
   },
-  "user create": {
-    usage: "user create --name NAME --email EMAIL",
-    flags: { name: "string", email: "string" },
-    async run(args, ctx) {
-      const { user: u } = await ctx
-        .identity()
-        .createUser({ name: requireFlag(args, "name"), email: requireFlag(args, "email") });
-      return u && { id: u.id, name: u.name, email: u.email, created_at: isoTime(u.createdAt) };
-    },
-  },
+  ...USER_COMMANDS,
   "member add": {
     usage: "member add --org SLUG --user USER_ID [--role admin|member]",
     flags: { org: "string", user: "string", role: "string" },
@@ -331,6 +327,7 @@ export function usage(): string {
     "",
     "Talks gRPC to the identity and agents services of the stack `npm start` runs (teams, suites and registries",
     "belong to the identity service).",
-    "Set IDENTITY_URL / AGENTS_URL to reach another stack. Prints one JSON object per call.",
+    "Set IDENTITY_URL / AGENTS_URL to reach another stack, and WEB_URL (default PUBLIC_URL, else",
+    "http://127.0.0.1:8080) to the pages' address sign-in links start with. Prints one JSON object per call.",
   ].join("\n");
 }
