@@ -4,9 +4,12 @@ import { hostname } from "node:os";
 import { dirname, isAbsolute, relative } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { fileURLToPath } from "node:url";
+import { IdentityService } from "@conveyor/proto/identity";
+import { createServiceClient } from "@conveyor/runtime";
 import { bootstrapStack } from "./bootstrap/bootstrap.js";
 import type { Credentials } from "./bootstrap/credentials.js";
 import { firstBuildWalkthrough } from "./bootstrap/first-build.js";
+import { adminSignInLink, stackWebUrl } from "./bootstrap/sign-in-link.js";
 import { describeExit } from "./host/child.js";
 import { dataPaths, defaultDataDir, findRepoRoot } from "./host/paths.js";
 import { formatLogTail } from "./logs/log-format.js";
@@ -111,6 +114,9 @@ async function start(repoRoot: string, dataDir: string): Promise<number> {
     }
     say("bootstrapping the organization, admin user and tokens…");
     const { credentials } = await bootstrapStack(stack.info, { log: (line) => say(`  ${line}`) });
+    const webUrl = stackWebUrl(stack.info, process.env);
+    const identity = createServiceClient(IdentityService, stack.info.serviceUrls.identity);
+    const signIn = await adminSignInLink(identity, webUrl, credentials.user.id);
     if (!signalled) {
       const running = stack;
       if (agentCount > 0) say(`starting ${agentCount} local agent${agentCount === 1 ? "" : "s"}…`);
@@ -126,7 +132,7 @@ async function start(repoRoot: string, dataDir: string): Promise<number> {
         log: say,
         onSpawn: (proc) => running.adopt(proc),
       });
-      printSummary(running.info, credentials, agents);
+      printSummary(running.info, credentials, agents, { webUrl, signInUrl: signIn.url });
     }
     const outcome = await Promise.race([signalReceived.then(() => undefined), stack.unexpectedExit]);
     if (outcome) {
@@ -174,7 +180,12 @@ function printTail(tail: string): void {
   );
 }
 
-function printSummary(info: StackInfo, creds: Credentials, agents: LocalAgents): void {
+function printSummary(
+  info: StackInfo,
+  creds: Credentials,
+  agents: LocalAgents,
+  pages: { webUrl: string; signInUrl: string },
+): void {
   const credFile = shortPath(dataPaths(info.dataDir).credentialsFile);
   const logs = shortPath(info.logsDir);
   const localAgents =
@@ -201,6 +212,9 @@ function printSummary(info: StackInfo, creds: Credentials, agents: LocalAgents):
     "",
     "conveyor is running.",
     "",
+    `  Pages         ${pages.webUrl}/`,
+    `  Sign in       ${pages.signInUrl}`,
+    `                (one-time link for ${creds.user.email}, valid 15 minutes; a new one at every start)`,
     `  REST API      ${info.apiUrl}/v2/…   (header: Authorization: Bearer <API token>)`,
     `  Agent API     ${info.agentUrl}`,
     `  Organization  ${creds.organization.slug}   (${creds.organization.name}, id ${creds.organization.id})`,
@@ -219,6 +233,8 @@ function printSummary(info: StackInfo, creds: Credentials, agents: LocalAgents):
     "",
     "  More:",
     `    npx ci-admin user create --name "Jane Doe" --email jane@example.com`,
+    `    npx ci-admin user set-password --email ${creds.user.email}   (asks for the password)`,
+    `    npx ci-admin user login-link --email ${creds.user.email}   (another one-time sign-in link)`,
     "",
     `  Credentials are saved in ${credFile} and reused by the next \`npm start\`; logs are in ${logs}/.`,
     "  Press Ctrl-C to stop.",
