@@ -7,6 +7,7 @@ import type { Urls } from "../render/urls.js";
 import { agentActions } from "./actions/agent-actions.js";
 import { createBuildAction } from "./actions/create-build-action.js";
 import { registerAssets } from "./assets/assets.js";
+import { registerBadges } from "./badge/badge-route.js";
 import { isApiPath, registerErrorPages } from "./error-pages.js";
 import { agentPage } from "./pages/agent-page.js";
 import { agentsPage } from "./pages/agents-page.js";
@@ -56,6 +57,7 @@ export async function registerWeb(app: FastifyInstance, opts: WebOptions): Promi
     // The REST API decorates its own scope (auth/authenticate.ts); pages get the person from the session instead.
     web.decorateRequest("principal", null);
     registerAssets(web);
+    registerBadges(web, opts.clients);
 
     await web.register(async (pages) => {
       // Sets request.principal from the session cookie, serves /login and /logout, and gives the pages
