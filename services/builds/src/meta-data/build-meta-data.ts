@@ -1,6 +1,7 @@
 import { invalidFields, notFound } from "@conveyor/runtime";
 import { type BuildsContext, MAX_ATTEMPTS } from "../builds-context.js";
 import type { Build } from "../domain/build.js";
+import { COMMIT_REPORT_KEY, resolveCommit } from "../domain/commit-report.js";
 import { requireRunningJob } from "../jobs/running-job.js";
 
 /** Bounds of build meta-data: every key and value is checked, and a build holds a bounded number of keys. */
@@ -31,7 +32,7 @@ export function metaDataKeyProblem(key: string): string | null {
 
 /** Build meta-data as agents read and write it (docs/compatibility.md#meta-data): build-level keys, strings only. */
 export function createBuildMetaData(ctx: BuildsContext) {
-  const { repo, withLock } = ctx;
+  const { repo, withLock, logger } = ctx;
 
   const requireBuild = async (buildId: string): Promise<Build> => {
     const build = buildId === "" ? null : await repo.findBuildById(buildId);
@@ -54,8 +55,21 @@ export function createBuildMetaData(ctx: BuildsContext) {
     if (problems.length > 0) throw invalidFields(problems);
   };
 
+  /**
+   * The build's real commit (and message) when a job reports the commit its agent checked out
+   * (docs/compatibility.md#the-real-commit): written with the meta-data, so it changes once, on the first report.
+   */
+  const commitUpdate = (build: Build, items: ReadonlyArray<{ key: string; value: string }>, jobId: string) => {
+    const reported = jobId === "" ? undefined : items.findLast((item) => item.key === COMMIT_REPORT_KEY);
+    if (!reported) return {};
+    const resolution = resolveCommit(build, reported.value);
+    if (resolution.kind === "ignored")
+      logger.info({ buildId: build.id, jobId, reason: resolution.reason }, "commit report ignored");
+    return resolution.kind === "resolve" ? resolution.update : {};
+  };
+
   /** Stores checked items; the caller holds the build's lock. */
-  const store = async (buildId: string, items: ReadonlyArray<{ key: string; value: string }>) => {
+  const store = async (buildId: string, items: ReadonlyArray<{ key: string; value: string }>, jobId = "") => {
     for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
       const build = await requireBuild(buildId);
       const metaData = { ...build.metaData };
@@ -71,7 +85,7 @@ export function createBuildMetaData(ctx: BuildsContext) {
             code: `would give the build more than ${META_DATA_LIMITS.maxTotalBytes} bytes of meta-data`,
           },
         ]);
-      if (await repo.updateBuild(build.id, build.version, { metaData })) return;
+      if (await repo.updateBuild(build.id, build.version, { metaData, ...commitUpdate(build, items, jobId) })) return;
     }
     throw new Error(`build ${buildId} kept changing while its meta-data was set`);
   };
@@ -85,7 +99,7 @@ export function createBuildMetaData(ctx: BuildsContext) {
       check(items);
       if (jobId !== "") await requireRunningJob(repo, jobId, buildId);
       await requireBuild(buildId);
-      await withLock(buildId, () => store(buildId, items));
+      await withLock(buildId, () => store(buildId, items, jobId));
     },
 
     /** Sets every item (or none) while the caller holds the build's lock. */

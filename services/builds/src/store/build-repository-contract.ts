@@ -11,7 +11,18 @@ import type { PipelineCounts } from "./pipeline-counts.js";
 
 /** The fields of a build that a compare-and-set update may change. */
 export type BuildUpdate = Partial<
-  Pick<Build, "state" | "blocked" | "cancelRequested" | "cancelReason" | "startedAt" | "finishedAt" | "metaData">
+  Pick<
+    Build,
+    | "state"
+    | "blocked"
+    | "cancelRequested"
+    | "cancelReason"
+    | "startedAt"
+    | "finishedAt"
+    | "metaData"
+    | "commit"
+    | "message"
+  >
 >;
 
 /** The fields of a job that a compare-and-set update may change. */
