@@ -5,6 +5,7 @@ import { organizationAccess } from "../auth/authenticate.js";
 import { Int, Str } from "../render/schemas.js";
 import { noContent, responses, typed } from "../route-declarations/declare.js";
 import { JobParams } from "../route-declarations/params.js";
+import { renderWholeLog } from "../web/log/whole-log.js";
 import type { RouteDeps } from "./route-deps.js";
 
 /**
@@ -47,6 +48,41 @@ async function openLog(
   return { info, bytes };
 }
 
+/** How much a client's Accept header takes a media type: the q of the most specific range that matches it, 0 if none. */
+function acceptance(accept: string, type: string): number {
+  const [major] = type.split("/");
+  let best = -1;
+  let q = 0;
+  for (const part of accept.split(",")) {
+    const [range = "", ...params] = part.trim().toLowerCase().split(";");
+    const specificity = range === type ? 2 : range === `${major}/*` ? 1 : range === "*/*" ? 0 : -1;
+    if (specificity <= best) continue;
+    const given = params.map((p) => p.trim()).find((p) => p.startsWith("q="));
+    const value = given ? Number(given.slice(2)) : 1;
+    best = specificity;
+    q = Number.isFinite(value) ? value : 0;
+  }
+  return q;
+}
+
+/**
+ * Whether a client asks for the log as HTML: its Accept header takes text/html more than application/json (a
+ * browser's does). No header, `*\/*`, or a tie keeps the JSON answer every API client has always had.
+ */
+export function prefersHtml(accept: string | undefined): boolean {
+  if (!accept) return false;
+  return acceptance(accept, "text/html") > acceptance(accept, "application/json");
+}
+
+/**
+ * The headers of the HTML log: it is only the log's lines (no script, no outside resource), and may not be framed
+ * or sniffed as anything else. Log colours beyond the 16 are style attributes (see web/security-headers.ts).
+ */
+const HTML_LOG_HEADERS = {
+  "content-security-policy": "default-src 'none'; style-src-attr 'unsafe-inline'; frame-ancestors 'none'",
+  "x-content-type-options": "nosniff",
+};
+
 /** JSON string content of a stream of UTF-8 bytes, escaped piece by piece (a piece may end inside a character). */
 async function* jsonEscaped(bytes: AsyncIterable<Uint8Array>) {
   const decoder = new TextDecoder("utf-8");
@@ -60,8 +96,9 @@ async function* jsonEscaped(bytes: AsyncIterable<Uint8Array>) {
 
 /**
  * A job's log over REST (Buildkite's jobs API; go-buildkite's JobsService): `…/log` as JSON
- * `{url, content, size, header_times}`, `…/log.txt` as plain text, and `DELETE …/log`. Both reads stream the log
- * from the builds service to the client, so a large log never sits whole in the gateway's memory.
+ * `{url, content, size, header_times}`, or as HTML when the client's Accept asks for it (the pages' rendering of
+ * the whole log, docs/compatibility.md#jobs), `…/log.txt` as plain text, and `DELETE …/log`. Every read streams the
+ * log from the builds service to the client, so a large log never sits whole in the gateway's memory.
  */
 export function jobLogRoutes(app: FastifyInstance, deps: RouteDeps): void {
   const path = "/v2/organizations/:org/pipelines/:pipeline/builds/:number/jobs/:job/log";
@@ -74,13 +111,32 @@ export function jobLogRoutes(app: FastifyInstance, deps: RouteDeps): void {
       config: { scope: "read_build_logs" },
       schema: {
         operationId: "getJobLog",
-        summary: "A job's log as JSON",
+        summary: "A job's log as JSON, or as HTML (its lines rendered) when Accept asks for text/html",
         tags,
         params: JobParams,
+        produces: ["application/json", "text/html"],
         response: responses(200, Type.Unsafe<unknown>(JobLogSchema)),
       },
     },
     async (request, reply) => {
+      // One URL, two forms: caches must keep them apart.
+      reply.header("vary", "Accept");
+      if (prefersHtml(request.headers.accept)) {
+        const access = organizationAccess(request, request.params.org);
+        const { pipeline } = await deps.pipelineAccess.pipeline(request, access, request.params.pipeline, "read");
+        const ref = { pipelineId: pipeline.id, number: request.params.number, jobId: request.params.job };
+        const controller = new AbortController();
+        reply.raw.once("close", () => controller.abort());
+        const stream = deps.clients.builds.streamJobLog.bind(deps.clients.builds);
+        const pieces = renderWholeLog(stream, ref, controller.signal);
+        // The first piece is read before answering, so that a log that cannot be read is the usual error answer.
+        const first = await pieces.next();
+        async function* html() {
+          if (!first.done) yield first.value;
+          yield* pieces;
+        }
+        return reply.type("text/html; charset=utf-8").headers(HTML_LOG_HEADERS).send(Readable.from(html()));
+      }
       const { info, bytes } = await openLog(deps, request);
       const url = `${deps.publicUrl}${request.url.split("?")[0]}`;
       async function* body() {
