@@ -125,6 +125,7 @@ export async function buildApp(deps: AppDeps): Promise<GatewayApp> {
     pipelineAccess,
     sessions,
     webUrl: deps.config.webUrl,
+    artifactUrlBase: deps.config.artifacts.urlBase,
   });
   await app.ready();
   return { app, principals, sessions, agentCredentials, routes };

@@ -5,14 +5,19 @@ import type { PrincipalCache } from "../auth/principal-cache.js";
 import type { GatewayClients } from "../clients/gateway-clients.js";
 import type { Urls } from "../render/urls.js";
 import { agentActions } from "./actions/agent-actions.js";
+import { buildActionRoutes } from "./actions/build-actions.js";
 import { createBuildAction } from "./actions/create-build-action.js";
+import { jobActionRoutes } from "./actions/job-actions.js";
 import { registerAssets } from "./assets/assets.js";
 import { registerBadges } from "./badge/badge-route.js";
 import { isApiPath, registerErrorPages } from "./error-pages.js";
 import { agentPage } from "./pages/agent-page.js";
 import { agentsPage } from "./pages/agents-page.js";
+import { buildArtifactRoutes } from "./pages/build-artifacts.js";
+import { buildPageRoutes } from "./pages/build-page.js";
 import { currentJobRedirect } from "./pages/current-job-redirect.js";
 import { dashboardPage } from "./pages/dashboard-page.js";
+import { jobLogRoutes } from "./pages/job-log-page.js";
 import { organizationPage } from "./pages/organization-page.js";
 import { pipelinePage } from "./pages/pipeline-page.js";
 import { registerSecurityHeaders } from "./security-headers.js";
@@ -28,6 +33,8 @@ export interface WebOptions {
   sessions: PrincipalCache;
   /** The site's address (WEB_URL): decides Secure cookies and the origin forms may come from. */
   webUrl: string;
+  /** The base artifact downloads are signed for (the object store, or the gateway's /objects proxy). */
+  artifactUrlBase: string;
 }
 
 /**
@@ -76,6 +83,11 @@ export async function registerWeb(app: FastifyInstance, opts: WebOptions): Promi
       agentPage(pages, deps);
       agentActions(pages, deps);
       currentJobRedirect(pages, deps);
+      buildPageRoutes(pages, deps);
+      jobLogRoutes(pages, deps);
+      buildArtifactRoutes(pages, { ...deps, artifactUrlBase: opts.artifactUrlBase });
+      buildActionRoutes(pages, deps);
+      jobActionRoutes(pages, deps);
     });
   });
 }

@@ -1,0 +1,54 @@
+import { html, type SafeHtml } from "../html.js";
+import { createAnsiToHtml } from "../log/ansi-html.js";
+import { renderLogHtml } from "../log/log-html.js";
+import { type JobLogRef, readLogTail, TAIL_BYTES } from "../log/log-reader.js";
+import type { WebDeps } from "../web-deps.js";
+import { formatBytes } from "./build-sections.js";
+
+/** Which job's panel, and what the person may see of it. */
+export interface JobPanelTarget {
+  ref: JobLogRef;
+  /** The job's log page (build-paths.ts's jobLogPath): "show all" and the raw log are beside it. */
+  logPath: string;
+  /** Whether the person may read the job's environment (build-data.ts's mayReadEnv). */
+  canReadEnv: boolean;
+}
+
+/** A job's environment as a table, by name. */
+function envTable(env: Record<string, string>): SafeHtml {
+  const names = Object.keys(env).sort();
+  return html`<details class="job-env"><summary>Environment (${names.length})</summary>
+<table><thead><tr><th scope="col">Name</th><th scope="col">Value</th></tr></thead><tbody>
+${names.map((n) => html`<tr><td class="mono">${n}</td><td><pre class="value">${env[n]}</pre></td></tr>`)}
+</tbody></table></details>`;
+}
+
+/**
+ * A job's panel, shown when its row is opened: its log's tail (the last 2 MiB, read from that offset: never the
+ * whole log), links to show all of it and to download it raw, and its environment for people who may read it. One
+ * log read and at most one environment read, together.
+ */
+export async function renderJobPanel(deps: Pick<WebDeps, "clients">, target: JobPanelTarget): Promise<SafeHtml> {
+  const { builds } = deps.clients;
+  const [tail, env] = await Promise.all([
+    readLogTail((req, opts) => builds.streamJobLog(req, opts), target.ref),
+    target.canReadEnv ? builds.getJobEnv(target.ref).then((res) => res.env) : Promise.resolve(null),
+  ]);
+  const size = Number(tail.info.size);
+  const lines = tail.lines;
+  const body = tail.info.deleted
+    ? html`<p class="notice">This job's log was deleted.</p>`
+    : lines.length === 0
+      ? html`<p class="empty">No log output.</p>`
+      : html`<div class="log" id="log-${target.ref.jobId}" data-job="${target.ref.jobId}" data-end="${tail.end}" tabindex="0" aria-label="Log">${renderLogHtml(lines, { ansi: createAnsiToHtml(), ...(tail.cut ? {} : { firstLineNumber: 1 }) })}</div>`;
+  return html`<div class="job-panel">
+<p class="log-bar">
+${size > 0 ? html`<span class="muted">${formatBytes(size)}</span>` : ""}
+${tail.cut ? html`<a href="${target.logPath}?all=1">Show the whole log</a>` : ""}
+${size > 0 ? html`<a href="${target.logPath}.txt" download>Download</a>` : ""}
+</p>
+${tail.cut ? html`<p class="notice">Showing the last ${formatBytes(TAIL_BYTES)} of the log.</p>` : ""}
+${body}
+${env ? envTable(env) : ""}
+</div>`;
+}
