@@ -3,7 +3,7 @@
  * builds, reads, jobs and job-action RPCs over the parts builds-context.ts makes; AnnotationsService from the
  * annotation RPCs.
  */
-import type { ServiceImpl } from "@connectrpc/connect";
+import { Code, ConnectError, type ServiceImpl } from "@connectrpc/connect";
 import type { AnnotationsService } from "@conveyor/proto/annotations";
 import type { BuildsService } from "@conveyor/proto/builds";
 import type { BuildsParts } from "./builds-context.js";
@@ -22,6 +22,10 @@ export function createBuildsService(parts: BuildsParts): ServiceImpl<typeof Buil
     ...createReadBuildsRpc(buildRpcs),
     ...createJobRpcs(ctx, parts),
     ...createJobActionRpcs(ctx, parts),
+    // Replaced by the webhook inbox's RPC in the commit that adds it (issue 33).
+    async receiveWebhook() {
+      throw new ConnectError("webhook deliveries are not received yet", Code.Unimplemented);
+    },
   };
 }
 

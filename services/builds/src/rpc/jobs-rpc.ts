@@ -50,7 +50,14 @@ function agentSnapshot(agent: JobAgent | undefined): AgentSnapshot | undefined {
 
 type JobRpcs = Omit<
   ServiceImpl<typeof BuildsService>,
-  "createBuild" | "getBuild" | "listBuilds" | "readBuilds" | "cancelBuild" | "rebuildBuild" | keyof JobActionRpcs
+  | "createBuild"
+  | "getBuild"
+  | "listBuilds"
+  | "readBuilds"
+  | "cancelBuild"
+  | "rebuildBuild"
+  | "receiveWebhook"
+  | keyof JobActionRpcs
 >;
 
 /** The RPCs on jobs: transitions, dispatch, logs and build meta-data. */

@@ -138,6 +138,21 @@ describe("resolveAttributes on update", () => {
     expect(fieldsOf(attrs({ name: " ", repository: "" }), current)).toEqual(["name", "repository"]);
   });
 
+  it("sets, keeps and removes the webhook secret, carrying the webhook token and its hash over", () => {
+    const hooked: PipelineDoc = {
+      ...current,
+      provider: { ...current.provider, webhookTokenHash: "h", webhookSecret: "old secret" },
+    };
+    const set = resolveAttributes(attrs({ webhookSecret: "  s3cret  " }), hooked);
+    expect(set.errors).toEqual([]);
+    expect(set.changes.provider).toEqual({ ...hooked.provider, webhookSecret: "s3cret" });
+    const kept = resolveAttributes(attrs({ providerSettings: { build_tags: true } }), hooked).changes.provider;
+    expect(kept).toMatchObject({ webhookToken: "w", webhookTokenHash: "h", webhookSecret: "old secret" });
+    expect(resolveAttributes(attrs({ webhookSecret: " " }), hooked).changes.provider?.webhookSecret).toBe("");
+    expect(fieldsOf(attrs({ webhookSecret: "a\u0007b" }), hooked)).toEqual(["webhook_secret"]);
+    expect(fieldsOf(attrs({ webhookSecret: "x".repeat(256) }), hooked)).toEqual(["webhook_secret"]);
+  });
+
   it("merges provider settings over the current ones", () => {
     const { changes } = resolveAttributes(attrs({ providerSettings: { build_tags: true } }), current);
     expect(changes.provider).toEqual({

@@ -50,6 +50,16 @@ function checkText(value: string, field: string, rule: TextRule, errors: FieldPr
   return problem === null;
 }
 
+/** The longest webhook secret (characters): forges allow far less, and it is compared on every delivery. */
+const MAX_WEBHOOK_SECRET = 255;
+
+/** A webhook secret attribute: "" (or blanks) removes it; otherwise one line of printable text. */
+function webhookSecretValue(value: string, errors: FieldProblem[]): string {
+  const trimmed = value.trim();
+  if (trimmed !== "") checkText(trimmed, "webhook_secret", { max: MAX_WEBHOOK_SECRET }, errors);
+  return trimmed;
+}
+
 /** A branch filter attribute: "" clears it; otherwise the pattern must be valid. */
 function filterValue(value: string, field: string, errors: FieldProblem[]): string | null {
   const trimmed = value.trim();
@@ -162,18 +172,25 @@ export function resolveAttributes(attrs: PipelineAttributes, current?: PipelineD
     changes.tags = tags.length === 0 ? null : [...new Set(tags)];
   }
 
-  // Provider: derived from the repository, with settings merged over the current (or default) ones.
+  // Provider: derived from the repository, with settings merged over the current (or default) ones. The provider is
+  // stored whole, so what the request does not change (the webhook token, its hash, the secret) is carried over.
   const repository = changes.repository ?? current?.repository;
-  if (repository && (changes.repository !== undefined || attrs.providerSettings !== undefined)) {
+  const webhookSecret = attrs.webhookSecret === undefined ? undefined : webhookSecretValue(attrs.webhookSecret, errors);
+  if (
+    repository &&
+    (changes.repository !== undefined || attrs.providerSettings !== undefined || webhookSecret !== undefined)
+  ) {
     const id = providerIdFor(repository);
     const base =
       current && current.provider.id === id ? current.provider.settings : defaultProviderSettings(id, repository);
     const given = checkProviderSettings(attrs.providerSettings ?? {});
     for (const [key, code] of given.problems) errors.push({ field: `provider_settings.${key}`, code });
     changes.provider = {
+      ...current?.provider,
       id,
       settings: { ...base, ...given.settings },
       webhookToken: current?.provider.webhookToken ?? "",
+      ...(webhookSecret !== undefined ? { webhookSecret } : {}),
     };
   }
 

@@ -18,6 +18,7 @@ import {
 } from "@conveyor/runtime";
 import { type FieldProblem, resolveAttributes } from "../domain/pipeline-attributes.js";
 import { defaultProviderSettings, providerIdFor } from "../domain/provider.js";
+import { newWebhookToken, webhookTokenHash } from "../domain/webhook-token.js";
 import { DuplicatePipelineError, type PipelineChanges, type PipelineDoc } from "../store/pipelines-repository.js";
 import { pipelineMessage } from "./pipeline-message.js";
 import { changedMeanwhile, type PipelinesContext } from "./pipelines-context.js";
@@ -104,6 +105,7 @@ export function createPipelineDefinitionRpcs(ctx: PipelinesContext): PipelineDef
       if (errors.length > 0) throw invalidFields(errors);
 
       const at = now();
+      const webhookToken = newWebhookToken();
       const repository = changes.repository ?? "";
       const providerId = providerIdFor(repository);
       const creator = req.creator;
@@ -119,9 +121,11 @@ export function createPipelineDefinitionRpcs(ctx: PipelinesContext): PipelineDef
         pipelineTemplateUuid: changes.pipelineTemplateUuid ?? null,
         branchConfiguration: changes.branchConfiguration ?? null,
         defaultBranch: changes.defaultBranch ?? "main",
-        provider: changes.provider
-          ? { ...changes.provider, webhookToken: token() }
-          : { id: providerId, settings: defaultProviderSettings(providerId, repository), webhookToken: token() },
+        provider: {
+          ...(changes.provider ?? { id: providerId, settings: defaultProviderSettings(providerId, repository) }),
+          webhookToken,
+          webhookTokenHash: webhookTokenHash(webhookToken),
+        },
         skipQueuedBranchBuilds: changes.skipQueuedBranchBuilds ?? false,
         skipQueuedBranchBuildsFilter: changes.skipQueuedBranchBuildsFilter ?? null,
         cancelRunningBranchBuilds: changes.cancelRunningBranchBuilds ?? false,

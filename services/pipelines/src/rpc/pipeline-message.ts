@@ -17,7 +17,7 @@ function parseDefinition(doc: Pick<PipelineDoc, "definitionJson">): {
 export function pipelineMessage(p: PipelineDoc): MessageInitShape<typeof PipelineSchema> {
   const definition = parseDefinition(p);
   return {
-    ...pipelineEventMessage(p),
+    ...pipelineFields(p, p.provider.webhookSecret ?? ""),
     configuration: p.configuration,
     steps: stepMessages(definition.steps),
     configurationEnv: definition.env,
@@ -26,11 +26,17 @@ export function pipelineMessage(p: PipelineDoc): MessageInitShape<typeof Pipelin
 
 /**
  * A stored pipeline as its events carry it: without its definition (configuration, steps and the YAML's env), the
- * one part whose size grows with what users write. Every other field is bounded (domain/pipeline-attributes.ts), so an event
+ * one part whose size grows with what users write, and without its webhook secret, which only the webhook receiver
+ * and the pipeline's managers need (they read the pipeline). Every other field is bounded (domain/pipeline-attributes.ts), so an event
  * stays far below NATS's largest message (1 MiB by default) and is never dropped; consumers that need the steps
  * read the pipeline.
  */
 export function pipelineEventMessage(p: PipelineDoc): MessageInitShape<typeof PipelineSchema> {
+  return pipelineFields(p, "");
+}
+
+/** Every field of the Pipeline message but the definition, with the webhook secret given. */
+function pipelineFields(p: PipelineDoc, webhookSecret: string) {
   return {
     id: p._id,
     organizationId: p.organizationId,
@@ -42,7 +48,12 @@ export function pipelineEventMessage(p: PipelineDoc): MessageInitShape<typeof Pi
     pipelineTemplateUuid: p.pipelineTemplateUuid ?? undefined,
     branchConfiguration: p.branchConfiguration ?? undefined,
     defaultBranch: p.defaultBranch,
-    provider: { id: p.provider.id, settings: p.provider.settings, webhookToken: p.provider.webhookToken },
+    provider: {
+      id: p.provider.id,
+      settings: p.provider.settings,
+      webhookToken: p.provider.webhookToken,
+      webhookSecret,
+    },
     skipQueuedBranchBuilds: p.skipQueuedBranchBuilds,
     skipQueuedBranchBuildsFilter: p.skipQueuedBranchBuildsFilter ?? undefined,
     cancelRunningBranchBuilds: p.cancelRunningBranchBuilds,

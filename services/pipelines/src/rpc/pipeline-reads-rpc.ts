@@ -1,11 +1,12 @@
 /**
  * The pipeline read RPCs: a page of an organization's pipelines, one pipeline, pipelines by id, and the pipeline of a
- * status badge.
+ * status badge or of a webhook URL.
  */
 
 import type { ServiceImpl } from "@connectrpc/connect";
 import { ArchiveFilter, type PipelinesService } from "@conveyor/proto/pipelines";
 import { notFound, pageWindow } from "@conveyor/runtime";
+import { webhookTokenHash } from "../domain/webhook-token.js";
 import type { ArchiveFilter as RepoArchiveFilter } from "../store/pipelines-repository.js";
 import { pipelineMessage } from "./pipeline-message.js";
 import type { PipelinesContext } from "./pipelines-context.js";
@@ -19,7 +20,7 @@ const ARCHIVE_FILTERS: Record<ArchiveFilter, RepoArchiveFilter> = {
 
 type PipelineReadRpcs = Pick<
   ServiceImpl<typeof PipelinesService>,
-  "listPipelines" | "getPipeline" | "batchGetPipelines" | "getPipelineByBadgeToken"
+  "listPipelines" | "getPipeline" | "batchGetPipelines" | "getPipelineByBadgeToken" | "getPipelineByWebhookToken"
 >;
 
 /** Reading pipelines. */
@@ -51,6 +52,13 @@ export function createPipelineReadRpcs(ctx: PipelinesContext): PipelineReadRpcs 
     async getPipelineByBadgeToken(req) {
       // An empty token would match an old document stored without one.
       const found = req.badgeToken === "" ? null : await repo.findByBadgeToken(req.badgeToken);
+      if (!found) throw notFound("pipeline");
+      return { pipeline: pipelineMessage(found) };
+    },
+
+    async getPipelineByWebhookToken(req) {
+      const found =
+        req.webhookToken === "" ? null : await repo.findByWebhookTokenHash(webhookTokenHash(req.webhookToken));
       if (!found) throw notFound("pipeline");
       return { pipeline: pipelineMessage(found) };
     },

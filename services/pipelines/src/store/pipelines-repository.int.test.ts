@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { MongoClient } from "mongodb";
+import { webhookTokenHash } from "../domain/webhook-token.js";
 import {
   createMongoPipelinesRepository,
   DuplicatePipelineError,
@@ -105,6 +106,29 @@ describe("MongoDB pipelines repository", () => {
     expect(await repo.findByBadgeToken(randomUUID())).toBeNull();
     const indexes = await client.db(dbName).collection("pipelines").indexes();
     expect(indexes.map((i) => i.key)).toContainEqual({ badgeToken: 1 });
+  });
+
+  it("finds a pipeline by its webhook token's hash in any organization, and nothing for another hash", async () => {
+    const token = randomUUID();
+    const p = doc(randomUUID(), "Hooked", "hooked");
+    p.provider = { ...p.provider, webhookToken: token, webhookTokenHash: webhookTokenHash(token) };
+    await repo.insert(p);
+    expect((await repo.findByWebhookTokenHash(webhookTokenHash(token)))?._id).toBe(p._id);
+    expect(await repo.findByWebhookTokenHash(webhookTokenHash(randomUUID()))).toBeNull();
+    // The token itself is not what a pipeline is found by.
+    expect(await repo.findByWebhookTokenHash(token)).toBeNull();
+    const indexes = await client.db(dbName).collection("pipelines").indexes();
+    expect(indexes.map((i) => i.key)).toContainEqual({ "provider.webhookTokenHash": 1 });
+  });
+
+  it("fills in the webhook token hash of pipelines stored before it existed, at start", async () => {
+    const token = randomUUID();
+    const old = doc(randomUUID(), "Old", "old");
+    old.provider = { id: "git", settings: {}, webhookToken: token };
+    await client.db(dbName).collection<PipelineDoc>("pipelines").insertOne(old);
+    expect(await repo.findByWebhookTokenHash(webhookTokenHash(token))).toBeNull();
+    const restarted = await createMongoPipelinesRepository(client.db(dbName));
+    expect((await restarted.findByWebhookTokenHash(webhookTokenHash(token)))?._id).toBe(old._id);
   });
 
   it("finds by slug or id, lists by name and filters by archive state", async () => {

@@ -1,6 +1,7 @@
 import { isDuplicateKeyError, isUuid } from "@conveyor/runtime";
 import { type Collection, type Db, MongoServerError } from "mongodb";
 import type { ProviderSettings } from "../domain/provider.js";
+import { webhookTokenHash } from "../domain/webhook-token.js";
 
 export interface CreatorDoc {
   id: string;
@@ -31,7 +32,7 @@ export interface PipelineDoc {
   pipelineTemplateUuid: string | null;
   branchConfiguration: string | null;
   defaultBranch: string;
-  provider: { id: string; settings: ProviderSettings; webhookToken: string };
+  provider: ProviderDoc;
   skipQueuedBranchBuilds: boolean;
   skipQueuedBranchBuildsFilter: string | null;
   cancelRunningBranchBuilds: boolean;
@@ -62,6 +63,21 @@ export interface PipelineDoc {
   badgeToken: string;
   /** Changes a build depends on so far (Pipeline.version in the proto); absent on pipelines stored before it. */
   version?: number;
+}
+
+/** A pipeline's source provider: its id, settings, and the webhook URL's token and signing secret. */
+export interface ProviderDoc {
+  id: string;
+  settings: ProviderSettings;
+  /** The secret part of the pipeline's webhook URL. */
+  webhookToken: string;
+  /**
+   * The token's SHA-256 (domain/webhook-token.ts), what a delivery's pipeline is looked up by; absent on pipelines
+   * stored before it, which the repository fills in at start.
+   */
+  webhookTokenHash?: string;
+  /** The secret deliveries are signed with; absent or "" when the pipeline has none. */
+  webhookSecret?: string;
 }
 
 /** The mutable attributes of a pipeline. */
@@ -97,6 +113,8 @@ export interface PipelinesRepository {
   findMany(organizationIds: readonly string[], ids: readonly string[]): Promise<PipelineDoc[]>;
   /** The pipeline whose status badge carries this token, in any organization. */
   findByBadgeToken(badgeToken: string): Promise<PipelineDoc | null>;
+  /** The pipeline whose webhook token has this SHA-256 (domain/webhook-token.ts), in any organization. */
+  findByWebhookTokenHash(hash: string): Promise<PipelineDoc | null>;
   /** Sets the live counters if `at` is newer than the ones stored (events may arrive out of order). */
   setCounts(id: string, counts: PipelineCountsDoc, at: Date): Promise<void>;
   /** One page of an organization's pipelines by name; only those among `onlyIds` when that is not empty. */
@@ -141,7 +159,10 @@ export async function createMongoPipelinesRepository(db: Db): Promise<PipelinesR
     // The public badge route's lookup. Not unique: tokens are random (unique in practice), and a unique index would
     // refuse to build over any old document without one.
     pipelines.createIndex({ badgeToken: 1 }, { name: "badge_token" }),
+    // The webhook receiver's lookup, by the token's hash; not unique for the same reason.
+    pipelines.createIndex({ "provider.webhookTokenHash": 1 }, { name: "webhook_token_hash" }),
   ]);
+  await hashWebhookTokens(pipelines);
 
   /**
    * Turns a duplicate key error into which attribute clashed. Real MongoDB names the index in keyPattern; FerretDB
@@ -191,6 +212,7 @@ export async function createMongoPipelinesRepository(db: Db): Promise<PipelinesR
     findMany: (organizationIds, ids) =>
       pipelines.find({ _id: { $in: [...ids] }, organizationId: { $in: [...organizationIds] } }).toArray(),
     findByBadgeToken: (badgeToken) => pipelines.findOne({ badgeToken }),
+    findByWebhookTokenHash: (hash) => pipelines.findOne({ "provider.webhookTokenHash": hash }),
     async setCounts(id, counts, at) {
       await pipelines.updateOne(
         { _id: id, $or: [{ countsAt: { $exists: false } }, { countsAt: { $lt: at } }] },
@@ -233,6 +255,22 @@ export async function createMongoPipelinesRepository(db: Db): Promise<PipelinesR
       return res.deletedCount === 1;
     },
   };
+}
+
+/**
+ * Fills in the webhook token hash of pipelines stored before it existed, so that their webhook URLs find them. A
+ * no-op once every pipeline has one; replicas starting together write the same value.
+ */
+async function hashWebhookTokens(pipelines: Collection<PipelineDoc>): Promise<void> {
+  const missing = pipelines.find(
+    { "provider.webhookTokenHash": { $exists: false } },
+    { projection: { _id: 1, "provider.webhookToken": 1 } },
+  );
+  for await (const doc of missing) {
+    const token = doc.provider?.webhookToken ?? "";
+    if (token === "") continue;
+    await pipelines.updateOne({ _id: doc._id }, { $set: { "provider.webhookTokenHash": webhookTokenHash(token) } });
+  }
 }
 
 /** The filter of a pipeline at `version` (0: also one stored before versions existed, which has none). */
