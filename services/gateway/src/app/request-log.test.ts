@@ -14,4 +14,10 @@ describe("urlForLog", () => {
     expect(urlForLog("/v2/x?%61ccess_%74oken=s")).toBe("/v2/x?%61ccess_%74oken=[redacted]");
     expect(urlForLog("/v2/x?%zz_token=s")).toBe("/v2/x?%zz_token=[redacted]");
   });
+
+  it("redacts a sign-in link's secret, which is in its path", () => {
+    expect(urlForLog(`/login/link/cvl_${"a".repeat(40)}`)).toBe("/login/link/[redacted]");
+    expect(urlForLog("/login/link/cvl_abc?next=/acme")).toBe("/login/link/[redacted]?next=/acme");
+    expect(urlForLog("/login?next=/acme")).toBe("/login?next=/acme");
+  });
 });

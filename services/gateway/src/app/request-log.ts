@@ -3,6 +3,9 @@ import type { FastifyInstance } from "fastify";
 /** Query parameters whose values are credentials: an access token sent in the URL, a signed URL's signature. */
 const SECRET_PARAM = /token|secret|signature|credential|password|key/i;
 
+/** A path whose last segment is a secret: a one-time sign-in link of the pages (docs/pages.md#signing-in). */
+const SECRET_PATH = /^(\/login\/link\/)[^/?#]+/;
+
 /** A query parameter's name decoded; a malformed percent-encoding (URIError) is judged as written. */
 function decodedName(name: string): string {
   try {
@@ -15,9 +18,11 @@ function decodedName(name: string): string {
 
 /**
  * A request URL as the request log writes it: the values of credential-like query parameters are replaced by
- * `[redacted]` (clients sometimes pass `?access_token=`; the object proxy's URLs carry signatures).
+ * `[redacted]` (clients sometimes pass `?access_token=`; the object proxy's URLs carry signatures), and so is a sign-in
+ * link's secret.
  */
-export function urlForLog(url: string): string {
+export function urlForLog(rawUrl: string): string {
+  const url = rawUrl.replace(SECRET_PATH, "$1[redacted]");
   const at = url.indexOf("?");
   if (at < 0) return url;
   const parts = url
