@@ -1,13 +1,19 @@
 import { spawnSync } from "node:child_process";
 import { request } from "node:http";
 import { join } from "node:path";
-import { api, stack, unique } from "./support/stack-env.js";
+import { api, identity, stack, unique } from "./support/stack-env.js";
 
 const bin = join(process.cwd(), "packages/admin-cli/bin/ci-admin.js");
 
 function ciAdmin(...args: string[]) {
+  return ciAdminWithInput(undefined, ...args);
+}
+
+/** ci-admin with `stdin` piped in; the pages' address (for sign-in links) is the stack's gateway. */
+function ciAdminWithInput(stdin: string | undefined, ...args: string[]) {
   const res = spawnSync(process.execPath, [bin, ...args], {
-    env: { ...process.env, IDENTITY_URL: stack.identityUrl, AGENTS_URL: stack.agentsUrl },
+    env: { ...process.env, IDENTITY_URL: stack.identityUrl, AGENTS_URL: stack.agentsUrl, WEB_URL: stack.apiUrl },
+    input: stdin,
     encoding: "utf8",
     timeout: 30_000,
   });
@@ -104,5 +110,49 @@ describe("ci-admin agent tokens", () => {
     const revoked = ciAdmin("agent-token", "revoke", "--org", org.json.slug, "--id", created.json.id);
     expect(revoked.json.revoked_at).toMatch(/Z$/);
     expect((await register()).status).toBe(401);
+  });
+});
+
+describe("ci-admin and people's sign-in", () => {
+  it("sets a password from stdin, refusing one that breaks the rule, and prints one-time sign-in links", async () => {
+    const email = `${unique("pw")}@example.com`;
+    const user = ciAdmin("user", "create", "--name", "Pat", "--email", email);
+    const short = ciAdminWithInput("short\n", "user", "set-password", "--email", email);
+    expect(short.code).toBe(1);
+    expect(short.stderr).toContain("password is too short: use at least 12 characters");
+    const empty = ciAdminWithInput("", "user", "set-password", "--user", user.json.id);
+    expect(empty.code).toBe(2);
+    expect(empty.stderr).toContain("no password on stdin");
+    const set = ciAdminWithInput("a long enough password\n", "user", "set-password", "--email", email.toUpperCase());
+    expect(set).toMatchObject({ code: 0, json: { user_id: user.json.id, email, password_set: true } });
+    const signedIn = await identity.signInWithPassword({
+      email,
+      password: "a long enough password",
+      clientAddress: "",
+    });
+    expect(signedIn.session?.userId).toBe(user.json.id);
+
+    const link = ciAdmin("user", "login-link", "--user", user.json.id);
+    expect(link.code).toBe(0);
+    expect(link.json.url).toMatch(new RegExp(`^${stack.apiUrl}/login/link/cvl_[0-9a-f]{40}$`));
+    expect(Date.parse(link.json.expires_at) - Date.now()).toBeGreaterThan(14 * 60_000);
+    const secret = link.json.url.split("/").at(-1);
+    expect((await identity.signInWithLink({ secret, clientAddress: "" })).session?.userId).toBe(user.json.id);
+
+    const out = ciAdmin("user", "sign-out", "--email", email);
+    expect(out.json).toMatchObject({ user_id: user.json.id, sessions_ended: 2 });
+  });
+
+  it("names what is wrong with a user's sign-in command", () => {
+    const unknown = ciAdmin("user", "login-link", "--email", `${unique("nobody")}@example.com`);
+    expect(unknown.code).toBe(1);
+    expect(unknown.stderr).toContain("No user found");
+    const both = ciAdmin("user", "login-link", "--email", "a@example.com", "--user", "u");
+    expect(both.code).toBe(2);
+    expect(both.stderr).toContain("give the user by --email or by --user");
+    // A password is never taken from the command line.
+    const argv = ciAdmin("user", "set-password", "--email", "a@example.com", "--password", "secret secret");
+    expect(argv.code).toBe(2);
+    expect(argv.stderr).toContain("unknown flag --password");
   });
 });
