@@ -3,6 +3,7 @@ import { Type } from "@fastify/type-provider-typebox";
 import type { FastifyInstance } from "fastify";
 import { HttpError } from "../../errors/http-error.js";
 import { typed } from "../../route-declarations/declare.js";
+import { BUILD_PAGE_JS } from "./build-page-js.js";
 import { CONVEYOR_CSS } from "./conveyor-css.js";
 import { CONVEYOR_JS } from "./conveyor-js.js";
 
@@ -35,7 +36,11 @@ export function makeAsset(name: string, source: string): Asset {
 
 /** Every asset, by name. A new asset is one more line here. */
 export const ASSETS: ReadonlyMap<string, Asset> = new Map(
-  [makeAsset("conveyor.css", CONVEYOR_CSS), makeAsset("conveyor.js", CONVEYOR_JS)].map((a) => [a.name, a]),
+  [
+    makeAsset("conveyor.css", CONVEYOR_CSS),
+    makeAsset("conveyor.js", CONVEYOR_JS),
+    makeAsset("build-page.js", BUILD_PAGE_JS),
+  ].map((a) => [a.name, a]),
 );
 
 /** The path a page links to for the asset `name` (throws for an unknown name: a typo fails every test of the page). */

@@ -168,6 +168,73 @@ button.danger { background: var(--bg); border-color: var(--failed); color: var(-
 /* Logs: a monospace area on a dark background. */
 .log { background: #161b22; color: #e6edf3; font-family: var(--mono); font-size: 0.85rem; line-height: 1.5;
   border-radius: 6px; padding: 0.5rem 0; overflow-x: auto; }
+/* A log's lines (web/log/log-html.ts): each a block with its anchor (number), time and text; groups as details. */
+.log .l { display: block; padding: 0 1rem 0 0; white-space: pre-wrap; overflow-wrap: anywhere; }
+.log .l:target { background: #3d3a1e; }
+.log .n { display: inline-block; min-width: 4rem; padding-right: 0.75rem; text-align: right; color: #8b949e;
+  text-decoration: none; user-select: none; }
+.log .n:empty { min-width: 1.5rem; }
+.log .n:hover, .log .n:focus { color: #e6edf3; text-decoration: underline; }
+.log time { color: #8b949e; margin-right: 0.75rem; user-select: none; }
+.log details > summary { cursor: pointer; list-style: none; }
+.log details > summary::-webkit-details-marker { display: none; }
+.log details > summary .t::before { content: "▸ "; color: #8b949e; }
+.log details[open] > summary .t::before { content: "▾ "; }
+.log .h .t { font-weight: 700; }
+.log .g.deemphasized > summary { opacity: 0.75; }
+/* ANSI colours (ansi_up's classes), each readable on the log's background. */
+.ansi-black-fg, .ansi-bright-black-fg { color: #8b949e; }
+.ansi-red-fg { color: #ff7b72; } .ansi-bright-red-fg { color: #ffa198; }
+.ansi-green-fg { color: #7ee787; } .ansi-bright-green-fg { color: #aff5b4; }
+.ansi-yellow-fg { color: #e3b341; } .ansi-bright-yellow-fg { color: #f8e3a1; }
+.ansi-blue-fg { color: #79c0ff; } .ansi-bright-blue-fg { color: #a5d6ff; }
+.ansi-magenta-fg { color: #d2a8ff; } .ansi-bright-magenta-fg { color: #e2c5ff; }
+.ansi-cyan-fg { color: #56d4dd; } .ansi-bright-cyan-fg { color: #b3f0ff; }
+.ansi-white-fg, .ansi-bright-white-fg { color: #f0f6fc; }
+.ansi-black-bg, .ansi-bright-black-bg { background: #484f58; }
+.ansi-red-bg, .ansi-bright-red-bg { background: #8e1519; }
+.ansi-green-bg, .ansi-bright-green-bg { background: #1a5d2b; }
+.ansi-yellow-bg, .ansi-bright-yellow-bg { background: #6e5200; }
+.ansi-blue-bg, .ansi-bright-blue-bg { background: #0d419d; }
+.ansi-magenta-bg, .ansi-bright-magenta-bg { background: #6e40c9; }
+.ansi-cyan-bg, .ansi-bright-cyan-bg { background: #0e5a60; }
+.ansi-white-bg, .ansi-bright-white-bg { background: #6e7681; }
+.log a:not(.n) { color: #79c0ff; }
+.log-bar { display: flex; gap: 1rem; align-items: center; flex-wrap: wrap; margin: 0.5rem 0; }
+
+/* The build page (web/pages/build-*.ts). */
+.build-head h1 .build-number { color: var(--muted); }
+.build-state { margin: 0 0 0.5rem; }
+.build-message-more { white-space: pre-wrap; overflow-wrap: anywhere; font-family: var(--sans); margin: 0 0 1rem; }
+.build-facts { margin: 0.75rem 0 1rem; }
+.inline-list { list-style: none; margin: 0; padding: 0; display: flex; gap: 0.75rem; flex-wrap: wrap; }
+.jobs { list-style: none; margin: 0; padding: 0; border: 1px solid var(--border); border-radius: 6px; }
+.job { border-bottom: 1px solid var(--border); }
+.job:last-child { border-bottom: none; }
+.job:target, .attempt:target { outline: 2px solid var(--focus); outline-offset: -2px; }
+.job-details > summary, .job-line { display: flex; gap: 0.6rem; align-items: center; flex-wrap: wrap;
+  padding: 0.55rem 0.9rem; }
+.job-details > summary { cursor: pointer; }
+.job-name { font-weight: 600; overflow-wrap: anywhere; }
+.job-meta { color: var(--muted); font-size: 0.85rem; display: inline-flex; gap: 0.6rem; flex-wrap: wrap;
+  align-items: center; margin-left: auto; }
+.job-body { padding: 0 0.9rem 0.9rem; display: grid; gap: 0.75rem; }
+.job-line.waiter { justify-content: center; color: var(--muted); background: var(--bg-soft); font-size: 0.85rem; }
+.job-line.waiter .job-name { font-weight: 400; }
+pre.command, pre.value { margin: 0; white-space: pre-wrap; overflow-wrap: anywhere; }
+.attempts ol { margin: 0.25rem 0 0; padding-left: 1.25rem; display: grid; gap: 0.25rem; }
+.attempt { display: flex; gap: 0.5rem; align-items: center; flex-wrap: wrap; }
+.prompt { font-weight: 600; margin: 0; }
+.unblock-form fieldset.field { border: 1px solid var(--border); border-radius: 6px; margin: 0; }
+.problem { color: var(--failed); }
+.annotation { border: 1px solid var(--border); border-left-width: 4px; border-radius: 6px; padding: 0.5rem 1rem;
+  margin: 0.5rem 0; }
+.annotation-error { border-left-color: var(--failed); }
+.annotation-warning { border-left-color: var(--running-bar); }
+.annotation-info { border-left-color: var(--waiting); }
+.annotation-success { border-left-color: var(--passed); }
+.annotation-context { font-family: var(--mono); font-size: 0.8rem; color: var(--muted); margin: 0; }
+.annotation-body { overflow-wrap: anywhere; }
 
 @media (max-width: 720px) {
   .pipeline-row { grid-template-columns: 1fr; }

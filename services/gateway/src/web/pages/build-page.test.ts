@@ -200,9 +200,16 @@ describe("the build page", () => {
     expect(res.headers.location).toBe(`/login?next=${encodeURIComponent(BUILD)}`);
   });
 
-  it("carries the build's id for live updates", async () => {
+  it("carries the build's id for live updates, and runs its script to open jobs in place", async () => {
     const w = await buildPageWorld();
-    expect((await w.get(BUILD)).body).toContain(`<div class="build" data-build="${BUILD_ID}" data-state="failing">`);
+    const res = await w.get(BUILD);
+    expect(res.body).toContain(`<div class="build" data-build="${BUILD_ID}" data-state="failing">`);
+    const nonce = /'nonce-([^']+)'/.exec(String(res.headers["content-security-policy"]))?.[1];
+    expect(res.body).toMatch(/<script src="\/assets\/[0-9a-f]{16}\/build-page.js" nonce="[^"]+" defer>/);
+    expect(res.body).toContain(`/build-page.js" nonce="${nonce}" defer>`);
+    // Each command job's row names its panel, and links to the page with it open for readers without script.
+    expect(res.body).toContain(`data-panel="/acme/web/builds/7/jobs/${JOB.failed}/log?fragment=1"`);
+    expect(res.body).toContain(`<a href="/acme/web/builds/7?job=${JOB.failed}#${JOB.failed}">Show the log</a>`);
   });
 });
 

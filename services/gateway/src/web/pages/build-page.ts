@@ -29,8 +29,8 @@ export interface BuildPageNotice {
   unblock?: UnblockAttempt;
 }
 
-/** The scripts the build page runs (opening jobs in place; web/assets/). */
-export const BUILD_PAGE_SCRIPTS: readonly string[] = [];
+/** The scripts the build page runs (web/assets/): opening jobs in place. */
+export const BUILD_PAGE_SCRIPTS: readonly string[] = ["build-page.js"];
 
 /**
  * Answers a build's page (docs/pages.md#builds): its header, annotations, jobs in step order (the one named by
