@@ -83,6 +83,7 @@ export function renderPage(request: FastifyRequest, page: PageOptions): string {
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>${page.title} · Conveyor</title>
+<link rel="icon" href="${assetPath("favicon.svg")}" type="image/svg+xml">
 <link rel="stylesheet" href="${assetPath("conveyor.css")}">
 ${scripts.map((s) => html`<script src="${assetPath(s)}" nonce="${nonce}" defer></script>`)}
 </head>

@@ -33,6 +33,7 @@ describe("assets", () => {
     for (const [name, type] of [
       ["conveyor.css", "text/css; charset=utf-8"],
       ["conveyor.js", "text/javascript; charset=utf-8"],
+      ["favicon.svg", "image/svg+xml"],
     ] as const) {
       const res = await app.inject({ url: assetPath(name) });
       expect(res.statusCode).toBe(200);
@@ -92,6 +93,7 @@ describe("unknown URLs", () => {
     expectSecurityHeaders(res.headers);
     expect(res.body).toContain("Page not found");
     expect(res.body).toContain(`href="${assetPath("conveyor.css")}"`);
+    expect(res.body).toContain(`<link rel="icon" href="${assetPath("favicon.svg")}" type="image/svg+xml">`);
     const nonce = cspNonce(res.headers["content-security-policy"]);
     const scripts = res.body.match(/<script[^>]*>/g) ?? [];
     expect(scripts.length).toBeGreaterThan(0);

@@ -6,6 +6,7 @@ import { typed } from "../../route-declarations/declare.js";
 import { BUILD_PAGE_JS } from "./build-page-js.js";
 import { CONVEYOR_CSS } from "./conveyor-css.js";
 import { CONVEYOR_JS } from "./conveyor-js.js";
+import { FAVICON_SVG } from "./favicon-svg.js";
 
 /** A static file the pages link to, served at its content-hashed path. */
 export interface Asset {
@@ -39,6 +40,7 @@ export const ASSETS: ReadonlyMap<string, Asset> = new Map(
   [
     makeAsset("conveyor.css", CONVEYOR_CSS),
     makeAsset("conveyor.js", CONVEYOR_JS),
+    makeAsset("favicon.svg", FAVICON_SVG),
     makeAsset("build-page.js", BUILD_PAGE_JS),
   ].map((a) => [a.name, a]),
 );
