@@ -97,7 +97,7 @@ async function* jsonEscaped(bytes: AsyncIterable<Uint8Array>) {
 /**
  * A job's log over REST (Buildkite's jobs API; go-buildkite's JobsService): `…/log` as JSON
  * `{url, content, size, header_times}`, or as HTML when the client's Accept asks for it (the pages' rendering of
- * the whole log, docs/compatibility.md#jobs), `…/log.txt` as plain text, and `DELETE …/log`. Every read streams the
+ * the whole log, docs/compatibility.md#jobs-and-logs), `…/log.txt` as plain text, and `DELETE …/log`. Every read streams the
  * log from the builds service to the client, so a large log never sits whole in the gateway's memory.
  */
 export function jobLogRoutes(app: FastifyInstance, deps: RouteDeps): void {
