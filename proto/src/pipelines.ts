@@ -3,4 +3,5 @@
 export * from "./gen/ci/pipelines/v1/events_pb.js";
 export * from "./gen/ci/pipelines/v1/pipelines_pb.js";
 export * from "./gen/ci/pipelines/v1/pipelines_service_pb.js";
+export * from "./gen/ci/pipelines/v1/schedules_pb.js";
 export * from "./gen/ci/pipelines/v1/steps_pb.js";

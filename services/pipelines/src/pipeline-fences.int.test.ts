@@ -25,6 +25,7 @@ import {
 import { MongoClient } from "mongodb";
 import { createPipelinesOutbox } from "./events/deletion-outbox.js";
 import { createPipelinesService } from "./pipelines-service.js";
+import { createMemoryScheduleRepository } from "./store/memory-schedule-repository.js";
 import {
   createMongoPipelinesRepository,
   type PipelineDoc,
@@ -69,6 +70,7 @@ beforeAll(async () => {
   });
   service = createPipelinesService({
     repo: racing,
+    schedules: createMemoryScheduleRepository().repo,
     events: createEventPublisher(nats.js, logger),
     outbox,
     clusters: { getCluster: async () => ({}) } as never,

@@ -17,6 +17,7 @@ import {
 import type { JetStreamClient } from "@nats-io/jetstream";
 import { MongoClient } from "mongodb";
 import { createPipelinesService } from "../pipelines-service.js";
+import { createMemoryScheduleRepository } from "../store/memory-schedule-repository.js";
 import {
   createMongoPipelinesRepository,
   type PipelineDoc,
@@ -61,6 +62,7 @@ beforeAll(async () => {
   });
   service = createPipelinesService({
     repo,
+    schedules: createMemoryScheduleRepository().repo,
     events: createEventPublisher(flaky, logger),
     outbox,
     clusters: { getCluster: async () => ({}) } as never,

@@ -16,11 +16,14 @@ import {
   pipelineFence,
 } from "@conveyor/runtime";
 import type { PipelineDoc, PipelinesRepository } from "../store/pipelines-repository.js";
+import type { ScheduleRepository } from "../store/schedule-repository.js";
 import { pipelineEventMessage } from "./pipeline-message.js";
 
 /** What the pipelines service is made of. */
 export interface PipelinesServiceDeps {
   repo: PipelinesRepository;
+  /** Pipeline schedules (rpc/schedules-rpc.ts). */
+  schedules: ScheduleRepository;
   events: EventPublisher;
   /** Holds deletion events until JetStream has them (createPipelinesOutbox). */
   outbox: Outbox;
