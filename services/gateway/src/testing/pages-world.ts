@@ -1,4 +1,4 @@
-import { create, type MessageInitShape } from "@bufbuild/protobuf";
+import { create, type MessageInitShape, toBinary } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { type Agent, AgentSchema, type PauseAgentRequest, type StopAgentRequest } from "@conveyor/proto/agents";
@@ -18,7 +18,7 @@ import {
   Role,
 } from "@conveyor/proto/identity";
 import { type Pipeline, PipelineSchema } from "@conveyor/proto/pipelines";
-import { ALL_SCOPES, failedPrecondition, invalidFields } from "@conveyor/runtime";
+import { ALL_SCOPES, contentVersion, failedPrecondition, invalidFields } from "@conveyor/runtime";
 import type { FastifyInstance, InjectOptions } from "fastify";
 import { sessionCsrfToken } from "../web/session/csrf.js";
 import { SESSION_COOKIE } from "../web/session/session-cookie.js";
@@ -139,8 +139,11 @@ export interface PageCalls {
   badgeLookups: number;
 }
 
-/** The builds of a list request, newest first, as the builds service filters and pages them. */
-function listOf(builds: readonly Build[], req: ListBuildsRequest): { builds: Build[]; hasMore: boolean } {
+/**
+ * The builds of a list request, newest first, as the builds service filters and pages them, with a version naming
+ * the page's content; not modified (no builds) when the request names that version.
+ */
+function listOf(builds: readonly Build[], req: ListBuildsRequest) {
   const found = builds
     .filter((b) => req.organizationIds.includes(b.organizationId))
     .filter((b) => req.pipelineId === "" || b.pipelineId === req.pipelineId)
@@ -150,7 +153,11 @@ function listOf(builds: readonly Build[], req: ListBuildsRequest): { builds: Bui
     .sort((a, b) => b.number - a.number);
   const perPage = req.perPage || 30;
   const start = ((req.page || 1) - 1) * perPage;
-  return { builds: found.slice(start, start + perPage), hasMore: found.length > start + perPage };
+  const page = found.slice(start, start + perPage);
+  const hasMore = found.length > start + perPage;
+  const version = contentVersion(...page.map((b) => toBinary(BuildSchema, b)), hasMore ? "+" : ".");
+  if (req.ifNoneMatch !== "" && req.ifNoneMatch === version) return { builds: [], hasMore, version, notModified: true };
+  return { builds: page, hasMore, version };
 }
 
 /** The world's fakes and signed-in requests. */

@@ -66,6 +66,27 @@ describe("GET /{org}", () => {
     expect(reads[0]?.reads.every((r) => r.read.case === "list" && r.read.value.excludeJobs)).toBe(true);
   });
 
+  it("asks for each list with the version it holds, and shows a changed build at once", async () => {
+    const w = await pagesWorld();
+    try {
+      const first = await w.as("bob", { url: "/acme" });
+      const again = await w.as("bob", { url: "/acme" });
+      const [firstRead, secondRead] = w.calls.readBuilds;
+      expect(firstRead?.reads.every((r) => r.read.case === "list" && r.read.value.ifNoneMatch === "")).toBe(true);
+      expect(secondRead?.reads.every((r) => r.read.case === "list" && r.read.value.ifNoneMatch !== "")).toBe(true);
+      // The same page, from the lists kept, once the builds service said they had not changed.
+      const strip = (body: string) => body.replace(/nonce="[^"]+"/g, "").replace(/name="_csrf" value="[^"]+"/g, "");
+      expect(strip(again.body)).toBe(strip(first.body));
+      // A build that changes changes its list's version: the page shows it at once.
+      const newest = w.builds.find((b) => b.pipelineId === web.id && b.number === 35);
+      if (newest) newest.state = "canceled";
+      const changed = await w.as("bob", { url: "/acme" });
+      expect(rowOf(changed.body, "acme/web")).toContain('class="bar state-canceled" href="/acme/web/builds/35"');
+    } finally {
+      await w.app.close();
+    }
+  });
+
   it("escapes every name, description, branch and message it shows", async () => {
     const res = await world.as("bob", { url: "/acme" });
     expect(res.body).not.toContain(XSS);

@@ -1,18 +1,18 @@
-import type { Build } from "@conveyor/proto/builds";
 import type { Organization, OrganizationAccess } from "@conveyor/proto/identity";
 import { ArchiveFilter, type Pipeline } from "@conveyor/proto/pipelines";
 import { Type } from "@fastify/type-provider-typebox";
 import type { FastifyInstance, FastifyRequest } from "fastify";
+import { LRUCache } from "lru-cache";
 import { organizationAccess } from "../../auth/authenticate.js";
 import { typed } from "../../route-declarations/declare.js";
 import { BOUNDS, MAX_INT32, OrgParams, text } from "../../route-declarations/params.js";
-import { personName, shortCommit, stateBadge, stateClass, stateLabel, timeTag } from "../format.js";
-import { type HtmlValue, html, type SafeHtml } from "../html.js";
+import { shortCommit, stateBadge, stateClass, stateLabel, timeTag } from "../format.js";
+import { type HtmlValue, html, type SafeHtml, trusted } from "../html.js";
 import { renderPage } from "../layout.js";
 import { buildPath, orgPath, pipelinePath } from "../paths.js";
 import type { WebDeps } from "../web-deps.js";
 import { pagerLinks } from "./pager.js";
-import { type RecentBuilds, recentBuildsOf } from "./recent-builds.js";
+import { type BuildSummary, createRecentBuildsReader, type RecentBuilds } from "./recent-builds.js";
 
 /** Pipelines per page of the organization page. */
 export const PIPELINES_PER_PAGE = 30;
@@ -38,6 +38,8 @@ interface PipelinePage {
  */
 export function organizationPage(scope: FastifyInstance, deps: WebDeps): void {
   const { clients } = deps;
+  const recentBuildsOf = createRecentBuildsReader(clients);
+  const rows = createRowCache();
 
   /** The pipelines of the organization the person may read, one page, with a name filter when asked. */
   const pipelinesOf = async (
@@ -83,8 +85,8 @@ export function organizationPage(scope: FastifyInstance, deps: WebDeps): void {
       const name = (query.name ?? "").trim();
       const page = query.page ?? 1;
       const { pipelines, total } = await pipelinesOf(request, access, name, page);
-      const builds = pipelines.length > 0 ? await recentBuildsOf(clients, organization.id, pipelines) : new Map();
-      const body = renderOrganization({ organization, pipelines, builds, total, name, page, url: request.url });
+      const builds = pipelines.length > 0 ? await recentBuildsOf(organization.id, pipelines) : new Map();
+      const body = renderOrganization({ organization, pipelines, builds, total, name, page, url: request.url }, rows);
       return reply
         .type("text/html; charset=utf-8")
         .send(renderPage(request, { title: organization.name, org: organization, section: "pipelines", body }));
@@ -109,25 +111,26 @@ export interface OrganizationView {
   url: string;
 }
 
-/** A build's one-line description for a bar's title and its screen reader text. */
-function buildTitle(build: Build): string {
-  return `#${build.number} ${stateLabel(build.state)} on ${build.branch}: ${build.message.split("\n")[0] ?? ""}`;
+/** A build's one-line description: a bar's title, which is also its accessible name. */
+function buildTitle(build: BuildSummary): string {
+  const title = build.title.length > 100 ? `${build.title.slice(0, 99)}…` : build.title;
+  return `#${build.number} ${stateLabel(build.state)} on ${build.branch}: ${title}`;
 }
 
 /** The last builds as bars, oldest on the left; out of the tab order, since the pipeline's page lists them. */
-function bars(org: string, pipeline: Pipeline, recent: readonly Build[]): HtmlValue {
+function bars(org: string, pipeline: Pipeline, recent: readonly BuildSummary[]): HtmlValue {
   if (recent.length === 0) return html`<p class="muted">No builds yet</p>`;
   const items = [...recent]
     .reverse()
     .map(
       (b) =>
-        html`<li><a class="bar ${stateClass(b.state)}" href="${buildPath(org, pipeline.slug, b.number)}" title="${buildTitle(b)}" tabindex="-1"><span class="visually-hidden">${buildTitle(b)}</span></a></li>`,
+        html`<li><a class="bar ${stateClass(b.state)}" href="${buildPath(org, pipeline.slug, b.number)}" title="${buildTitle(b)}" tabindex="-1"></a></li>`,
     );
   return html`<ol class="bars" aria-label="Last ${recent.length} builds of ${pipeline.name}">${items}</ol>`;
 }
 
 /** The default branch's latest build: its state, number, message and when. */
-function latest(org: string, pipeline: Pipeline, build: Build | undefined): HtmlValue {
+function latest(org: string, pipeline: Pipeline, build: BuildSummary | undefined): HtmlValue {
   if (!build) {
     return html`<p class="muted">${pipeline.defaultBranch ? html`No builds on ${pipeline.defaultBranch}` : "No builds"}</p>`;
   }
@@ -135,29 +138,64 @@ function latest(org: string, pipeline: Pipeline, build: Build | undefined): Html
       ${stateBadge(build.state)}
       <a href="${buildPath(org, pipeline.slug, build.number)}">#${build.number}</a>
       <span class="muted">${build.branch} · ${shortCommit(build.commit)}</span>
-      <p class="build-meta">${personName(build.creator) || personName(build.author)} ${timeTag(build.createdAt)}</p>
+      <p class="build-meta">${build.who} ${timeTag(build.createdAt)}</p>
     </div>`;
 }
 
-/** The organization page's content: the filter form, the pipelines with their builds, the pager. */
-export function renderOrganization(view: OrganizationView): SafeHtml {
-  const org = view.organization.slug;
-  const rows = view.pipelines.map((p) => {
-    const b = view.builds.get(p.id);
-    return html`<li class="pipeline-row" data-name="${p.name} ${p.slug}">
+/** One pipeline's row: its name and description, its default branch's latest build, its last builds as bars. */
+function pipelineRow(org: string, p: Pipeline, b: RecentBuilds | undefined): string {
+  return html`<li class="pipeline-row" data-name="${p.name} ${p.slug}">
     <div>
       <a class="pipeline-name" href="${pipelinePath(org, p.slug)}">${p.name}</a>
       ${p.description ? html`<p class="pipeline-description">${p.description}</p>` : null}
     </div>
     ${latest(org, p, b?.latestDefault)}
     ${bars(org, p, b?.recent ?? [])}
-  </li>`;
+  </li>`.value;
+}
+
+/** What a row's HTML may take, per gateway (rows are kept by what they show). */
+const ROW_BYTES = 16 * 1024 * 1024;
+
+/**
+ * Rendered rows, kept by everything they show: the organization's slug, the pipeline's fields the row shows, and the
+ * version of its builds (recent-builds.ts), so that an unchanged pipeline is not rendered again (30 bars with their
+ * titles each). Rows whose builds have no version are never kept.
+ */
+export function createRowCache() {
+  const kept = new LRUCache<string, string>({
+    maxSize: ROW_BYTES,
+    sizeCalculation: (row, key) => 2 * (row.length + key.length),
   });
+  return {
+    row(org: string, p: Pipeline, b: RecentBuilds | undefined): string {
+      if (!b?.version) return pipelineRow(org, p, b);
+      const key = [org, p.id, p.slug, p.name, p.description ?? "", p.defaultBranch, b.version].join("\0");
+      let row = kept.get(key);
+      if (row === undefined) {
+        row = pipelineRow(org, p, b);
+        kept.set(key, row);
+      }
+      return row;
+    },
+  };
+}
+
+/** A row cache that keeps nothing. */
+const NO_ROWS = { row: pipelineRow };
+
+/** The organization page's content: the filter form, the pipelines with their builds, the pager. */
+export function renderOrganization(
+  view: OrganizationView,
+  rows: Pick<ReturnType<typeof createRowCache>, "row"> = NO_ROWS,
+): SafeHtml {
+  const org = view.organization.slug;
+  const items = view.pipelines.map((p) => trusted(rows.row(org, p, view.builds.get(p.id))));
   const count = `${view.total} ${view.total === 1 ? "pipeline" : "pipelines"}`;
   const list =
     view.pipelines.length === 0
       ? html`<p class="empty panel">${view.name ? html`No pipelines match “${view.name}”.` : "No pipelines yet."}</p>`
-      : html`<ul class="pipelines" id="pipeline-list">${rows}</ul>`;
+      : html`<ul class="pipelines" id="pipeline-list">${items}</ul>`;
   return html`<div class="page-head">
   <h1>Pipelines</h1>
   <p class="muted">${view.organization.name}</p>
