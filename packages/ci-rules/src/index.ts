@@ -9,4 +9,5 @@ export * from "./steps/step.js";
 export * from "./steps/step-limits.js";
 export * from "./steps/to-yaml.js";
 export * from "./steps/visual-steps.js";
+export * from "./webhooks/index.js";
 export * from "./wildcard.js";

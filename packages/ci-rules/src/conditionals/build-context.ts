@@ -10,9 +10,20 @@ export interface BuildContext {
   message: string;
   /** webhook, api, ui, trigger_job, schedule */
   source: string;
+  /** The forge event and action a webhook build came from (push, pull_request…; opened, synchronize…), else null. */
+  sourceEvent: string | null;
+  sourceAction: string | null;
   tag: string | null;
   env: Record<string, string>;
-  pullRequest: { id: string | null; baseBranch: string | null; draft: boolean; labels: string[] } | null;
+  /** Draft and fork are null when the forge did not say (and for builds created over REST). */
+  pullRequest: {
+    id: string | null;
+    baseBranch: string | null;
+    draft: boolean | null;
+    labels: string[];
+    repository: string | null;
+    fork: boolean | null;
+  } | null;
   creator: { id: string; name: string; email: string } | null;
   author: { name: string; email: string } | null;
   pipeline: { slug: string; defaultBranch: string; id: string };

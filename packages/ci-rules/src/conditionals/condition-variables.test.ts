@@ -13,10 +13,19 @@ const full: BuildContext = {
   branch: "main",
   commit: "c0ffee",
   message: "msg",
-  source: "ui",
+  source: "webhook",
+  sourceEvent: "pull_request",
+  sourceAction: "opened",
   tag: "v1",
   env: { A: "1" },
-  pullRequest: { id: "9", baseBranch: "develop", draft: false, labels: ["x"] },
+  pullRequest: {
+    id: "9",
+    baseBranch: "develop",
+    draft: false,
+    labels: ["x"],
+    repository: "https://github.com/someone/web.git",
+    fork: true,
+  },
   creator: { id: "u", name: "Ada", email: "ada@example.com" },
   author: { name: "Grace", email: "grace@example.com" },
   pipeline: { slug: "web", defaultBranch: "trunk", id: "p" },
@@ -32,12 +41,16 @@ describe("CONDITION_VARIABLES", () => {
       "build.branch": "main",
       "build.commit": "c0ffee",
       "build.message": "msg",
-      "build.source": "ui",
+      "build.source": "webhook",
+      "build.source_event": "pull_request",
+      "build.source_action": "opened",
       "build.tag": "v1",
       "build.pull_request.id": "9",
       "build.pull_request.base_branch": "develop",
       "build.pull_request.draft": false,
       "build.pull_request.labels": ["x"],
+      "build.pull_request.repository": "https://github.com/someone/web.git",
+      "build.pull_request.repository.fork": true,
       "build.creator.id": "u",
       "build.creator.name": "Ada",
       "build.creator.email": "ada@example.com",
@@ -52,7 +65,15 @@ describe("CONDITION_VARIABLES", () => {
   });
 
   it("reads what a build lacks as null, and missing labels as an empty list", () => {
-    const bare: BuildContext = { ...full, tag: null, pullRequest: null, creator: null, author: null };
+    const bare: BuildContext = {
+      ...full,
+      sourceEvent: null,
+      sourceAction: null,
+      tag: null,
+      pullRequest: null,
+      creator: null,
+      author: null,
+    };
     delete bare.id;
     delete bare.number;
     const values = Object.fromEntries(Object.entries(CONDITION_VARIABLES).map(([name, read]) => [name, read(bare)]));
@@ -64,13 +85,20 @@ describe("CONDITION_VARIABLES", () => {
       "build.pull_request.base_branch": null,
       "build.pull_request.draft": null,
       "build.pull_request.labels": [],
+      "build.pull_request.repository": null,
+      "build.pull_request.repository.fork": null,
+      "build.source_event": null,
+      "build.source_action": null,
       "build.creator.id": null,
       "build.author.email": null,
     });
   });
 
   it("reads a pull request without an id or base branch as null", () => {
-    const ctx = { ...full, pullRequest: { id: null, baseBranch: null, draft: true, labels: [] } };
+    const ctx = {
+      ...full,
+      pullRequest: { id: null, baseBranch: null, draft: true, labels: [], repository: null, fork: null },
+    };
     expect(CONDITION_VARIABLES["build.pull_request.id"]?.(ctx)).toBeNull();
     expect(CONDITION_VARIABLES["build.pull_request.base_branch"]?.(ctx)).toBeNull();
   });

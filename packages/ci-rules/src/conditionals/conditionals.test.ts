@@ -7,6 +7,8 @@ function context(overrides: Partial<BuildContext> = {}): BuildContext {
     commit: "0123456789abcdef0123456789abcdef01234567",
     message: "Fix the flaky test [deploy]",
     source: "webhook",
+    sourceEvent: "push",
+    sourceAction: null,
     tag: null,
     env: { DEPLOY: "yes", EMPTY: "" },
     pullRequest: null,
@@ -18,7 +20,14 @@ function context(overrides: Partial<BuildContext> = {}): BuildContext {
   };
 }
 
-const pullRequest = { id: "42", baseBranch: "main", draft: true, labels: ["deploy", "ui"] };
+const pullRequest = {
+  id: "42",
+  baseBranch: "main",
+  draft: true,
+  labels: ["deploy", "ui"],
+  repository: "https://github.com/acme/web.git",
+  fork: false,
+};
 
 function value(expression: string, ctx: BuildContext = context()): boolean {
   const result = evaluateCondition(expression, ctx);
@@ -243,6 +252,17 @@ describe("evaluateCondition: !, && and ||", () => {
   it("treats a missing pull request's draft flag as false", () => {
     expect(value("!build.pull_request.draft")).toBe(true);
     expect(value("!build.pull_request.draft", context({ pullRequest }))).toBe(false);
+    expect(value("!build.pull_request.draft", context({ pullRequest: { ...pullRequest, draft: null } }))).toBe(true);
+  });
+
+  it("reads a webhook build's source event and action, and its pull request's repository and fork", () => {
+    const opened = context({ pullRequest, sourceEvent: "pull_request", sourceAction: "opened" });
+    expect(value('build.source_event == "pull_request" && build.source_action == "opened"', opened)).toBe(true);
+    expect(value('build.source_event == "push"', opened)).toBe(false);
+    expect(value("build.source_action == null")).toBe(true);
+    expect(value("build.pull_request.repository =~ /acme\\/web/", opened)).toBe(true);
+    expect(value("build.pull_request.repository.fork", opened)).toBe(false);
+    expect(value("!build.pull_request.repository.fork")).toBe(true);
   });
 
   it.each([

@@ -5,6 +5,7 @@ import { failedPrecondition, invalidFields, newId, SUBJECTS, stepsFromMessages }
 import { type BuildsContext, MAX_ATTEMPTS } from "../builds-context.js";
 import {
   type Build,
+  type BuildPullRequest,
   conditionContext,
   type PipelineSnapshot,
   type TriggeredFrom,
@@ -37,8 +38,13 @@ export interface NewBuild {
   cleanCheckout: boolean;
   env: Record<string, string>;
   metaData: Record<string, string>;
-  pullRequest: { id: string; base: string; repository: string } | null;
+  pullRequest: BuildPullRequest | null;
   source: string;
+  /** A tag push's tag; none when absent. */
+  tag?: string | null;
+  /** The forge event and action of a webhook build; none when absent. */
+  sourceEvent?: string | null;
+  sourceAction?: string | null;
   rebuiltFrom: { id: string; number: number } | null;
   /** The trigger job creating it, for builds a trigger step starts. */
   triggeredFrom?: TriggeredFrom | null;
@@ -131,6 +137,9 @@ export function createBuildCreation(
     };
     const context = conditionContext({
       ...input,
+      tag: input.tag ?? null,
+      sourceEvent: input.sourceEvent ?? null,
+      sourceAction: input.sourceAction ?? null,
       id: buildId,
       number,
       pipelineId: pipeline.id,
@@ -176,6 +185,9 @@ export function createBuildCreation(
       creator: input.creator,
       author: input.author,
       pullRequest: input.pullRequest,
+      tag: input.tag ?? null,
+      sourceEvent: input.sourceEvent ?? null,
+      sourceAction: input.sourceAction ?? null,
       rebuiltFrom: input.rebuiltFrom,
       triggeredFrom: input.triggeredFrom ?? null,
       cleanCheckout: input.cleanCheckout,

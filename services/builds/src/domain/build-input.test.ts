@@ -9,6 +9,7 @@ const valid: BuildInput = {
   pullRequestId: "",
   pullRequestBaseBranch: "",
   pullRequestRepository: "",
+  pullRequestLabels: [],
   author: { name: "Ann", email: "ann@example.com" },
 };
 const fields = (input: Partial<BuildInput>) => buildInputProblems({ ...valid, ...input }).map((p) => p.field);
@@ -50,6 +51,16 @@ describe("buildInputProblems", () => {
     for (const id of ["x", "-1", "1.5", "9007199254740993", "1".repeat(30)]) {
       expect([id, fields({ pullRequestId: id })]).toEqual([id, ["pull_request_id"]]);
     }
+  });
+
+  it("refuses blank, over-long or control-character pull request labels, and too many", () => {
+    expect(fields({ pullRequestLabels: ["bug", "needs review"] })).toEqual([]);
+    expect(fields({ pullRequestLabels: [" "] })).toEqual(["pull_request_labels"]);
+    expect(fields({ pullRequestLabels: ["a\u0000"] })).toEqual(["pull_request_labels"]);
+    expect(fields({ pullRequestLabels: ["x".repeat(256)] })).toEqual(["pull_request_labels"]);
+    expect(fields({ pullRequestLabels: Array.from({ length: 101 }, (_, i) => `l${i}`) })).toEqual([
+      "pull_request_labels",
+    ]);
   });
 
   it("refuses control characters in the pull request's branch and repository and the author", () => {

@@ -1,5 +1,8 @@
 import { envProblems, type FieldProblem, MAX_PULL_REQUEST_ID, TEXT_LIMITS, textProblem } from "@conveyor/runtime";
 
+/** The most labels a build's pull request may carry: forges allow far fewer on one pull request. */
+const MAX_LABELS = 100;
+
 /** What a client sends to create a build, as far as its text is judged here. */
 export interface BuildInput {
   commit: string;
@@ -10,6 +13,7 @@ export interface BuildInput {
   pullRequestId: string;
   pullRequestBaseBranch: string;
   pullRequestRepository: string;
+  pullRequestLabels: readonly string[];
   author?: { name: string; email: string };
 }
 
@@ -48,6 +52,13 @@ export function buildInputProblems(input: BuildInput): FieldProblem[] {
   }
   text("pull_request_base_branch", input.pullRequestBaseBranch, { max: TEXT_LIMITS.branch });
   text("pull_request_repository", input.pullRequestRepository, { max: TEXT_LIMITS.repository });
+  if (input.pullRequestLabels.length > MAX_LABELS) {
+    problems.push({ field: "pull_request_labels", code: `can't have more than ${MAX_LABELS} labels` });
+  }
+  for (const label of input.pullRequestLabels) {
+    if (label.trim() === "") problems.push({ field: "pull_request_labels", code: "can't contain blank labels" });
+    else text("pull_request_labels", label, { max: TEXT_LIMITS.name });
+  }
   if (input.author) {
     text("author.name", input.author.name, { max: TEXT_LIMITS.name });
     text("author.email", input.author.email, { max: TEXT_LIMITS.name });

@@ -36,6 +36,19 @@ export interface TriggeredFrom {
   jobId: string;
 }
 
+/** A build's pull request, as the forge (or the REST client) described it when the build was made. */
+export interface BuildPullRequest {
+  /** Its number, as a string. */
+  id: string;
+  base: string;
+  repository: string;
+  labels: string[];
+  /** Null when the forge did not say (and for builds created over REST). */
+  draft: boolean | null;
+  /** Whether it comes from another repository; null when not known. */
+  fork: boolean | null;
+}
+
 /** A stored build (its jobs are stored apart). */
 export interface Build {
   id: string;
@@ -56,7 +69,12 @@ export interface Build {
   source: string;
   creator: UserSnapshot | null;
   author: { name: string; email: string } | null;
-  pullRequest: { id: string; base: string; repository: string } | null;
+  pullRequest: BuildPullRequest | null;
+  /** The tag a tag push built (BUILDKITE_TAG); null otherwise. */
+  tag: string | null;
+  /** The forge event and action a webhook build came from (build.source_event, build.source_action); else null. */
+  sourceEvent: string | null;
+  sourceAction: string | null;
   rebuiltFrom: { id: string; number: number } | null;
   triggeredFrom: TriggeredFrom | null;
   cleanCheckout: boolean;
@@ -78,6 +96,9 @@ export function conditionContext(
     | "commit"
     | "message"
     | "source"
+    | "sourceEvent"
+    | "sourceAction"
+    | "tag"
     | "env"
     | "pullRequest"
     | "creator"
@@ -94,10 +115,19 @@ export function conditionContext(
     commit: b.commit,
     message: b.message,
     source: b.source,
-    tag: null,
+    sourceEvent: b.sourceEvent,
+    sourceAction: b.sourceAction,
+    tag: b.tag,
     env: b.env,
     pullRequest: b.pullRequest
-      ? { id: b.pullRequest.id, baseBranch: b.pullRequest.base || null, draft: false, labels: [] }
+      ? {
+          id: b.pullRequest.id,
+          baseBranch: b.pullRequest.base || null,
+          draft: b.pullRequest.draft,
+          labels: b.pullRequest.labels,
+          repository: b.pullRequest.repository || null,
+          fork: b.pullRequest.fork,
+        }
       : null,
     creator: b.creator && { id: b.creator.id, name: b.creator.name, email: b.creator.email },
     author: b.author,

@@ -117,7 +117,18 @@ describe("jobEnvironment", () => {
     expect(env).not.toHaveProperty("BUILDKITE_PLUGINS");
     expect(env).not.toHaveProperty("BUILDKITE_REPO_SSH_HOST");
     const other = jobEnvironment(
-      { ...build, pullRequest: { id: "42", base: "main", repository: "git@github.com:a/b.git" }, cleanCheckout: true },
+      {
+        ...build,
+        pullRequest: {
+          id: "42",
+          base: "main",
+          repository: "git@github.com:a/b.git",
+          labels: ["bug", "ui"],
+          draft: true,
+          fork: false,
+        },
+        cleanCheckout: true,
+      },
       {
         ...job,
         parallelGroupIndex: 2,
@@ -132,9 +143,26 @@ describe("jobEnvironment", () => {
       BUILDKITE_TIMEOUT: "30",
       BUILDKITE_PULL_REQUEST: "42",
       BUILDKITE_PULL_REQUEST_BASE_BRANCH: "main",
+      BUILDKITE_PULL_REQUEST_REPO: "git@github.com:a/b.git",
+      BUILDKITE_PULL_REQUEST_LABELS: "bug,ui",
+      BUILDKITE_PULL_REQUEST_DRAFT: "true",
       BUILDKITE_CLEAN_CHECKOUT: "true",
       BUILDKITE_PLUGINS: '[{"docker#v5":{"image":"node"}}]',
     });
+  });
+
+  it("sets a tag build's BUILDKITE_TAG, and leaves out a pull request's draft state when the forge did not say", () => {
+    expect(jobEnvironment({ ...build, tag: "v1.2", branch: "v1.2" }, job)).toMatchObject({
+      BUILDKITE_TAG: "v1.2",
+      BUILDKITE_BRANCH: "v1.2",
+    });
+    const unknownDraft = jobEnvironment(
+      { ...build, pullRequest: { id: "7", base: "", repository: "", labels: [], draft: null, fork: null } },
+      job,
+    );
+    expect(unknownDraft).toMatchObject({ BUILDKITE_PULL_REQUEST: "7", BUILDKITE_PULL_REQUEST_LABELS: "" });
+    expect(unknownDraft).not.toHaveProperty("BUILDKITE_PULL_REQUEST_DRAFT");
+    expect(env).not.toHaveProperty("BUILDKITE_PULL_REQUEST_LABELS");
   });
 
   it("names the build that triggered this one, and the retry this job is", () => {

@@ -35,7 +35,7 @@ export function jobEnvironment(build: Build, job: Job): Record<string, string> {
     BUILDKITE_REPO_SSH_HOST: sshHost(build.pipeline.repository),
     BUILDKITE_COMMIT: build.commit,
     BUILDKITE_BRANCH: build.branch,
-    BUILDKITE_TAG: null,
+    BUILDKITE_TAG: build.tag,
     BUILDKITE_MESSAGE: build.message,
     BUILDKITE_BUILD_ID: build.id,
     BUILDKITE_BUILD_NUMBER: String(build.number),
@@ -48,6 +48,9 @@ export function jobEnvironment(build: Build, job: Job): Record<string, string> {
     BUILDKITE_PULL_REQUEST: build.pullRequest?.id || "false",
     BUILDKITE_PULL_REQUEST_BASE_BRANCH: build.pullRequest?.base || (build.pullRequest ? "" : null),
     BUILDKITE_PULL_REQUEST_REPO: build.pullRequest?.repository || (build.pullRequest ? "" : null),
+    BUILDKITE_PULL_REQUEST_LABELS: build.pullRequest ? build.pullRequest.labels.join(",") : null,
+    BUILDKITE_PULL_REQUEST_DRAFT:
+      build.pullRequest && build.pullRequest.draft !== null ? String(build.pullRequest.draft) : null,
     BUILDKITE_REBUILT_FROM_BUILD_ID: build.rebuiltFrom?.id,
     BUILDKITE_REBUILT_FROM_BUILD_NUMBER: build.rebuiltFrom ? String(build.rebuiltFrom.number) : null,
     BUILDKITE_TRIGGERED_FROM_BUILD_ID: build.triggeredFrom?.buildId,

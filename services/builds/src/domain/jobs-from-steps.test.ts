@@ -8,6 +8,8 @@ function context(overrides: Partial<BuildContext> = {}): BuildContext {
     commit: "abc123",
     message: "Add the thing",
     source: "api",
+    sourceEvent: null,
+    sourceAction: null,
     tag: null,
     env: {},
     pullRequest: null,

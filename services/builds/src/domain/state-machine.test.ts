@@ -28,6 +28,8 @@ const ctx: BuildContext = {
   commit: "abc",
   message: "m",
   source: "api",
+  sourceEvent: null,
+  sourceAction: null,
   tag: null,
   env: {},
   pullRequest: null,

@@ -136,7 +136,19 @@ export function buildMessage(b: Build, jobs: readonly Job[] = []): MessageInitSh
     startedAt: toTimestamp(b.startedAt),
     finishedAt: toTimestamp(b.finishedAt),
     metaData: b.metaData,
-    pullRequest: b.pullRequest ?? undefined,
+    pullRequest: b.pullRequest
+      ? {
+          id: b.pullRequest.id,
+          base: b.pullRequest.base,
+          repository: b.pullRequest.repository,
+          labels: b.pullRequest.labels,
+          draft: b.pullRequest.draft ?? undefined,
+          fork: b.pullRequest.fork ?? undefined,
+        }
+      : undefined,
+    tag: b.tag ?? "",
+    sourceEvent: b.sourceEvent ?? "",
+    sourceAction: b.sourceAction ?? "",
     rebuiltFrom: b.rebuiltFrom ?? undefined,
     triggeredFrom: b.triggeredFrom ?? undefined,
     cancelReason: b.cancelReason ?? "",

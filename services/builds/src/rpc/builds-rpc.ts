@@ -84,7 +84,14 @@ export function createBuildRpcs(
         metaData: req.metaData,
         pullRequest:
           req.pullRequestId !== ""
-            ? { id: req.pullRequestId, base: req.pullRequestBaseBranch, repository: req.pullRequestRepository }
+            ? {
+                id: req.pullRequestId,
+                base: req.pullRequestBaseBranch,
+                repository: req.pullRequestRepository,
+                labels: req.pullRequestLabels,
+                draft: null,
+                fork: null,
+              }
             : null,
         source: req.source || "api",
         rebuiltFrom: null,
@@ -166,6 +173,8 @@ export function createBuildRpcs(
         env: original.env,
         metaData: original.metaData,
         pullRequest: original.pullRequest,
+        // A rebuild replays what the original captured (its tag too), but is no webhook build itself.
+        tag: original.tag,
         source: "api",
         rebuiltFrom: { id: original.id, number: original.number },
       });

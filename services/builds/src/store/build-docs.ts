@@ -1,20 +1,27 @@
 /** How builds and jobs are stored in MongoDB, and the conversions both ways. */
 
-import type { Build } from "../domain/build.js";
+import type { Build, BuildPullRequest } from "../domain/build.js";
 import { type Job, queueOf } from "../domain/job.js";
 import type { BuildUpdate, CreationClaim } from "./build-repository.js";
+
+/** Build fields added after the first builds were stored: absent on older documents, read as their empty value. */
+type LaterBuildFields = "tag" | "sourceEvent" | "sourceAction";
+
 /**
  * How a build is stored: user maps (env, meta-data, the pipeline's env) whose keys may hold dots are JSON text,
- * which document stores restrict; `metaPairs` ("key=value") serve the meta_data filter.
+ * which document stores restrict; `metaPairs` ("key=value") serve the meta_data filter. A pull request stored before
+ * labels, draft and fork were kept lacks them.
  */
-export type BuildDoc = Omit<Build, "id" | "env" | "metaData" | "pipeline"> & {
-  _id: string;
-  envJson: string;
-  metaDataJson: string;
-  metaPairs: string[];
-  pipelineInfo?: Omit<Build["pipeline"], "env">;
-  pipelineEnvJson?: string;
-};
+export type BuildDoc = Omit<Build, "id" | "env" | "metaData" | "pipeline" | "pullRequest" | LaterBuildFields> &
+  Partial<Pick<Build, LaterBuildFields>> & {
+    pullRequest: (Pick<BuildPullRequest, "id" | "base" | "repository"> & Partial<BuildPullRequest>) | null;
+    _id: string;
+    envJson: string;
+    metaDataJson: string;
+    metaPairs: string[];
+    pipelineInfo?: Omit<Build["pipeline"], "env">;
+    pipelineEnvJson?: string;
+  };
 
 /** Job fields stored as JSON text: maps and nested step data, for the same reason. */
 type JsonJobFields = "env" | "softFail" | "step" | "trigger";
@@ -91,6 +98,10 @@ export function fromBuildDoc(d: BuildDoc): Build {
       timeouts: pipelineInfo?.timeouts ?? { default: null, maximum: null },
     },
     triggeredFrom: d.triggeredFrom ?? null,
+    pullRequest: d.pullRequest ? { labels: [], draft: null, fork: null, ...d.pullRequest } : null,
+    tag: d.tag ?? null,
+    sourceEvent: d.sourceEvent ?? null,
+    sourceAction: d.sourceAction ?? null,
   };
 }
 
