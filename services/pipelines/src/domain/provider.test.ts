@@ -44,4 +44,20 @@ describe("checkProviderSettings", () => {
       ["bogus", "is not a known provider setting"],
     ]);
   });
+
+  it("checks a filter condition and a pull request branch filter when they are saved", () => {
+    const { settings, problems } = checkProviderSettings({
+      filter_condition: "build.branch ==",
+      pull_request_branch_filter_configuration: "main !",
+    });
+    expect(settings).toEqual({});
+    expect(problems.map(([key]) => key)).toEqual(["filter_condition", "pull_request_branch_filter_configuration"]);
+    expect(
+      checkProviderSettings({
+        filter_condition: 'build.pull_request.base_branch =~ /main/ && build.source_event == "pull_request"',
+        pull_request_branch_filter_configuration: "feature/* !feature/x",
+      }).problems,
+    ).toEqual([]);
+    expect(checkProviderSettings({ filter_condition: "" }).problems).toEqual([]);
+  });
 });

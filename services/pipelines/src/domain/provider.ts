@@ -1,3 +1,4 @@
+import { branchFilterProblem, conditionProblem, DEFAULT_PROVIDER_SETTINGS, TRIGGER_MODES } from "@conveyor/ci-rules";
 import { TEXT_LIMITS, textProblem } from "@conveyor/runtime";
 
 /** The source providers the service recognises from a repository URL; anything else is plain "git". */
@@ -41,32 +42,11 @@ const STRING_SETTINGS = [
   "repository",
 ] as const;
 
-const TRIGGER_MODES = ["code", "deployment", "fork", "none"];
-
 export type ProviderSettings = Record<string, boolean | string>;
 
-/** The settings a new pipeline starts with, as Buildkite's defaults for a code-triggered pipeline. */
+/** The settings a new pipeline starts with, as Buildkite's defaults for a code-triggered pipeline (ci-rules). */
 export function defaultProviderSettings(provider: ProviderId, repository: string): ProviderSettings {
-  const settings: ProviderSettings = {
-    trigger_mode: "code",
-    build_pull_requests: true,
-    pull_request_branch_filter_enabled: false,
-    skip_builds_for_existing_commits: false,
-    skip_pull_request_builds_for_existing_commits: true,
-    build_pull_request_ready_for_review: false,
-    build_pull_request_labels_changed: false,
-    build_pull_request_forks: false,
-    prefix_pull_request_fork_branch_names: true,
-    build_branches: true,
-    build_tags: false,
-    cancel_deleted_branch_builds: false,
-    publish_commit_status: true,
-    publish_commit_status_per_step: false,
-    separate_pull_request_statuses: false,
-    publish_blocked_as_pending: false,
-    use_step_key_as_commit_status: false,
-    filter_enabled: false,
-  };
+  const settings: ProviderSettings = { ...DEFAULT_PROVIDER_SETTINGS };
   const slug = /[:/]([^/:]+\/[^/]+?)(\.git)?\/?$/.exec(repository)?.[1];
   if (provider !== "git" && slug) settings.repository = slug;
   return settings;
@@ -90,12 +70,24 @@ export function checkProviderSettings(input: Record<string, unknown>): {
       const problem = typeof value === "string" ? textProblem(value, { max: TEXT_LIMITS.setting }) : null;
       if (typeof value !== "string") problems.push([key, "must be a string"]);
       else if (problem) problems.push([key, problem]);
-      else if (key === "trigger_mode" && !TRIGGER_MODES.includes(value)) {
+      else if (key === "trigger_mode" && !(TRIGGER_MODES as readonly string[]).includes(value)) {
         problems.push([key, `must be one of ${TRIGGER_MODES.join(", ")}`]);
-      } else settings[key] = value;
+      } else {
+        const invalid = patternProblem(key, value);
+        if (invalid) problems.push([key, invalid]);
+        else settings[key] = value;
+      }
     } else {
       problems.push([key, "is not a known provider setting"]);
     }
   }
   return { settings, problems };
+}
+
+/** Why a filter setting's value is not a valid conditional or branch filter (checked when saved, not per delivery). */
+function patternProblem(key: string, value: string): string | undefined {
+  if (value.trim() === "") return undefined;
+  if (key === "filter_condition") return conditionProblem(value);
+  if (key === "pull_request_branch_filter_configuration") return branchFilterProblem(value) ?? undefined;
+  return undefined;
 }
