@@ -19,7 +19,7 @@ import {
 } from "@conveyor/proto/identity";
 import { type Pipeline, PipelineSchema } from "@conveyor/proto/pipelines";
 import { ALL_SCOPES, contentVersion, failedPrecondition, invalidFields } from "@conveyor/runtime";
-import type { FastifyInstance, InjectOptions } from "fastify";
+import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from "fastify";
 import { sessionCsrfToken } from "../web/session/csrf.js";
 import { SESSION_COOKIE } from "../web/session/session-cookie.js";
 import { buildTestApp, makeOrg, makePrincipal, makeUser } from "./test-app.js";
@@ -160,8 +160,25 @@ function listOf(builds: readonly Build[], req: ListBuildsRequest) {
   return { builds: page, hasMore, version };
 }
 
+/** The world's app, what its fakes hold and were asked, and requests as its people. */
+export interface PagesWorld {
+  app: FastifyInstance;
+  calls: PageCalls;
+  builds: Build[];
+  agents: Agent[];
+  /** A request as the person signed in with `secret` (no session when null), asking for HTML. */
+  as(secret: string | null, options: InjectOptions): Promise<LightMyRequestResponse>;
+  /** A form post as the person, with their session's CSRF token unless `csrf` says otherwise (null: none). */
+  post(
+    secret: string,
+    url: string,
+    form: Record<string, string>,
+    csrf?: string | null,
+  ): Promise<LightMyRequestResponse>;
+}
+
 /** The world's fakes and signed-in requests. */
-export async function pagesWorld(opts: { builds?: Build[]; agents?: Agent[] } = {}) {
+export async function pagesWorld(opts: { builds?: Build[]; agents?: Agent[] } = {}): Promise<PagesWorld> {
   const builds: Build[] = opts.builds ?? [
     ...Array.from({ length: 35 }, (_, i) =>
       aBuild(web, i + 1, {
