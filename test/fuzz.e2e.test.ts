@@ -93,6 +93,14 @@ it("answers every generated request to every operation with a documented, schema
     "a rule",
   );
 
+  const schedule = await created(
+    await send("POST", `${base}/pipelines/${source.slug}/schedules`, org.secret, {
+      label: "Fuzz",
+      cronline: "@yearly",
+    }),
+    "a schedule",
+  );
+
   const fixtures: Record<string, string> = {
     org: slug,
     pipeline: String(source.slug),
@@ -116,6 +124,7 @@ it("answers every generated request to every operation with a documented, schema
     target_pipeline: [target.id, target.slug],
     type: ["pipeline.trigger_build.pipeline", "pipeline.artifacts_read.pipeline"],
     commit: ["HEAD", "0123456789abcdef0123456789abcdef01234567"],
+    cronline: ["@daily", "@yearly", "0 0 1 1 * Europe/Berlin", "0 0 31 2 *", "* * * *", "@never", "*/0 * * * *"],
     branch: ["main"],
     repository: ["git@github.com:acme/app.git"],
     configuration: [CONFIGURATION, "steps: [", "steps:\n  - wait\n", "", ...[39, 40, 41, 60].map(deepYaml)],
@@ -136,6 +145,7 @@ it("answers every generated request to every operation with a documented, schema
     base,
     `${base}/pipelines?include_archived=true&per_page=100`,
     `${base}/pipelines/${fixtures.slug}`,
+    `${base}/pipelines/${fixtures.slug}/schedules?per_page=100`,
     `${base}/builds?per_page=100&include_retried_jobs=true`,
     `${base}/members?per_page=100`,
     `${base}/rules?per_page=100`,
@@ -160,11 +170,15 @@ it("answers every generated request to every operation with a documented, schema
     deadline: startedAt + SECONDS * 1000,
     fixtures,
     // The team routes name a pipeline by its UUID.
-    fixturesUnder: [["/v2/organizations/{org}/teams/", { pipeline: String(source.id) }]],
+    fixturesUnder: [
+      ["/v2/organizations/{org}/teams/", { pipeline: String(source.id) }],
+      ["/v2/organizations/{org}/pipelines/{slug}/schedules/", { id: String(schedule.id) }],
+    ],
     // Deleting the run's resources would leave later requests nothing to reach (deletes are fuzzed with bad ids).
     protect: {
       deletePipeline: ["slug"],
       deleteRule: ["rule"],
+      deletePipelineSchedule: ["id"],
       deleteRegistryToken: ["token"],
       removeTeamMember: ["user"],
       removeTeamPipeline: ["pipeline"],
@@ -214,6 +228,8 @@ function examples(f: { cluster: string; source: Json; target: Json; suiteId: str
     updatePipeline: [{ description: "fuzzed" }, { default_branch: "main", tags: ["a"] }],
     createBuild: [build, { commit: "HEAD", branch: "main" }],
     createRule: [rule],
+    createPipelineSchedule: [{ label: "Fuzzed", cronline: "@yearly", env: { A: "1" } }],
+    updatePipelineSchedule: [{ label: "Fuzzed again" }, { cronline: "0 0 1 1 * +05:30", enabled: false }],
     createRegistryToken: [{ description: "fuzzed" }],
     updateRegistryToken: [{ description: "fuzzed again" }],
     addTeamMember: [{ user_id: f.userId, role: "member" }],

@@ -40,6 +40,7 @@ const fill = (template: string, values: Record<string, string>) =>
 const paramsOf = (template: string) => [...template.matchAll(/\{(\w+)\}/g)].map((m) => m[1] as string);
 
 const isTeamRoute = (template: string) => template.includes("/teams/{team}");
+const isScheduleRoute = (template: string) => template.includes("/schedules/{id}");
 const isPipelineRoute = (template: string) =>
   /^\/v2\/organizations\/\{org\}\/pipelines\/\{(pipeline|slug)\}/.test(template);
 
@@ -53,7 +54,7 @@ function ownValues(world: World, template: string): Record<string, string> {
     slug: a.pipeline.slug,
     number: String(a.build.number),
     job: a.build.jobId,
-    id: a.build.artifactId,
+    id: isScheduleRoute(template) ? a.scheduleId : a.build.artifactId,
     team: a.teamId,
     user: team ? world.plain.id : a.adminId,
     suite: a.suiteId,
@@ -79,7 +80,9 @@ function misplacedValues(
     slug: pipeline,
     number: { value: String(q.build.number), message: "No build found", what: "another pipeline's build number" },
     job: { value: q.build.jobId, message: "No job found", what: "another build's job" },
-    id: { value: q.build.artifactId, message: "No artifact found", what: "another job's artifact" },
+    id: isScheduleRoute(template)
+      ? { value: q.scheduleId, message: "No pipeline schedule found", what: "another pipeline's schedule" }
+      : { value: q.build.artifactId, message: "No artifact found", what: "another job's artifact" },
     team: { value: b.teamId, message: "No team found", what: "another organization's team" },
     user: team
       ? { value: world.outsider.id, message: "No team member found", what: "an organization member not in the team" }
@@ -105,6 +108,8 @@ function bodyOf(world: World, operationId: string): unknown {
     },
     updatePipeline: { description: "changed by a refused request" },
     createBuild: { commit: "HEAD", branch: "main", message: "refused" },
+    createPipelineSchedule: { label: "Refused", cronline: "@daily" },
+    updatePipelineSchedule: { label: "changed by a refused request" },
     addTeamMember: { user_id: world.outsider.id, role: "member" },
     updateTeamMember: { role: "maintainer" },
     addTeamPipeline: { pipeline_id: q.id, access_level: "read_only" },

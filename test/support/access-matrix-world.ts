@@ -36,6 +36,8 @@ export interface OrgWorld {
   clusterId: string;
   pipeline: Pipe;
   build: BuildRef;
+  /** A schedule of the pipeline. */
+  scheduleId: string;
   teamId: string;
   suiteId: string;
   ruleId: string;
@@ -49,8 +51,8 @@ export interface OrgWorld {
 export interface World {
   a: OrgWorld;
   b: OrgWorld;
-  /** A's second pipeline, with builds 1 and 2; its build 2 has a job and an artifact. */
-  q: Pipe & { build: BuildRef };
+  /** A's second pipeline, with builds 1 and 2 and a schedule; its build 2 has a job and an artifact. */
+  q: Pipe & { build: BuildRef; scheduleId: string };
   /** A visible team of A with no members: shown to every member, changed by none. */
   visibleTeamId: string;
   /** A suite of A that no team has. */
@@ -142,6 +144,14 @@ async function arrangeRegistryToken(slug: string, secret: string, organizationId
   return { registrySlug: registry?.slug ?? "", registryTokenId: res.body.id as string };
 }
 
+/** A schedule of a pipeline that never builds during a run (once a year); returns its id. */
+async function arrangeSchedule(org: { slug: string; secret: string }, p: Pipe): Promise<string> {
+  const path = `/v2/organizations/${org.slug}/pipelines/${p.slug}/schedules`;
+  const res = await send("POST", path, org.secret, { label: "Matrix", cronline: "@yearly" });
+  if (res.status !== 201) throw new Error(`schedule: ${res.status} ${res.text}`);
+  return res.body.id;
+}
+
 /** One organization (teams enabled) with one of everything; its team has its pipeline and its suite. */
 async function arrangeOrg(privacy: TeamPrivacy): Promise<OrgWorld> {
   const owner = await arrangeOrgUser({ scopes: ALL_SCOPES, role: Role.ADMIN, teamsEnabled: true });
@@ -172,6 +182,7 @@ async function arrangeOrg(privacy: TeamPrivacy): Promise<OrgWorld> {
     clusterId,
     pipeline,
     build,
+    scheduleId: await arrangeSchedule(org, pipeline),
     teamId: team.id,
     suiteId: suite?.id ?? "",
     ruleId: rule.body.uuid,
@@ -186,7 +197,7 @@ export async function arrangeWorld(): Promise<World> {
   const orgA = { id: a.id, slug: a.slug, secret: a.adminSecret, clusterId: a.clusterId };
   const qPipe = await arrangePipeline(orgA);
   await arrangeBuild(orgA, qPipe);
-  const q = { ...qPipe, build: await arrangeBuild(orgA, qPipe) };
+  const q = { ...qPipe, build: await arrangeBuild(orgA, qPipe), scheduleId: await arrangeSchedule(orgA, qPipe) };
   const { suite } = await teams.createSuite({ organization: a.id, name: unique("Loose") });
   const visible = await arrangeTeam(a.id, TeamPrivacy.VISIBLE);
   const other = await arrangeRegistryToken(a.slug, a.adminSecret, a.id);

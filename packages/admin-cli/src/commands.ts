@@ -8,8 +8,10 @@ import {
   TeamPrivacy,
   type TeamsService,
 } from "@conveyor/proto/identity";
+import type { PipelinesService } from "@conveyor/proto/pipelines";
 import { type Client, isoTime, TEAM_MEMBER_ROLES, TEAM_PRIVACIES } from "@conveyor/runtime";
 import { type CliArgs, type FlagTypes, optionalFlag, requireFlag, UsageError } from "./args.js";
+import { SCHEDULE_COMMANDS } from "./schedule-commands.js";
 import { USER_COMMANDS } from "./user-commands.js";
 
 /** The clients a command may use; created lazily so a usage error never needs a running stack. */
@@ -21,6 +23,8 @@ export interface CommandContext {
   registries(): Client<typeof RegistriesService>;
   agents(): Client<typeof AgentsService>;
   artifacts(): Client<typeof ArtifactsService>;
+  /** Pipelines and their schedules. */
+  pipelines(): Client<typeof PipelinesService>;
   /** The pages' address (WEB_URL), which sign-in links start with. */
   webUrl: string;
   /** A new password, from stdin (never from the command line, where `ps` would show it). */
@@ -61,6 +65,7 @@ export const COMMANDS: Record<string, CommandSpec> = {
     },
   },
   ...USER_COMMANDS,
+  ...SCHEDULE_COMMANDS,
   "member add": {
     usage: "member add --org SLUG --user USER_ID [--role admin|member]",
     flags: { org: "string", user: "string", role: "string" },

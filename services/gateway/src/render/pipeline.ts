@@ -25,7 +25,8 @@ export interface PipelineView {
   canEdit: boolean;
 }
 
-function renderCreator(c: Creator | undefined) {
+/** A pipeline's or a schedule's `created_by`: the creator recorded with it. */
+export function renderCreator(c: Creator | undefined) {
   return {
     id: c?.id ?? "",
     graphql_id: graphqlId("User", c?.id ?? ""),

@@ -16,6 +16,7 @@ import { pipelineRoutes } from "./pipelines.js";
 import { registryTokenRoutes } from "./registry-tokens.js";
 import type { RouteDeps } from "./route-deps.js";
 import { ruleRoutes } from "./rules.js";
+import { scheduleRoutes } from "./schedules.js";
 import { teamRoutes } from "./teams.js";
 
 export interface RestApiOptions {
@@ -45,6 +46,7 @@ export async function registerRestApi(app: FastifyInstance, opts: RestApiOptions
     organizationRoutes(scope, deps);
     memberRoutes(scope, deps);
     pipelineRoutes(scope, deps);
+    scheduleRoutes(scope, deps);
     buildRoutes(scope, deps);
     jobLogRoutes(scope, deps);
     annotationRoutes(scope, deps);

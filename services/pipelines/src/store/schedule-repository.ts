@@ -1,7 +1,8 @@
 /**
  * Persistence of pipeline schedules and of the ticks they were built for: the ScheduleRepository contract and its
  * MongoDB implementation. A tick is claimed by inserting its key (schedule and time) under the collection's unique
- * `_id`, which is what makes each tick build once across replicas and restarts (docs/architecture.md#schedules).
+ * `_id`, which is what makes each tick build once across replicas and restarts
+ * (docs/compatibility.md#pipeline-schedules).
  */
 
 import { isDuplicateKeyError } from "@conveyor/runtime";
