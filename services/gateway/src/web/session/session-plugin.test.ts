@@ -297,6 +297,8 @@ describe("sign-in links", () => {
     expect(res.headers.location).toBe("/dashboard");
     expect(res.headers["referrer-policy"]).toBe("no-referrer");
     expect(cookieOf(res, SESSION_COOKIE)?.value).toMatch(/^cvs_/);
+    // No sign-in form was shown: there is no form token to clear.
+    expect(cookieOf(res, LOGIN_CSRF_COOKIE)).toBeUndefined();
     const again = await app.inject({ url: "/login/link/cvl_good", headers: HTML });
     expect(again.statusCode).toBe(410);
     expect(again.body).toContain("This sign-in link can't be used");

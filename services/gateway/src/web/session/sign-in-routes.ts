@@ -49,7 +49,7 @@ export function registerSignInRoutes(scope: FastifyInstance, deps: SignInRouteDe
     if (previous) await identity.endSession({ secret: previous });
     const expiresAt = res.session?.expiresAt ? timestampDate(res.session.expiresAt) : new Date();
     setSessionCookie(request, reply, webUrl, { secret: res.secret, expiresAt });
-    clearLoginCsrfCookie(request, reply, webUrl);
+    if (request.cookies[LOGIN_CSRF_COOKIE]) clearLoginCsrfCookie(request, reply, webUrl);
     const next = nextPath((request.query as { next?: unknown }).next ?? (request.body as SignInBody | undefined)?.next);
     return reply.header("cache-control", "no-store").redirect(next, 303);
   }
