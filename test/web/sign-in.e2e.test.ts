@@ -59,6 +59,24 @@ async function signIn(email: string, password: string, next?: string) {
   return { res, text: await res.text(), session, cookie: session ? `conveyor_session=${session.value}` : "" };
 }
 
+/** Opens a one-time link as a browser does (a page with a button), then presses the button. */
+async function useLink(path: string) {
+  const opened = await page(path, { headers: { accept: "text/html" } });
+  const text = await opened.text();
+  const token = /name="_csrf" value="([^"]+)"/.exec(text)?.[1] ?? "";
+  const tokenCookie = setCookies(opened).get("conveyor_login_csrf")?.value ?? "";
+  const used = await page(path, {
+    method: "POST",
+    headers: {
+      "content-type": "application/x-www-form-urlencoded",
+      cookie: `conveyor_login_csrf=${tokenCookie}`,
+      origin: stack.apiUrl,
+    },
+    body: new URLSearchParams({ _csrf: token }).toString(),
+  });
+  return { opened, text, used };
+}
+
 /** A person in a new organization, with a password set through ci-admin (read from stdin). */
 async function arrangePerson() {
   const { organization, user } = await arrangeOrgUser({ scopes: ["read_organizations"], role: Role.MEMBER });
@@ -138,12 +156,16 @@ describe("signing in to the pages", () => {
     expect(made.code).toBe(0);
     expect(made.json.url).toMatch(new RegExp(`^${stack.apiUrl}/login/link/cvl_[0-9a-f]{40}$`));
     const path = new URL(made.json.url).pathname;
-    const first = await page(path);
+    // Opening the link signs nobody in (a link preview cannot use it up): its button does.
+    const { opened, text, used: first } = await useLink(path);
+    expect(opened.status).toBe(200);
+    expect(setCookies(opened).has("conveyor_session")).toBe(false);
+    expect(text).toContain(`action="${path}"`);
     expect(first.status).toBe(303);
     expect(first.headers.get("location")).toBe("/dashboard");
     const cookie = `conveyor_session=${setCookies(first).get("conveyor_session")?.value}`;
     expect((await page("/dashboard", { headers: { cookie } })).headers.get("location")).toBe(`/${organization.slug}`);
-    const again = await page(path, { headers: { accept: "text/html" } });
+    const { used: again } = await useLink(path);
     expect(again.status).toBe(410);
     expect(await again.text()).toContain("This sign-in link can't be used");
     expect(setCookies(again).has("conveyor_session")).toBe(false);

@@ -290,16 +290,40 @@ describe("signing out", () => {
 });
 
 describe("sign-in links", () => {
+  /** Opens a link as a browser does, then presses its button. */
+  async function useLink(app: FastifyInstance, url: string) {
+    const form = await loginForm(app, url);
+    const used = await app.inject({
+      method: "POST",
+      url,
+      headers: { ...FORM, cookie: form.cookie, "sec-fetch-site": "same-origin", origin: "http://web.test" },
+      payload: new URLSearchParams({ _csrf: form.token }).toString(),
+    });
+    return { form, used };
+  }
+
+  it("opening a link signs nobody in: it shows a button, and only its POST uses the link", async () => {
+    const { app, calls } = await world();
+    const opened = await app.inject({ url: "/login/link/cvl_good", headers: HTML });
+    expect(opened.statusCode).toBe(200);
+    expect(opened.headers["referrer-policy"]).toBe("no-referrer");
+    expect(opened.body).toContain('<form class="stacked" method="post" action="/login/link/cvl_good">');
+    expect(cookieOf(opened, SESSION_COOKIE)).toBeUndefined();
+    expect(calls.filter((c) => c.rpc === "signInWithLink")).toEqual([]);
+    // A POST without the page's token (a cross-site form) is refused and uses nothing.
+    const forged = await app.inject({ method: "POST", url: "/login/link/cvl_good", headers: FORM, payload: "" });
+    expect(forged.statusCode).toBe(403);
+    expect(calls.filter((c) => c.rpc === "signInWithLink")).toEqual([]);
+  });
+
   it("sign in once and go to the dashboard; a used link shows a page saying so", async () => {
     const { app } = await world();
-    const res = await app.inject({ url: "/login/link/cvl_good", headers: HTML });
+    const { used: res } = await useLink(app, "/login/link/cvl_good");
     expect(res.statusCode).toBe(303);
     expect(res.headers.location).toBe("/dashboard");
     expect(res.headers["referrer-policy"]).toBe("no-referrer");
     expect(cookieOf(res, SESSION_COOKIE)?.value).toMatch(/^cvs_/);
-    // No sign-in form was shown: there is no form token to clear.
-    expect(cookieOf(res, LOGIN_CSRF_COOKIE)).toBeUndefined();
-    const again = await app.inject({ url: "/login/link/cvl_good", headers: HTML });
+    const { used: again } = await useLink(app, "/login/link/cvl_good");
     expect(again.statusCode).toBe(410);
     expect(again.body).toContain("This sign-in link can't be used");
     expect(again.headers["referrer-policy"]).toBe("no-referrer");

@@ -40,6 +40,22 @@ a one-time sign-in link (<code>ci-admin user login-link</code>).</p>
   return renderPage(request, { title: "Sign in", body });
 }
 
+/**
+ * What a one-time sign-in link opens: a button that uses it. Opening the address alone signs nobody in, so a chat
+ * app or mail scanner that fetches links to preview them cannot use the link up.
+ */
+export function renderUseLinkPage(request: FastifyRequest, form: { secret: string; csrfToken: string }): string {
+  const body = html`<section class="sign-in" aria-labelledby="link-title">
+<h1 id="link-title">Sign in to Conveyor</h1>
+<p>This one-time link signs you in. It works once, for a short time.</p>
+<form class="stacked" method="post" action="/login/link/${encodeURIComponent(form.secret)}">
+  <input type="hidden" name="${CSRF_FIELD}" value="${form.csrfToken}">
+  <div class="actions"><button class="primary" type="submit">Sign in</button></div>
+</form>
+</section>`;
+  return renderPage(request, { title: "Sign in", body });
+}
+
 /** The answer to a sign-in link that was used already, has expired or never existed. */
 export function renderUnusableLinkPage(request: FastifyRequest): string {
   const body = html`<section class="error-page" aria-labelledby="link-title">

@@ -1,6 +1,6 @@
 /**
  * The sign-in routes (docs/pages.md#signing-in): GET and POST /login (email and password), GET /login/link/:secret
- * (a one-time link) and POST /logout. Every answer that shows or sets a secret is never cached.
+ * (a one-time link: a page whose button POSTs to the same address, which signs in) and POST /logout. Every answer that shows or sets a secret is never cached.
  */
 
 import { timestampDate } from "@bufbuild/protobuf/wkt";
@@ -17,7 +17,7 @@ import {
   setLoginCsrfCookie,
   setSessionCookie,
 } from "./session-cookie.js";
-import { renderSignInPage, renderUnusableLinkPage } from "./sign-in-pages.js";
+import { renderSignInPage, renderUnusableLinkPage, renderUseLinkPage } from "./sign-in-pages.js";
 
 /** What the sign-in routes use. */
 export interface SignInRouteDeps {
@@ -89,19 +89,34 @@ export function registerSignInRoutes(scope: FastifyInstance, deps: SignInRouteDe
     }
   });
 
+  // Opening a link shows a button; only the button's POST uses the link (see renderUseLinkPage).
   scope.get<{ Params: { secret: string } }>("/login/link/:secret", async (request, reply) => {
     // The address holds a secret: no page it leads to may pass it on as a referrer.
     reply.header("referrer-policy", "no-referrer");
-    try {
-      const res = await identity.signInWithLink({ secret: request.params.secret, clientAddress: request.ip });
-      return await signedIn(request, reply, res);
-    } catch (err) {
-      if (err instanceof ConnectError && err.code === Code.Unauthenticated) {
-        return page(reply, 410, renderUnusableLinkPage(request));
-      }
-      throw err;
+    let csrfToken = request.cookies[LOGIN_CSRF_COOKIE];
+    if (!csrfToken) {
+      csrfToken = newLoginCsrfToken();
+      setLoginCsrfCookie(request, reply, webUrl, csrfToken);
     }
+    return page(reply, 200, renderUseLinkPage(request, { secret: request.params.secret, csrfToken }));
   });
+
+  scope.post<{ Params: { secret: string } }>(
+    "/login/link/:secret",
+    { preHandler: requireLoginCsrf },
+    async (request, reply) => {
+      reply.header("referrer-policy", "no-referrer");
+      try {
+        const res = await identity.signInWithLink({ secret: request.params.secret, clientAddress: request.ip });
+        return await signedIn(request, reply, res);
+      } catch (err) {
+        if (err instanceof ConnectError && err.code === Code.Unauthenticated) {
+          return page(reply, 410, renderUnusableLinkPage(request));
+        }
+        throw err;
+      }
+    },
+  );
 
   scope.post("/logout", async (request, reply) => {
     const secret = sessionSecretOf(request);
