@@ -40,7 +40,7 @@ function orgSwitcher(request: FastifyRequest, current: PageOrganization | undefi
   if (orgs.length === 0) return null;
   const label = current?.name ?? "Organizations";
   return html`<details class="org-switcher">
-      <summary aria-label="Switch organization (current: ${label})">${label}</summary>
+      <summary><span class="visually-hidden">Organization: </span>${label}</summary>
       <ul>
         ${orgs.map(
           (o) =>
