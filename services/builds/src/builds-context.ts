@@ -44,7 +44,10 @@ import { buildMessage, jobMessage } from "./rpc/build-message.js";
 import type { BuildRepository } from "./store/build-repository.js";
 import type { ConcurrencySlotRepository } from "./store/concurrency-slot-repository.js";
 import type { JobLogRepository } from "./store/job-log-repository.js";
+import { createMemoryWebhookDeliveryRepository } from "./store/memory-webhook-delivery-repository.js";
+import { createMemoryWebhookPullRequestRepository } from "./store/memory-webhook-pull-request-repository.js";
 import type { PipelineUploadRepository } from "./store/pipeline-upload-repository.js";
+import { createWebhookInbox, type WebhookInbox, type WebhookInboxDeps } from "./webhooks/webhook-inbox.js";
 
 /** What the builds service is made from: its repositories, the services it calls, and its settings. */
 export interface BuildsDeps {
@@ -70,6 +73,8 @@ export interface BuildsDeps {
   triggers?: TriggerLookups;
   /** The pipelines' fences (the runtime's fences): a caller's copy at least as new as its fence is not read again. */
   fences?: Pick<Fences, "read">;
+  /** Where webhook deliveries and the pull requests they told of are kept; without it, in memory (tests). */
+  webhooks?: WebhookInboxDeps;
 }
 
 /** How often a compare-and-set loop retries before giving up (only under heavy contention on one build). */
@@ -142,6 +147,10 @@ export interface BuildsDuties {
   requeueStale(afterMs: number): Promise<number>;
   /** Times out running jobs past their deadline, ends those their agent never stopped, expires stale ones. */
   sweepJobs(): ReturnType<ReturnType<typeof createJobSweeps>["sweep"]>;
+  /** Carries out webhook deliveries recorded but not carried out (webhooks/webhook-inbox.ts); how many. */
+  relayWebhooks(): Promise<number>;
+  /** Forgets webhook deliveries done long ago; how many. */
+  sweepWebhooks(): Promise<number>;
 }
 
 /** Every part of the builds service, made on one context: what the RPCs and the duties are made of. */
@@ -159,6 +168,7 @@ export interface BuildsParts {
   metaData: BuildMetaData;
   triggers: JobTriggers;
   gate: ConcurrencyGate;
+  webhooks: WebhookInbox;
   duties: BuildsDuties;
 }
 
@@ -194,6 +204,14 @@ export function createBuildsParts(deps: BuildsDeps): BuildsParts {
     ...(deps.fences ? { fences: deps.fences } : {}),
     logger: ctx.logger,
   });
+  const webhooks = createWebhookInbox(
+    ctx,
+    { creation, cancel, pipelines },
+    deps.webhooks ?? {
+      deliveries: createMemoryWebhookDeliveryRepository(),
+      pullRequests: createMemoryWebhookPullRequestRepository(),
+    },
+  );
 
   return {
     ctx,
@@ -209,12 +227,15 @@ export function createBuildsParts(deps: BuildsDeps): BuildsParts {
     metaData,
     triggers,
     gate,
+    webhooks,
     duties: {
       relayOutbox: () => ctx.outbox.relay(),
       republishCounts: () => ctx.republishCounts(),
       countsIdle: () => ctx.countsIdle(),
       requeueStale: (afterMs) => transitions.requeueStale(new Date(ctx.now().getTime() - afterMs), 100),
       sweepJobs: () => sweeps.sweep(),
+      relayWebhooks: () => webhooks.relay(),
+      sweepWebhooks: () => webhooks.sweep(),
     },
   };
 }

@@ -1,9 +1,9 @@
 /**
  * The Connect services this process serves, assembled from their RPC handler groups (rpc/): BuildsService from the
- * builds, reads, jobs and job-action RPCs over the parts builds-context.ts makes; AnnotationsService from the
+ * builds, reads, jobs, job-action and webhook RPCs over the parts builds-context.ts makes; AnnotationsService from the
  * annotation RPCs.
  */
-import { Code, ConnectError, type ServiceImpl } from "@connectrpc/connect";
+import type { ServiceImpl } from "@connectrpc/connect";
 import type { AnnotationsService } from "@conveyor/proto/annotations";
 import type { BuildsService } from "@conveyor/proto/builds";
 import type { BuildsParts } from "./builds-context.js";
@@ -12,8 +12,9 @@ import { createBuildRpcs } from "./rpc/builds-rpc.js";
 import { createJobActionRpcs } from "./rpc/job-actions-rpc.js";
 import { createJobRpcs } from "./rpc/jobs-rpc.js";
 import { createReadBuildsRpc } from "./rpc/read-builds-rpc.js";
+import { createWebhookRpcs } from "./rpc/webhooks-rpc.js";
 
-/** The builds service: creation, the state machine, cancel, rebuild, lists, jobs, logs, meta-data. */
+/** The builds service: creation, the state machine, cancel, rebuild, lists, jobs, logs, meta-data, webhooks. */
 export function createBuildsService(parts: BuildsParts): ServiceImpl<typeof BuildsService> {
   const { ctx } = parts;
   const buildRpcs = createBuildRpcs(ctx, parts);
@@ -22,10 +23,7 @@ export function createBuildsService(parts: BuildsParts): ServiceImpl<typeof Buil
     ...createReadBuildsRpc(buildRpcs),
     ...createJobRpcs(ctx, parts),
     ...createJobActionRpcs(ctx, parts),
-    // Replaced by the webhook inbox's RPC in the commit that adds it (issue 33).
-    async receiveWebhook() {
-      throw new ConnectError("webhook deliveries are not received yet", Code.Unimplemented);
-    },
+    ...createWebhookRpcs(parts.webhooks),
   };
 }
 

@@ -28,6 +28,8 @@ import { createMongoConcurrencySlotRepository } from "./store/concurrency-slot-r
 import { createMongoInvalidationBacklog } from "./store/invalidation-backlog-repository.js";
 import { createMongoJobLogRepository } from "./store/job-log-repository.js";
 import { createMongoPipelineUploadRepository } from "./store/pipeline-upload-repository.js";
+import { createMongoWebhookDeliveryRepository } from "./store/webhook-delivery-repository.js";
+import { createMongoWebhookPullRequestRepository } from "./store/webhook-pull-request-repository.js";
 
 /** How often the counters of recently active pipelines are re-announced. */
 const COUNTS_REPUBLISH_MS = 30_000;
@@ -39,6 +41,10 @@ const INVALIDATION_RELAY_MS = 1_000;
 const REQUEUE_SWEEP_MS = 10_000;
 /** How often deadlines, expiries, trigger jobs and concurrency groups are looked at. */
 const JOB_SWEEP_MS = 5_000;
+/** How often webhook deliveries recorded but not carried out are looked for (their lease is 30 s). */
+const WEBHOOK_RELAY_MS = 5_000;
+/** How often webhook deliveries done long ago are forgotten. */
+const WEBHOOK_SWEEP_MS = 3_600_000;
 
 void runService(
   {
@@ -46,13 +52,15 @@ void runService(
     serviceNames: [BuildsService.typeName, AnnotationsService.typeName],
     async setup({ db, events, nats, logger, env }) {
       const config = readBuildsConfig(env);
-      const [repo, logs, uploads, slots, annotations, outboxStore] = await Promise.all([
+      const [repo, logs, uploads, slots, annotations, outboxStore, deliveries, pullRequests] = await Promise.all([
         createMongoBuildRepository(db),
         createMongoJobLogRepository(db),
         createMongoPipelineUploadRepository(db),
         createMongoConcurrencySlotRepository(db),
         createMongoAnnotationRepository(db),
         createMongoOutboxStore(db.collection<OutboxDoc>("outbox")),
+        createMongoWebhookDeliveryRepository(db),
+        createMongoWebhookPullRequestRepository(db),
       ]);
       // One run at a time, paced by its cost: sweeps read what is queued, which grows with the data.
       const every = (ms: number, what: string, work: () => Promise<unknown>) =>
@@ -83,6 +91,7 @@ void runService(
         triggers: createTriggerLookups(config),
         logNotices: createLogChunkNotices(nats.nc, logger),
         fences: await openFences(nats.nc),
+        webhooks: { deliveries, pullRequests },
         ...config,
         ...(readCache ? { readCache } : {}),
       });
@@ -91,8 +100,14 @@ void runService(
       every(COUNTS_REPUBLISH_MS, "counters republish", () => duties.republishCounts());
       every(REQUEUE_SWEEP_MS, "stale assignment sweep", () => duties.requeueStale(config.assignTimeoutMs));
       every(JOB_SWEEP_MS, "job sweep", () => duties.sweepJobs());
+      every(WEBHOOK_RELAY_MS, "webhook relay", () => duties.relayWebhooks());
+      every(WEBHOOK_SWEEP_MS, "webhook retention sweep", () => duties.sweepWebhooks());
       // Through the context's repository: its removals must reach every replica's read cache as any other write does.
-      await consumePipelineRemovals(nats, { repo: parts.ctx.repo, logs, annotations, uploads }, logger);
+      await consumePipelineRemovals(
+        nats,
+        { repo: parts.ctx.repo, logs, annotations, uploads, deliveries, pullRequests },
+        logger,
+      );
       const builds = createBuildsService(parts);
       const annotationsService = createAnnotationsService({ annotations, builds: parts.ctx.repo });
       return (router) => router.service(BuildsService, builds).service(AnnotationsService, annotationsService);

@@ -12,9 +12,12 @@ import { createMongoBuildRepository } from "../store/build-repository.js";
 import { createMongoConcurrencySlotRepository } from "../store/concurrency-slot-repository.js";
 import { createMongoJobLogRepository } from "../store/job-log-repository.js";
 import { createMongoPipelineUploadRepository } from "../store/pipeline-upload-repository.js";
+import { createMongoWebhookDeliveryRepository } from "../store/webhook-delivery-repository.js";
+import { createMongoWebhookPullRequestRepository } from "../store/webhook-pull-request-repository.js";
 import { removePipelineBuilds } from "./pipeline-removal.js";
 
-// A deleted pipeline's builds, jobs, logs and annotations are removed, in batches; other pipelines' stay.
+// A deleted pipeline's builds, jobs, logs, annotations, webhook deliveries and pull requests are removed, in batches;
+// other pipelines' stay.
 const dbName = `it_pipeline_removal_${Date.now()}`;
 let mongo: MongoClient;
 
@@ -33,9 +36,12 @@ it("removes everything of a deleted pipeline's builds, and nothing of another pi
     logs: await createMongoJobLogRepository(db),
     annotations: await createMongoAnnotationRepository(db),
     uploads: await createMongoPipelineUploadRepository(db),
+    deliveries: await createMongoWebhookDeliveryRepository(db),
+    pullRequests: await createMongoWebhookPullRequestRepository(db),
   };
   const parts = createBuildsParts({
     ...repos,
+    webhooks: repos,
     slots: await createMongoConcurrencySlotRepository(db),
     events: { publish: async () => {} },
     logger: createLogger("test", "silent"),
@@ -81,6 +87,31 @@ it("removes everything of a deleted pipeline's builds, and nothing of another pi
   });
   await repos.annotations.insert(annotation(goneBuilds[0]?.id ?? ""));
   await repos.annotations.insert(annotation(keptBuild?.id ?? ""));
+  // What each pipeline's webhook told of: a delivery, and a pull request.
+  const delivery = (pipelineId: string) => ({
+    id: `${pipelineId}:github:d-1`,
+    pipelineId,
+    organizationId,
+    organizationSlug: "acme",
+    forge: "github",
+    event: "push",
+    receivedAt: new Date(),
+    plan: { builds: [], cancels: [], pullRequests: [], reasons: ["nothing"] },
+    leaseUntil: new Date(),
+    attempts: 1,
+    doneAt: new Date(),
+    outcome: { builds: [], canceled: 0, reasons: [] },
+  });
+  const open = { number: "1", baseBranch: "main", repository: "", labels: [], draft: null };
+  for (const p of [gone, kept]) {
+    await repos.deliveries.insert(delivery(p.id));
+    await repos.pullRequests.record(
+      p.id,
+      "1",
+      { headBranch: "f", fork: false, open: true, pullRequest: open },
+      new Date(),
+    );
+  }
 
   expect(await removePipelineBuilds(repos, gone.id)).toBe(5);
 
@@ -88,10 +119,14 @@ it("removes everything of a deleted pipeline's builds, and nothing of another pi
   expect(await repos.repo.jobsOf(goneBuilds.map((b) => b?.id ?? ""))).toEqual([]);
   expect((await repos.logs.extent(goneJob)).size).toBe(0);
   expect(await repos.annotations.count(goneBuilds[0]?.id ?? "")).toBe(0);
+  expect(await repos.deliveries.find(`${gone.id}:github:d-1`)).toBeNull();
+  expect(await repos.pullRequests.openFrom(gone.id, "f")).toBeNull();
   // The other pipeline's build, job, log and annotation are untouched.
   expect(await repos.repo.buildIdsOfPipeline(kept.id, 100)).toEqual([keptBuild?.id]);
   expect((await repos.logs.extent(keptJob)).size).toBe(1);
   expect(await repos.annotations.count(keptBuild?.id ?? "")).toBe(1);
+  expect(await repos.deliveries.find(`${kept.id}:github:d-1`)).not.toBeNull();
+  expect(await repos.pullRequests.openFrom(kept.id, "f")).toEqual(open);
   // Removing again (a redelivered event) finds nothing and does no harm.
   expect(await removePipelineBuilds(repos, gone.id)).toBe(0);
 });

@@ -4,6 +4,8 @@ import type { AnnotationRepository } from "../store/annotation-repository.js";
 import type { BuildRepository } from "../store/build-repository.js";
 import type { JobLogRepository } from "../store/job-log-repository.js";
 import type { PipelineUploadRepository } from "../store/pipeline-upload-repository.js";
+import type { WebhookDeliveryRepository } from "../store/webhook-delivery-repository.js";
+import type { WebhookPullRequestRepository } from "../store/webhook-pull-request-repository.js";
 
 /** Builds removed per step: each step's queries stay small whatever the pipeline held. */
 const BATCH = 200;
@@ -13,12 +15,15 @@ export interface PipelineRemovalRepos {
   logs: JobLogRepository;
   annotations: AnnotationRepository;
   uploads: PipelineUploadRepository;
+  deliveries: Pick<WebhookDeliveryRepository, "removeOfPipeline">;
+  pullRequests: Pick<WebhookPullRequestRepository, "removeOfPipeline">;
 }
 
 /**
  * Removes everything of a deleted pipeline's builds: logs, annotations, upload records, jobs and the builds, batch by
  * batch, builds last, so that a removal cut short (a crash, a redelivery) finds what is left by its builds and goes
- * on; then its numbering. Returns how many builds were removed.
+ * on; then its numbering, and the webhook deliveries and pull requests its webhook told of. Returns how many builds
+ * were removed.
  */
 export async function removePipelineBuilds(repos: PipelineRemovalRepos, pipelineId: string): Promise<number> {
   let removed = 0;
@@ -33,6 +38,8 @@ export async function removePipelineBuilds(repos: PipelineRemovalRepos, pipeline
     removed += buildIds.length;
   }
   await repos.repo.forgetNumbering(pipelineId);
+  await repos.deliveries.removeOfPipeline(pipelineId);
+  await repos.pullRequests.removeOfPipeline(pipelineId);
   return removed;
 }
 
