@@ -106,11 +106,14 @@ itInBrowser("signs in once with a one-time link from ci-admin; the link then say
 
   const carol = await browser.person("carol");
   await carol.open(link, { label: "link-opened-again" });
+  // The used link's answer is a 410 page, which the browser reports on its console.
+  browser.expectProblems((p) => p.kind === "console" && p.detail.includes("status of 410"));
   const [again] = await Promise.all([
     carol.page.waitForResponse((res) => res.request().method() === "POST"),
     carol.page.getByRole("button", { name: "Sign in" }).press("Enter"),
   ]);
   expect(again.status()).toBe(410);
+  await carol.snap("link-used-again");
   await expect(carol.page.getByRole("heading", { level: 1 }).textContent()).resolves.toMatch(/can.t be used/);
   await expect(carol.page.locator("header .person").textContent()).resolves.toMatch(/Sign in/);
 });

@@ -306,7 +306,7 @@ describe("sign-in links", () => {
     const { app, calls } = await world();
     const opened = await app.inject({ url: "/login/link/cvl_good", headers: HTML });
     expect(opened.statusCode).toBe(200);
-    expect(opened.headers["referrer-policy"]).toBe("no-referrer");
+    expect(opened.headers["referrer-policy"]).toBe("same-origin");
     expect(opened.body).toContain('<form class="stacked" method="post" action="/login/link/cvl_good">');
     expect(cookieOf(opened, SESSION_COOKIE)).toBeUndefined();
     expect(calls.filter((c) => c.rpc === "signInWithLink")).toEqual([]);

@@ -91,8 +91,9 @@ export function registerSignInRoutes(scope: FastifyInstance, deps: SignInRouteDe
 
   // Opening a link shows a button; only the button's POST uses the link (see renderUseLinkPage).
   scope.get<{ Params: { secret: string } }>("/login/link/:secret", async (request, reply) => {
-    // The address holds a secret: no page it leads to may pass it on as a referrer.
-    reply.header("referrer-policy", "no-referrer");
+    // The address holds a secret: it may go to this site only (the button's POST), never to another as a referrer.
+    // ("no-referrer" would also make the browser send `Origin: null` with the POST, which the CSRF check refuses.)
+    reply.header("referrer-policy", "same-origin");
     let csrfToken = request.cookies[LOGIN_CSRF_COOKIE];
     if (!csrfToken) {
       csrfToken = newLoginCsrfToken();
