@@ -98,8 +98,8 @@ export interface Person {
   readonly context: BrowserContext;
   readonly page: Page;
   /**
-   * Opens a path of the stack's web base (or a full URL) and waits for it to load; fails unless it answers
-   * `status` (200 by default). Takes a screenshot named after `label` (the path by default).
+   * Opens a path of the stack's web base (or a full URL) and waits for it to load (a fresh load, also when only the
+   * fragment differs from the page's); fails unless it answers `status` (200 by default). Takes a screenshot named after `label` (the path by default).
    */
   open(path: string, opts?: { status?: number; label?: string }): Promise<Page>;
   /** A full-page screenshot of the page as it is now, under .test-results/screenshots/<suite>/. */
@@ -228,6 +228,9 @@ export function useBrowser(suiteFile: string): BrowserHarness {
           const url = webUrl(path);
           const status = opts.status ?? 200;
           if (status !== 200) expectedStatus.set(url, status);
+          // The same page with another fragment would only scroll: opening means a fresh load.
+          const bare = (u: string) => u.replace(/#.*$/, "");
+          if (bare(page.url()) === bare(url)) await page.goto("about:blank");
           const res = await page.goto(url, { waitUntil: "load" });
           if (!res) throw new Error(`opening ${url} gave no response`);
           if (res.status() !== status) {

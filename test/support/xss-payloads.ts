@@ -53,7 +53,10 @@ export const LOG_PAYLOADS: readonly XssPayload[] = [
     name: "osc8-data",
     text: `${ESC}]8;;data:text/html,<script>${call("osc8-data")}</script>${BEL}data link${ESC}]8;;${BEL}`,
   },
-  { name: "osc8-quote", text: `${ESC}]8;;https://example.com/" onmouseover="${call("osc8-quote")}${BEL}q${ESC}]8;;${BEL}` },
+  {
+    name: "osc8-quote",
+    text: `${ESC}]8;;https://example.com/" onmouseover="${call("osc8-quote")}${BEL}q${ESC}]8;;${BEL}`,
+  },
   { name: "group-header", text: `--- <img src=x onerror="${call("group-header")}">` },
 ];
 
