@@ -21,7 +21,10 @@ import { UserSchema } from "./user.js";
 export interface PipelineView {
   urls: Urls;
   orgSlug: string;
-  /** Callers with edit permission see provider.webhook_url; others get "". */
+  /**
+   * Callers with edit permission see provider.webhook_url (others get "") and, in the full pipeline, the webhook
+   * secret as provider.settings.webhook_secret (docs/webhooks.md#the-webhook-secret).
+   */
   canEdit: boolean;
 }
 
@@ -77,8 +80,16 @@ export function renderPipelineSummary(p: Pipeline, view: PipelineView): Pipeline
 
 /** The full REST Pipeline object. */
 export function renderPipeline(p: Pipeline, view: PipelineView): PipelineBody {
+  const summary = renderPipelineSummary(p, view);
+  const secret = p.provider?.webhookSecret ?? "";
   return {
-    ...renderPipelineSummary(p, view),
+    ...summary,
+    // Only the pipeline itself shows its webhook secret, and only to those who may edit it: not the pipelines
+    // embedded in builds.
+    provider:
+      view.canEdit && secret !== ""
+        ? { ...summary.provider, settings: { ...summary.provider.settings, webhook_secret: secret } }
+        : summary.provider,
     pipeline_template_uuid: p.pipelineTemplateUuid ?? null,
     branch_configuration: p.branchConfiguration ?? null,
     default_branch: p.defaultBranch,

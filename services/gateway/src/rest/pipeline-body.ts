@@ -72,6 +72,26 @@ function nestsDeeperThan(value: unknown, limit: number): boolean {
 }
 
 /**
+ * The provider settings of a body apart from `webhook_secret`, which the pipelines service keeps apart from the
+ * settings (and shows only to those who may edit the pipeline): a string sets it, null or "" removes it.
+ */
+function splitWebhookSecret(given: PipelineRequestBody["provider_settings"]): {
+  settings: JsonObject | undefined;
+  webhookSecret: string | undefined;
+} {
+  if (given === undefined) return { settings: undefined, webhookSecret: undefined };
+  const { webhook_secret: secret, ...settings } = given ?? {};
+  if (secret !== undefined && secret !== null && typeof secret !== "string") {
+    throw new HttpError(422, "Validation Failed", {
+      message: "Validation Failed",
+      errors: [{ field: "provider_settings.webhook_secret", code: "must be a string" }],
+    });
+  }
+  const hasSecret = given !== null && Object.hasOwn(given, "webhook_secret");
+  return { settings: settings as JsonObject, webhookSecret: hasSecret ? (secret ?? "") : undefined };
+}
+
+/**
  * Maps a request body to the service's attributes: only keys present in the body are set, and null becomes the
  * empty value that clears an attribute. A free-form object nested deeper than MAX_NESTING is a 422.
  */
@@ -84,6 +104,7 @@ export function bodyToAttributes(body: PipelineRequestBody): MessageInitShape<ty
     });
   }
   const str = (v: string | null | undefined) => (v === undefined ? undefined : (v ?? ""));
+  const { settings, webhookSecret } = splitWebhookSecret(body.provider_settings);
   const attrs: MessageInitShape<typeof PipelineAttributesSchema> = {
     name: body.name,
     slug: str(body.slug),
@@ -103,7 +124,8 @@ export function bodyToAttributes(body: PipelineRequestBody): MessageInitShape<ty
     maximumTimeoutInMinutes:
       body.maximum_timeout_in_minutes === undefined ? undefined : (body.maximum_timeout_in_minutes ?? 0),
     env: body.env === undefined ? undefined : ((body.env ?? {}) as JsonObject),
-    providerSettings: body.provider_settings === undefined ? undefined : ((body.provider_settings ?? {}) as JsonObject),
+    providerSettings: settings,
+    webhookSecret,
     tags: body.tags === undefined ? undefined : { values: body.tags ?? [] },
     visibility: body.visibility,
     configuration: body.configuration,

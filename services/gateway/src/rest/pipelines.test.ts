@@ -1,20 +1,21 @@
 import { create } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { Role } from "@conveyor/proto/identity";
-import { type Pipeline, PipelineSchema } from "@conveyor/proto/pipelines";
+import { type Pipeline, type PipelineAttributes, PipelineSchema } from "@conveyor/proto/pipelines";
 import type { FastifyInstance } from "fastify";
 import { buildTestApp, makeOrg, makePrincipal, makeUser } from "../testing/test-app.js";
 import { MAX_NESTING } from "./pipeline-body.js";
 
 const acme = makeOrg("acme", "Acme");
 const ann = makeUser(1, "Ann");
+const bob = makeUser(2, "Bob");
 const existing: Pipeline = create(PipelineSchema, {
   id: "33333333-0000-4000-8000-000000000001",
   organizationId: acme.id,
   slug: "app",
   name: "App",
   repository: "r",
-  provider: { id: "git", webhookToken: "hook", settings: {} },
+  provider: { id: "git", webhookToken: "hook", webhookSecret: "s3cret", settings: { build_tags: true } },
   visibility: "private",
   badgeToken: "b",
   createdAt: timestampFromDate(new Date("2026-02-03T04:05:06.789Z")),
@@ -29,11 +30,21 @@ function nested(depth: number): Record<string, unknown> {
 
 let app: FastifyInstance;
 let calls: number;
+let updated: PipelineAttributes | undefined;
 
 beforeAll(async () => {
   const principal = makePrincipal(ann, ["read_pipelines", "write_pipelines"], [[acme, Role.ADMIN]]);
+  const reader = makePrincipal(bob, ["read_pipelines"], [[acme, Role.MEMBER]]);
   ({ app } = await buildTestApp(
-    { orgs: [acme], users: [ann], tokens: new Map([["secret", principal]]), revoked: [] },
+    {
+      orgs: [acme],
+      users: [ann, bob],
+      tokens: new Map([
+        ["secret", principal],
+        ["reader", reader],
+      ]),
+      revoked: [],
+    },
     {
       pipelines: {
         createPipeline() {
@@ -43,8 +54,9 @@ beforeAll(async () => {
         getPipeline() {
           return { pipeline: existing };
         },
-        updatePipeline() {
+        updatePipeline(req) {
           calls += 1;
+          updated = req.attributes;
           return { pipeline: existing };
         },
       },
@@ -95,5 +107,49 @@ describe("free-form pipeline objects nested too deep", () => {
     });
     expect(res.statusCode).toBe(201);
     expect(calls).toBe(1);
+  });
+});
+
+describe("the webhook secret", () => {
+  it("is set through provider_settings.webhook_secret, apart from the settings, and removed by null", async () => {
+    const res = await send("PATCH", "/v2/organizations/acme/pipelines/app", {
+      provider_settings: { build_tags: true, webhook_secret: "new secret" },
+    });
+    expect(res.statusCode).toBe(200);
+    expect(updated?.webhookSecret).toBe("new secret");
+    expect(updated?.providerSettings).toEqual({ build_tags: true });
+    await send("PATCH", "/v2/organizations/acme/pipelines/app", { provider_settings: { webhook_secret: null } });
+    expect(updated?.webhookSecret).toBe("");
+    await send("PATCH", "/v2/organizations/acme/pipelines/app", { provider_settings: { build_tags: false } });
+    expect(updated?.webhookSecret).toBeUndefined();
+  });
+
+  it("must be a string", async () => {
+    const res = await send("PATCH", "/v2/organizations/acme/pipelines/app", {
+      provider_settings: { webhook_secret: 7 },
+    });
+    expect(res.statusCode).toBe(422);
+    expect(res.json().errors).toEqual([{ field: "provider_settings.webhook_secret", code: "must be a string" }]);
+    expect(calls).toBe(0);
+  });
+
+  it("is shown only to those who may edit the pipeline, beside the webhook URL", async () => {
+    const editor = await app.inject({
+      method: "GET",
+      url: "/v2/organizations/acme/pipelines/app",
+      headers: { authorization: "Bearer secret" },
+    });
+    expect(editor.json().provider).toEqual({
+      id: "git",
+      webhook_url: "http://api.test/webhooks/deliver/hook",
+      settings: { build_tags: true, webhook_secret: "s3cret" },
+    });
+    const reader = await app.inject({
+      method: "GET",
+      url: "/v2/organizations/acme/pipelines/app",
+      headers: { authorization: "Bearer reader" },
+    });
+    expect(reader.statusCode).toBe(200);
+    expect(reader.json().provider).toEqual({ id: "git", webhook_url: "", settings: { build_tags: true } });
   });
 });
