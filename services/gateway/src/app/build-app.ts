@@ -20,6 +20,7 @@ import { registerRestApi } from "../rest/rest-api.js";
 import { type DeclaredRoute, registerRouteDeclarations } from "../route-declarations/declare.js";
 import { sendNotFoundPage, wantsPage } from "../web/error-pages.js";
 import { registerWeb } from "../web/web-plugin.js";
+import { registerWebhooks } from "../webhooks/webhook-route.js";
 import { clientLimitOptions, DEFAULT_CLIENT_LIMITS, registerClientLimits } from "./client-limits.js";
 import { registerJsonBodies } from "./json-bodies.js";
 import { registerRequestIds, requestIdOptions } from "./request-id.js";
@@ -106,6 +107,8 @@ export async function buildApp(deps: AppDeps): Promise<GatewayApp> {
     artifactUrlBase: deps.config.artifacts.urlBase,
     rateLimiter: deps.rateLimiter,
   });
+  // Forges' deliveries: public, authenticated by the webhook URL's token (and signature), outside both APIs.
+  await registerWebhooks(app, { clients: deps.clients, urls });
   if (deps.config.artifacts.proxy) {
     await registerObjectProxy(app, { ...deps.config.artifacts, publicUrl: deps.config.publicUrl });
   }
