@@ -20,4 +20,8 @@ describe("urlForLog", () => {
     expect(urlForLog("/login/link/cvl_abc?next=/acme")).toBe("/login/link/[redacted]?next=/acme");
     expect(urlForLog("/login?next=/acme")).toBe("/login?next=/acme");
   });
+
+  it("redacts a webhook URL's token, which is in its path", () => {
+    expect(urlForLog(`/webhooks/deliver/${"f".repeat(48)}`)).toBe("/webhooks/deliver/[redacted]");
+  });
 });

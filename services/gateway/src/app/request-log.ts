@@ -3,8 +3,11 @@ import type { FastifyInstance } from "fastify";
 /** Query parameters whose values are credentials: an access token sent in the URL, a signed URL's signature. */
 const SECRET_PARAM = /token|secret|signature|credential|password|key/i;
 
-/** A path whose last segment is a secret: a one-time sign-in link of the pages (docs/pages.md#signing-in). */
-const SECRET_PATH = /^(\/login\/link\/)[^/?#]+/;
+/**
+ * A path whose last segment is a secret: a one-time sign-in link of the pages (docs/pages.md#signing-in), and a
+ * pipeline's webhook URL (docs/webhooks.md), whose token is what authenticates a delivery.
+ */
+const SECRET_PATH = /^(\/login\/link\/|\/webhooks\/deliver\/)[^/?#]+/;
 
 /** A query parameter's name decoded; a malformed percent-encoding (URIError) is judged as written. */
 function decodedName(name: string): string {
@@ -18,8 +21,8 @@ function decodedName(name: string): string {
 
 /**
  * A request URL as the request log writes it: the values of credential-like query parameters are replaced by
- * `[redacted]` (clients sometimes pass `?access_token=`; the object proxy's URLs carry signatures), and so is a sign-in
- * link's secret.
+ * `[redacted]` (clients sometimes pass `?access_token=`; the object proxy's URLs carry signatures), and so are a
+ * sign-in link's secret and a webhook URL's token.
  */
 export function urlForLog(rawUrl: string): string {
   const url = rawUrl.replace(SECRET_PATH, "$1[redacted]");
