@@ -637,6 +637,7 @@ describe("builds routes", () => {
         pull_request_id: 42,
         pull_request_base_branch: "main",
         pull_request_repository: "git@github.com:fork/web.git",
+        pull_request_labels: ["bug", "ui"],
       });
       expect(res.statusCode).toBe(201);
       const body = res.json();
@@ -659,6 +660,7 @@ describe("builds routes", () => {
         pullRequestId: "42",
         pullRequestBaseBranch: "main",
         pullRequestRepository: "git@github.com:fork/web.git",
+        pullRequestLabels: ["bug", "ui"],
         source: "api",
         creator: { id: ann.id, name: "Ann", email: "ann@example.com" },
         author: { name: "Ann", email: "ann@example.com" },

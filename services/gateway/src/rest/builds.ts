@@ -54,6 +54,11 @@ export const CreateBuildBodySchema = Type.Object({
     Type.Union([Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER }), Type.Null()]),
   ),
   pull_request_repository: Type.Optional(nullableText(BOUNDS.ref)),
+  pull_request_labels: Type.Optional(
+    Type.Union([Type.Array(text(BOUNDS.name), { maxItems: BOUNDS.entries }), Type.Null()], {
+      description: "the pull request's labels (the builds service takes at most 100)",
+    }),
+  ),
 });
 
 const tags = ["builds"];
@@ -319,6 +324,7 @@ export function buildRoutes(app: FastifyInstance, deps: RouteDeps): void {
         pullRequestId:
           body.pull_request_id === undefined || body.pull_request_id === null ? "" : String(body.pull_request_id),
         pullRequestRepository: body.pull_request_repository ?? "",
+        pullRequestLabels: body.pull_request_labels ?? [],
         source: "api",
       });
       return reply.status(201).send(renderOne(res.build, access, pipeline, "single"));
