@@ -91,6 +91,14 @@ async function as(account: Account, label: string): Promise<Person> {
   return person;
 }
 
+/** An agent's id, by its name, over REST. */
+async function agentIdOf(name: string): Promise<string> {
+  const res = await api(`/v2/organizations/${org.slug}/agents?name=${encodeURIComponent(name)}`, org.admin.secret);
+  const id = res.body?.[0]?.id;
+  if (typeof id !== "string") throw new Error(`no agent named ${name}: ${res.status} ${res.text}`);
+  return id;
+}
+
 const failedJob = () => build.jobs.find((j: Json) => j.state === "failed");
 const blockJob = () => build.jobs.find((j: Json) => j.type === "manual");
 
@@ -214,6 +222,7 @@ itInBrowser("the organization's main pages have no serious or critical accessibi
     `${base}?job=${failedJob().id}`,
     `${base}/jobs/${failedJob().id}/log`,
     `/organizations/${org.slug}/agents`,
+    `/organizations/${org.slug}/agents/${await agentIdOf(agentName)}`,
   ];
   const found: Record<string, unknown> = {};
   for (const path of pages) {
@@ -225,4 +234,20 @@ itInBrowser("the organization's main pages have no serious or critical accessibi
   const violations = await seriousAccessibilityViolations(missing);
   if (violations.length > 0) found["404"] = violations;
   expect(found).toEqual({});
+});
+
+itInBrowser("an administrator stops the agent from its page after confirming; the agent process exits", async () => {
+  const admin = await as(org.admin, "admin");
+  const agentId = await agentIdOf(agentName);
+  const page = await admin.open(`/organizations/${org.slug}/agents/${agentId}`, { label: "agent-before-stop" });
+  admin.acceptNextDialog(/^Stop /);
+  await Promise.all([
+    page.waitForLoadState("load"),
+    activateByKeyboard(page, page.getByRole("button", { name: "Stop agent" })),
+  ]);
+  await admin.snap("agent-stopping");
+  await eventually("the agent to disconnect", async () => {
+    const res = await api(`/v2/organizations/${org.slug}/agents/${agentId}`, org.admin.secret);
+    return res.status === 404 || res.body?.connection_state !== "connected" ? true : undefined;
+  });
 });

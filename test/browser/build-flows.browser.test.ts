@@ -319,6 +319,37 @@ itInBrowser("retries a failed job: the new attempt runs, the failed one stays re
   await logLine(logPage, "broken first").waitFor();
 });
 
+itInBrowser("retries all failed jobs of a build, then rebuilds it, from the keyboard", async () => {
+  const step = (name: string) => {
+    const mark = join(marks, `${name}-mark`);
+    return { label: name, command: `if [ -e "${mark}" ]; then echo "${name} fixed"; else touch "${mark}"; exit 1; fi` };
+  };
+  const p = await pipeline("Retry all", [step("first"), step("second")]);
+  const created = await arrangeBuild(org, p.slug);
+  await buildState(p.slug, created.number, (b) => b.state === "failed", "to fail");
+  const person = await admin();
+  const page = await person.open(pathOf(created.web_url), { label: "two-failed" });
+  await Promise.all([
+    page.waitForURL(/\/builds\/\d+/),
+    page.waitForLoadState("load"),
+    activateByKeyboard(page, page.getByRole("button", { name: "Retry failed jobs" })),
+  ]);
+  const retried = await buildState(p.slug, created.number, (b) => b.state === "passed", "to pass after the retries");
+  expect(retried.jobs.filter((j: Json) => j.state === "passed")).toHaveLength(2);
+  await shows(page, '.build[data-state="passed"]');
+  await person.snap("retried-all");
+
+  // A rebuild is a new build of the same commit: the answer is its page.
+  await Promise.all([
+    page.waitForURL((url) => url.pathname.endsWith(`/builds/${created.number + 1}`)),
+    activateByKeyboard(page, page.getByRole("button", { name: "Rebuild" })),
+  ]);
+  await person.snap("rebuilt");
+  const rebuilt = await buildState(p.slug, created.number + 1, (b) => b.state === "passed", "the rebuild to pass");
+  expect(rebuilt.rebuilt_from?.number).toBe(created.number);
+  await shows(page, '.build[data-state="passed"]');
+});
+
 itInBrowser("cancels a running build after confirming, and the page shows it canceled", async () => {
   const p = await pipeline("Cancel", [{ label: "Long", command: 'echo "long job started"; sleep 300' }]);
   const created = await arrangeBuild(org, p.slug);
