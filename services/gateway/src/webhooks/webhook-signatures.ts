@@ -42,7 +42,8 @@ export function signatureProblem(forge: Forge, headers: HeaderBag, body: Buffer,
   const where = SECRET_FIELD[forge];
   if (forge === "gitlab") {
     const token = header(headers, "X-Gitlab-Token");
-    if (token === "") return `This pipeline has a webhook secret: set it as ${where}.`;
+    if (token === "")
+      return `This pipeline has a webhook secret, but the delivery has no X-Gitlab-Token: set it as ${where}.`;
     return safeEqual(token, secret) ? null : `X-Gitlab-Token is not the pipeline's webhook secret: check ${where}.`;
   }
   const found = SIGNATURES[forge].map((s) => ({ ...s, value: header(headers, s.header) })).find((s) => s.value !== "");
