@@ -86,7 +86,7 @@ export function jobLogRoutes(scope: FastifyInstance, deps: WebDeps): void {
       }
       const [before, after] = page(
         html`<p class="log-bar"><a href="${logPath}">Show the end only</a> <a href="${logPath}.txt" download>Download</a> <a href="${buildPath(orgSlug, pipeline.slug, number)}">Back to the build</a></p>
-<div class="log" id="log-${jobId}" data-job="${jobId}" tabindex="0" aria-label="Log">${trusted(LOG_MARK)}</div>`,
+<div class="log" id="log-${jobId}" data-job="${jobId}" tabindex="0" role="region" aria-label="Log">${trusted(LOG_MARK)}</div>`,
       ).split(LOG_MARK);
       const signal = closedSignal(reply);
       const pieces = renderWholeLog((req, opts) => deps.clients.builds.streamJobLog(req, opts), ref, signal);

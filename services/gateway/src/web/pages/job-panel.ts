@@ -40,7 +40,7 @@ export async function renderJobPanel(deps: Pick<WebDeps, "clients">, target: Job
     ? html`<p class="notice">This job's log was deleted.</p>`
     : lines.length === 0
       ? html`<p class="empty">No log output.</p>`
-      : html`<div class="log" id="log-${target.ref.jobId}" data-job="${target.ref.jobId}" data-end="${tail.end}" tabindex="0" aria-label="Log">${renderLogHtml(lines, { ansi: createAnsiToHtml(), ...(tail.cut ? {} : { firstLineNumber: 1 }) })}</div>`;
+      : html`<div class="log" id="log-${target.ref.jobId}" data-job="${target.ref.jobId}" data-end="${tail.end}" tabindex="0" role="region" aria-label="Log">${renderLogHtml(lines, { ansi: createAnsiToHtml(), ...(tail.cut ? {} : { firstLineNumber: 1 }) })}</div>`;
   return html`<div class="job-panel">
 <p class="log-bar">
 ${size > 0 ? html`<span class="muted">${formatBytes(size)}</span>` : ""}
