@@ -1,7 +1,7 @@
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { Page } from "playwright-core";
+import type { Page, Request } from "playwright-core";
 import {
   activateByKeyboard,
   colourOf,
@@ -13,7 +13,7 @@ import {
   useBrowser,
 } from "../support/browser.js";
 import { eventually, localRepository, startAgent, stopAllAgents } from "../support/real-agent.js";
-import { unique } from "../support/stack-env.js";
+import { api, unique } from "../support/stack-env.js";
 import {
   arrangeBuild,
   arrangePipeline,
@@ -96,27 +96,70 @@ const logRow = (page: Page, text: string) =>
 const sameDocument = (page: Page) =>
   page.evaluate(() => (globalThis as { __sameDocument?: boolean }).__sameDocument === true);
 
-itInBrowser("starts a build from the pipeline's form and watches it run live: states and log lines", async () => {
-  const gate = join(marks, "live-gate");
+itInBrowser("starts a build from the pipeline's form and watches it run live, also across a hidden tab", async () => {
+  const gates: [string, string] = [join(marks, "live-gate-1"), join(marks, "live-gate-2")];
+  const wait = (gate: string) => `while [ ! -e "${gate}" ]; do sleep 0.2; done`;
   const p = await pipeline("Live", [
     {
       label: "Live job",
       // An expanded group (+++), as people write their steps: Buildkite's rules keep the agent's own groups closed.
-      command: `echo "+++ Live output"; echo "first live line"; while [ ! -e "${gate}" ]; do sleep 0.2; done; echo "second live line"`,
+      command: [
+        'echo "+++ Live output"',
+        'echo "first live line"',
+        wait(gates[0]),
+        'echo "second live line"',
+        wait(gates[1]),
+        'echo "third live line"',
+      ].join("; "),
     },
   ]);
   try {
-    await watchLive(p, gate);
+    await watchLive(p, gates);
   } finally {
-    // The job waits for the gate: open it whatever happened, so the agent is free for the next test.
-    writeFileSync(gate, "");
+    // The job waits for the gates: open them whatever happened, so the agent is free for the next test.
+    for (const gate of gates) writeFileSync(gate, "");
   }
 });
 
-/** The live flow: the new build form, then the job's states and log lines arriving in the open page. */
-async function watchLive(p: Json, gate: string): Promise<void> {
+/** The page's live streams (EventSource requests): how many were opened, and a wait until none is open. */
+function trackStreams(page: Page) {
+  const open = new Set<Request>();
+  let opened = 0;
+  page.on("request", (r) => {
+    if (r.resourceType() !== "eventsource") return;
+    opened++;
+    open.add(r);
+  });
+  const closed = (r: Request) => {
+    open.delete(r);
+  };
+  page.on("requestfinished", closed);
+  page.on("requestfailed", closed);
+  return {
+    opened: () => opened,
+    closed: () => eventually("the page's live stream to close", async () => (open.size === 0 ? true : undefined)),
+  };
+}
+
+/** Tells the page that its tab went to the background (hidden) or came back (visible), as the browser would. */
+async function setVisibility(page: Page, state: "hidden" | "visible"): Promise<void> {
+  await page.evaluate((s) => {
+    const doc = (globalThis as unknown as { document: { dispatchEvent(e: unknown): void } }).document;
+    Object.defineProperty(doc, "visibilityState", { configurable: true, get: () => s });
+    Object.defineProperty(doc, "hidden", { configurable: true, get: () => s === "hidden" });
+    doc.dispatchEvent(new Event("visibilitychange"));
+  }, state);
+}
+
+/**
+ * The live flow: the new build form; the job's state and first line arriving in the open page; the tab hidden (its
+ * stream closed) while the job prints its second line, shown again (the stream resumed: the line once); the third
+ * line and the passed states arriving live; the stream closed once the build finished.
+ */
+async function watchLive(p: Json, gates: [string, string]): Promise<void> {
   const person = await admin();
   const page = await person.open(`/${org.slug}/${p.slug}`, { label: "pipeline" });
+  const streams = trackStreams(page);
 
   // The "New build" form, folded away: opened and submitted from the keyboard.
   await activateByKeyboard(page, page.locator("details.new-build > summary"));
@@ -126,6 +169,7 @@ async function watchLive(p: Json, gate: string): Promise<void> {
   await Promise.all([page.waitForURL(/\/builds\/\d+$/), page.keyboard.press("Enter")]);
   await person.snap("new-build");
   await expect(page.locator("h1").textContent()).resolves.toContain("Watched live");
+  const number = Number(new URL(page.url()).pathname.split("/").pop());
   await markDocument(page);
 
   // Open the job (its log shows in place), then watch it start and print.
@@ -134,19 +178,43 @@ async function watchLive(p: Json, gate: string): Promise<void> {
   await shows(page, 'li.job-script[data-state="running"]');
   await logLine(page, "first live line").waitFor({ timeout: 60_000 });
   await person.snap("running");
-  expect(await logLine(page, "second live line").count()).toBe(0);
+  expect(streams.opened()).toBeGreaterThan(0);
 
-  writeFileSync(gate, "");
+  // In the background the page stops listening; the job prints meanwhile; back, it resumes where it was.
+  await setVisibility(page, "hidden");
+  await streams.closed();
+  const openedBefore = streams.opened();
+  writeFileSync(gates[0], "");
+  await eventually("the job's second line to be stored", async () =>
+    (await readJobLog(p.slug, number)).includes("second live line") ? true : undefined,
+  );
+  expect(await logLine(page, "second live line").count()).toBe(0);
+  await setVisibility(page, "visible");
   await logLine(page, "second live line").waitFor({ timeout: 60_000 });
+  expect(streams.opened()).toBeGreaterThan(openedBefore);
+
+  writeFileSync(gates[1], "");
+  await logLine(page, "third live line").waitFor({ timeout: 60_000 });
   await shows(page, 'li.job-script[data-state="passed"]');
   await shows(page, '.build[data-state="passed"]');
   await person.snap("passed");
+  // The build finished: the page stops listening.
+  await streams.closed();
   // Every line once, in order, in the same document: nothing was reloaded.
   expect(await sameDocument(page)).toBe(true);
   const lines = await page.locator(".log .l .t").allTextContents();
-  expect(lines.filter((l) => l === "first live line")).toHaveLength(1);
-  expect(lines.filter((l) => l === "second live line")).toHaveLength(1);
-  expect(lines.indexOf("first live line")).toBeLessThan(lines.indexOf("second live line"));
+  const live = lines.filter((l) => /^(first|second|third) live line$/.test(l));
+  expect(live).toEqual(["first live line", "second live line", "third live line"]);
+}
+
+/** A build's first job's log over REST, as the admin reads it. */
+async function readJobLog(slug: string, number: number): Promise<string> {
+  const build = await readBuild(org, slug, number);
+  const res = await api(
+    `/v2/organizations/${org.slug}/pipelines/${slug}/builds/${number}/jobs/${build.jobs[0].id}/log`,
+    org.admin.secret,
+  );
+  return String(res.body?.content ?? "");
 }
 
 itInBrowser(
