@@ -244,6 +244,9 @@ export function numberedLog(size: number): Buffer {
   return out.subarray(0, size);
 }
 
+/** An answer of the app to an injected request. */
+export type Injected = Awaited<ReturnType<FastifyInstance["inject"]>>;
+
 /** What the fakes were asked. */
 export interface Calls {
   streams: StreamJobLogRequest[];
@@ -441,11 +444,16 @@ export async function buildPageWorld(opts: { logs?: Map<string, Buffer>; chunkBy
   );
 
   /** A GET as a signed-in person's browser sends it. */
-  const get = (url: string, as = "ann", headers: Record<string, string> = {}) =>
+  const get = (url: string, as = "ann", headers: Record<string, string> = {}): Promise<Injected> =>
     fastify.inject({ url, headers: { accept: "text/html", cookie: `${SESSION_COOKIE}=${as}`, ...headers } });
 
   /** A form POST as a signed-in person's browser sends it from the site, with the session's CSRF token. */
-  const post = (url: string, as = "ann", fields: Array<[string, string]> = [], opts: { csrf?: boolean } = {}) =>
+  const post = (
+    url: string,
+    as = "ann",
+    fields: Array<[string, string]> = [],
+    opts: { csrf?: boolean } = {},
+  ): Promise<Injected> =>
     fastify.inject({
       method: "POST",
       url,
