@@ -41,6 +41,10 @@ jest.setTimeout(180_000);
 const browser = useBrowser(__filename);
 const P = XSS_PAYLOADS;
 const ALL = P.map((p) => p.text).join("\n");
+/** All the payloads after a word naming the field they were sent through, so a page shows which field reached it. */
+const labelled = (field: string) => `${field} ${ALL}`;
+/** What a page shows of a labelled field: its word and the first payload, as text. */
+const shownOf = (field: string) => `${field} ${P[0]?.text}`;
 const payloadAt = (i: number) => P[i % P.length] as (typeof P)[number];
 
 let org: WebOrg;
@@ -114,7 +118,7 @@ beforeAll(async () => {
   for (const [i, p] of P.entries()) {
     const created = await arrangePipeline(org, {
       name: `${p.text} P${i}`,
-      description: ALL,
+      description: labelled("described"),
       steps: [{ command: "true" }],
     });
     names.push(created.name);
@@ -124,12 +128,12 @@ beforeAll(async () => {
   // options), then a step per payload label running at once (depends_on: []; the block step is a barrier).
   hostile = await arrangePipeline(org, {
     name: `Hostile ${payloadAt(5).text}`,
-    description: ALL,
+    description: labelled("described"),
     steps: [
       {
         block: payloadAt(0).text,
         key: "gate",
-        prompt: ALL,
+        prompt: labelled("prompted"),
         fields: [
           { text: payloadAt(1).text, key: "text", hint: payloadAt(3).text, default: payloadAt(4).text },
           {
@@ -156,11 +160,11 @@ beforeAll(async () => {
     ],
   });
   build = await arrangeBuild(org, hostile.slug, {
-    message: ALL,
+    message: labelled("message"),
     branch: compact(payloadAt(2)),
     author: { name: payloadAt(3).text, email: "author@example.com" },
-    env: { XSS_ENV: ALL },
-    meta_data: { xss: ALL },
+    env: { XSS_ENV: labelled("environment") },
+    meta_data: { xss: labelled("meta-data") },
   });
 
   // An agent named by payloads takes one of the build's jobs and writes everything a job writes.
@@ -200,13 +204,16 @@ beforeAll(async () => {
   for (const [i, text] of log.entries()) offset += await sendChunk(jobToken, jobId, i + 1, offset, text);
   for (const [i, style] of ["error", "warning", "info"].entries()) {
     const res = await agentCall("POST", `/v3/jobs/${jobId}/annotations`, jobToken, {
-      body: `${ALL}\n\n<a href="javascript:${XSS_MARKER}('annotation-html')">html link</a>`,
+      body: `${labelled("annotated")}\n\n<a href="javascript:${XSS_MARKER}('annotation-html')">html link</a>`,
       context: compact(payloadAt(i)),
       style,
     });
     expect(res.status).toBe(200);
   }
-  const meta = await agentCall("POST", `/v3/jobs/${jobId}/data/set`, jobToken, { key: "xss-agent", value: ALL });
+  const meta = await agentCall("POST", `/v3/jobs/${jobId}/data/set`, jobToken, {
+    key: "xss-agent",
+    value: labelled("agent-meta-data"),
+  });
   expect(meta.status).toBe(200);
   await uploadArtifacts(jobToken, jobId, [
     ...P.slice(0, 6).map((p) => ({ path: `out/${compact(p)}.txt`, type: "text/plain", body: "x\n" })),
@@ -223,12 +230,14 @@ beforeAll(async () => {
   });
   expect(finished.status).toBe(200);
 
-  // Builds on branches named by each payload (no agent runs them: their step waits in a queue of its own).
+  // Builds on branches and commits named by each payload (no agent runs them: their step waits in a queue of its own).
   branches = await arrangePipeline(org, {
     name: "Branches",
     steps: [{ command: "true", agents: { queue: "nowhere" } }],
   });
-  for (const p of P) await arrangeBuild(org, branches.slug, { branch: compact(p), message: p.text });
+  for (const p of P) {
+    await arrangeBuild(org, branches.slug, { branch: compact(p), commit: `c${compact(p)}`, message: p.text });
+  }
 }, 180_000);
 
 afterAll(async () => {
@@ -263,15 +272,23 @@ async function check(path: string, shown: string[], opts: { status?: number } = 
 itInBrowser(
   "the organization page shows every payload-named pipeline, the org's and the admin's names as text",
   async () => {
-    await check(`/${org.slug}`, [...names, org.name, org.admin.name]);
+    await check(`/${org.slug}`, [...names, org.name, org.admin.name, shownOf("described")]);
   },
 );
 
 itInBrowser("the pipeline pages show payload messages, branches and creators as text", async () => {
-  await check(pathOf(hostile.web_url), [hostile.name, org.admin.name, compact(payloadAt(2))]);
-  await check(
-    pathOf(branches.web_url),
-    P.map((p) => compact(p)),
+  await check(pathOf(hostile.web_url), [
+    hostile.name,
+    shownOf("described"),
+    shownOf("message"),
+    org.admin.name,
+    compact(payloadAt(2)),
+  ]);
+  await check(pathOf(branches.web_url), [...P.map((p) => compact(p)), ...P.map((p) => p.text)]);
+  // A build's page shows its commit (the first characters, the whole in its title).
+  const commitPage = await check(`${pathOf(branches.web_url)}/builds/1`, [compact(payloadAt(0)).slice(0, 11)]);
+  await expect(commitPage.locator(".build-facts code[title]").first().getAttribute("title")).resolves.toBe(
+    `c${compact(payloadAt(0))}`,
   );
 });
 
@@ -288,16 +305,24 @@ itInBrowser(
   async () => {
     expectAnnotationImage();
     const page = await check(pathOf(build.web_url), [
-      payloadAt(0).text,
-      ...P.map((p) => p.text).slice(0, 8),
+      shownOf("message"),
+      shownOf("prompted"),
+      shownOf("meta-data"),
+      shownOf("agent-meta-data"),
+      "annotated",
+      ...[0, 1, 2].map((i) => compact(payloadAt(i))),
+      // Step labels, a field's label, hint and default value, option labels.
+      ...P.map((p) => p.text),
       compact(payloadAt(2)),
       payloadAt(3).text,
       `out/${compact(payloadAt(0))}.txt`,
       "evil.html",
     ]);
+    // The form's default value is the payload itself, in the input (not as text).
+    await expect(page.locator('input[name="field:text"]').inputValue()).resolves.toBe(payloadAt(4).text);
     expect(await page.locator("form.unblock-form").count()).toBe(1);
     // The job the agent ran, opened in place: its log's tail and its environment.
-    await check(`${pathOf(build.web_url)}?job=${jobId}`, ["inside a closed group", "XSS_ENV"]);
+    await check(`${pathOf(build.web_url)}?job=${jobId}`, ["inside a closed group", "XSS_ENV", shownOf("environment")]);
   },
 );
 
