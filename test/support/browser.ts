@@ -30,7 +30,7 @@ interface Element {
 }
 
 /** Debian's Chromium, which `npm test` installs when missing (scripts/prepare.mjs's ensureChromium). */
-export const CHROMIUM_PATH = "/usr/bin/chromium";
+const CHROMIUM_PATH = "/usr/bin/chromium";
 
 /**
  * Flags Chromium needs here: no sandbox (root in a container), no GPU, and none of its own network traffic (the
@@ -58,7 +58,7 @@ function chromiumMissing(): string | undefined {
 }
 
 /** What the browser suites need: Chromium. */
-export const chromiumPrecondition: Precondition = {
+const chromiumPrecondition: Precondition = {
   name: `Chromium (${CHROMIUM_PATH}, Debian's package)`,
   missing: chromiumMissing(),
 };

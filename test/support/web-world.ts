@@ -28,17 +28,6 @@ const ADMIN_SCOPES = [
 
 const repoRoot = join(__dirname, "..", "..");
 
-/** Runs ci-admin against the stack; resolves with its JSON output, fails with its error output. */
-export function ciAdmin(...args: string[]): Json {
-  const res = spawnSync(process.execPath, [join(repoRoot, "packages/admin-cli/bin/ci-admin.js"), ...args], {
-    env: { ...process.env, IDENTITY_URL: stack.identityUrl, AGENTS_URL: stack.agentsUrl },
-    encoding: "utf8",
-    timeout: 30_000,
-  });
-  if (res.status !== 0) throw new Error(`ci-admin ${args.join(" ")} failed (${res.status}): ${res.stderr}`);
-  return res.stdout.trim() ? JSON.parse(res.stdout) : undefined;
-}
-
 /** A person with an account: their user, email and password, and a REST token of theirs. */
 export interface Account {
   id: string;
