@@ -16,7 +16,7 @@ import { LEASE_MS, RETENTION_MS, type ReceivedDelivery } from "./webhook-inbox.j
 const SHA1 = "1".repeat(40);
 const SHA2 = "2".repeat(40);
 
-function world(settings: Record<string, unknown> = {}) {
+function world(settings: Record<string, unknown> = {}, pipelineFields: { skipQueuedBranchBuilds?: boolean } = {}) {
   let clock = new Date("2026-06-01T10:00:00.000Z");
   const builds = createMemoryBuildRepository();
   const deliveries = createMemoryWebhookDeliveryRepository();
@@ -31,6 +31,7 @@ function world(settings: Record<string, unknown> = {}) {
     allowRebuilds: true,
     provider: { id: "github", settings: { ...DEFAULT_PROVIDER_SETTINGS, ...settings }, webhookToken: "t" },
     steps: stepMessages([{ type: "script", name: "test", command: "make test", agent_query_rules: [] }]),
+    ...pipelineFields,
   });
   let current = pipeline;
   const parts = createBuildsParts({
@@ -217,6 +218,17 @@ describe("the webhook inbox", () => {
     expect(receipt).toMatchObject({ builds: [], canceledBuilds: 1, reasons: [] });
     const states = Object.fromEntries((await w.allBuilds()).map((b) => [b.branch, [b.state, b.cancelReason]]));
     expect(states).toEqual({ doomed: ["canceled", 'Branch "doomed" was deleted.'], kept: ["scheduled", null] });
+  });
+
+  it("holds webhook builds to the pipeline's skip-queued branch rule, as any build", async () => {
+    const w = world({}, { skipQueuedBranchBuilds: true });
+    await w.deliver("push", push("main", SHA1));
+    await w.deliver("push", push("main", SHA2));
+    const states = (await w.allBuilds()).map((b) => [b.commit, b.state]);
+    expect(states.sort()).toEqual([
+      [SHA1, "skipped"],
+      [SHA2, "scheduled"],
+    ]);
   });
 
   it("builds nothing for an archived pipeline, saying so", async () => {
