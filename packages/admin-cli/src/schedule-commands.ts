@@ -35,6 +35,22 @@ function scheduleOut(s: PipelineSchedule | undefined) {
   );
 }
 
+/** A command that turns a schedule on or off (turning it on works out its next build time again). */
+function switchCommand(verb: string, enabled: boolean): CommandSpec {
+  return {
+    usage: `schedule ${verb} --org SLUG --pipeline SLUG --id SCHEDULE_ID`,
+    flags: { org: "string", pipeline: "string", id: "string" },
+    async run(args, ctx) {
+      const { organizationId, pipeline } = await pipelineOf(args, ctx);
+      const id = requireFlag(args, "id");
+      const { schedule } = await ctx
+        .pipelines()
+        .updatePipelineSchedule({ organizationId, pipeline, id, attributes: { enabled } });
+      return scheduleOut(schedule);
+    },
+  };
+}
+
 /** The pipeline schedule commands: list, create, enable or disable, and delete a pipeline's schedules. */
 export const SCHEDULE_COMMANDS: Record<string, CommandSpec> = {
   "schedule list": {
@@ -77,38 +93,8 @@ export const SCHEDULE_COMMANDS: Record<string, CommandSpec> = {
       return scheduleOut(schedule);
     },
   },
-  "schedule enable": {
-    usage: "schedule enable --org SLUG --pipeline SLUG --id SCHEDULE_ID",
-    flags: { org: "string", pipeline: "string", id: "string" },
-    async run(args, ctx) {
-      const { organizationId, pipeline } = await pipelineOf(args, ctx);
-      const { schedule } = await ctx
-        .pipelines()
-        .updatePipelineSchedule({
-          organizationId,
-          pipeline,
-          id: requireFlag(args, "id"),
-          attributes: { enabled: true },
-        });
-      return scheduleOut(schedule);
-    },
-  },
-  "schedule disable": {
-    usage: "schedule disable --org SLUG --pipeline SLUG --id SCHEDULE_ID",
-    flags: { org: "string", pipeline: "string", id: "string" },
-    async run(args, ctx) {
-      const { organizationId, pipeline } = await pipelineOf(args, ctx);
-      const { schedule } = await ctx
-        .pipelines()
-        .updatePipelineSchedule({
-          organizationId,
-          pipeline,
-          id: requireFlag(args, "id"),
-          attributes: { enabled: false },
-        });
-      return scheduleOut(schedule);
-    },
-  },
+  "schedule enable": switchCommand("enable", true),
+  "schedule disable": switchCommand("disable", false),
   "schedule delete": {
     usage: "schedule delete --org SLUG --pipeline SLUG --id SCHEDULE_ID",
     flags: { org: "string", pipeline: "string", id: "string" },
