@@ -22,6 +22,8 @@ export interface LiveRender {
   row(row: JobRow): string;
   /** The whole list of rows. */
   list(jobs: readonly Job[]): string;
+  /** The build's state as its page's header shows it. */
+  state(build: Build): string;
 }
 
 export interface LiveStreamDeps {
@@ -138,7 +140,7 @@ export function startLiveStream(deps: LiveStreamDeps, opts: LiveStreamOptions): 
     })());
 
   const sendBuild = (b: Build) =>
-    send({ event: "build", data: json({ id: b.id, state: b.state, blocked: b.blocked, number: b.number }) });
+    send({ event: "build", data: json({ state: b.state, blocked: b.blocked, html: deps.render.state(b) }) });
 
   /** Sends the row the changed job is shown in, or the whole list when the rows themselves changed. */
   const sendRows = (changed?: string) => {

@@ -55,6 +55,8 @@ export function openSse(res: ServerResponse, opts: SseWriterOptions): SseWriter 
     "x-accel-buffering": "no",
   });
   res.on("close", () => close("client"));
+  // A client gone before the stream opened never emits "close" again: end it as soon as the caller has it.
+  if (res.destroyed) queueMicrotask(() => close("client"));
   const write = (chunk: string) => {
     if (closed) return;
     res.write(chunk);
