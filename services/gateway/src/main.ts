@@ -9,6 +9,7 @@ import { createPipelineCache } from "./pipeline-cache/pipeline-cache.js";
 import { subscribePipelineEvents } from "./pipeline-cache/pipeline-events.js";
 import { shareRateLimitCounts } from "./rate-limit/rate-limit-sharing.js";
 import { createRateLimiter } from "./rate-limit/rate-limiter.js";
+import { createLiveHub, LIVE_PACE } from "./web/live/live-hub.js";
 
 let logger = createLogger("gateway");
 try {
@@ -21,8 +22,16 @@ try {
     config.rateLimitPerMinute > 0
       ? createRateLimiter({ limit: config.rateLimitPerMinute, gatewayId: randomUUID() })
       : undefined;
-  const { app, principals, sessions, agentCredentials } = await buildApp({ config, clients, logger, rateLimiter });
+  // Connected first: the live build pages subscribe on it while they are open (web/live/).
   const nc = await connectNatsClient(config.natsUrl, "gateway");
+  const live = createLiveHub({ nc, logger, settings: { ...LIVE_PACE, ...config.liveStreams } });
+  const { app, principals, sessions, agentCredentials } = await buildApp({
+    config,
+    clients,
+    logger,
+    rateLimiter,
+    live,
+  });
   // Loops that keep this gateway's caches and peers' rate-limit counts current; stopped before NATS is drained, so
   // that the end of their subscriptions is not taken for a break.
   const stopLoops = [

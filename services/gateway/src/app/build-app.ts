@@ -19,6 +19,7 @@ import { createUrls } from "../render/urls.js";
 import { registerRestApi } from "../rest/rest-api.js";
 import { type DeclaredRoute, registerRouteDeclarations } from "../route-declarations/declare.js";
 import { sendNotFoundPage, wantsPage } from "../web/error-pages.js";
+import type { LiveHub } from "../web/live/live-hub.js";
 import { registerWeb } from "../web/web-plugin.js";
 import { registerWebhooks } from "../webhooks/webhook-route.js";
 import { clientLimitOptions, DEFAULT_CLIENT_LIMITS, registerClientLimits } from "./client-limits.js";
@@ -36,6 +37,8 @@ export interface AppDeps {
   logger?: Logger;
   /** Counts REST requests per organization (main.ts shares its counts with the other gateways); none: no limit. */
   rateLimiter?: RateLimiter;
+  /** The live build pages' hub on this gateway's NATS connection (web/live/); none: no live updates. */
+  live?: LiveHub;
 }
 
 export interface GatewayApp {
@@ -129,6 +132,7 @@ export async function buildApp(deps: AppDeps): Promise<GatewayApp> {
     sessions,
     webUrl: deps.config.webUrl,
     artifactUrlBase: deps.config.artifacts.urlBase,
+    ...(deps.live ? { live: deps.live } : {}),
   });
   await app.ready();
   return { app, principals, sessions, agentCredentials, routes };

@@ -156,7 +156,7 @@ export async function buildTestApp(
   world: FakeWorld,
   services: FakeServices = {},
   artifacts: Partial<AppDeps["config"]["artifacts"]> = {},
-  extra: Pick<AppDeps, "rateLimiter" | "logger"> = {},
+  extra: Pick<AppDeps, "rateLimiter" | "logger" | "live"> = {},
   clientLimits?: AppDeps["config"]["clientLimits"],
 ) {
   const transport = createRouterTransport(

@@ -11,6 +11,8 @@ import { jobActionRoutes } from "./actions/job-actions.js";
 import { registerAssets } from "./assets/assets.js";
 import { registerBadges } from "./badge/badge-route.js";
 import { isApiPath, registerErrorPages } from "./error-pages.js";
+import type { LiveHub } from "./live/live-hub.js";
+import { registerLiveRoute } from "./live/live-route.js";
 import { agentPage } from "./pages/agent-page.js";
 import { agentsPage } from "./pages/agents-page.js";
 import { buildArtifactRoutes } from "./pages/build-artifacts.js";
@@ -35,6 +37,8 @@ export interface WebOptions {
   webUrl: string;
   /** The base artifact downloads are signed for (the object store, or the gateway's /objects proxy). */
   artifactUrlBase: string;
+  /** The live build pages' NATS feeds and stream counts (main.ts); without it, build pages do not update live. */
+  live?: LiveHub;
 }
 
 /**
@@ -88,6 +92,7 @@ export async function registerWeb(app: FastifyInstance, opts: WebOptions): Promi
       buildArtifactRoutes(pages, { ...deps, artifactUrlBase: opts.artifactUrlBase });
       buildActionRoutes(pages, deps);
       jobActionRoutes(pages, deps);
+      if (opts.live) registerLiveRoute(pages, deps, opts.live);
     });
   });
 }

@@ -7,6 +7,7 @@ import { BUILD_PAGE_JS } from "./build-page-js.js";
 import { CONVEYOR_CSS } from "./conveyor-css.js";
 import { CONVEYOR_JS } from "./conveyor-js.js";
 import { FAVICON_SVG } from "./favicon-svg.js";
+import { LIVE_JS } from "./live-js.js";
 
 /** A static file the pages link to, served at its content-hashed path. */
 export interface Asset {
@@ -42,6 +43,7 @@ export const ASSETS: ReadonlyMap<string, Asset> = new Map(
     makeAsset("conveyor.js", CONVEYOR_JS),
     makeAsset("favicon.svg", FAVICON_SVG),
     makeAsset("build-page.js", BUILD_PAGE_JS),
+    makeAsset("live.js", LIVE_JS),
   ].map((a) => [a.name, a]),
 );
 

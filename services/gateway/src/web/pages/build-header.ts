@@ -79,6 +79,11 @@ ${fact(
 </dl>`;
 }
 
+/** The build's state as its header shows it; the live stream sends it again when it changes (web/live/). */
+export function buildStateBadge(build: Pick<Build, "state" | "blocked">): SafeHtml {
+  return html`${stateBadge(build.state)}${build.blocked ? html` <span class="tag">waiting at a block step</span>` : ""}`;
+}
+
 /** The top of a build's page: where it is, its message and state, its facts and the actions the person may take. */
 export function renderBuildHeader(data: BuildPageData, csrf: SafeHtml, now: number): SafeHtml {
   const { build, orgSlug, orgName, pipeline } = data;
@@ -92,7 +97,7 @@ export function renderBuildHeader(data: BuildPageData, csrf: SafeHtml, now: numb
 <div class="page-head build-head">
   <div>
     <h1><span class="build-number">#${build.number}</span> ${title || "(no message)"}</h1>
-    <p class="build-state">${stateBadge(build.state)}${build.blocked ? html` <span class="tag">waiting at a block step</span>` : ""}</p>
+    <p class="build-state">${buildStateBadge(build)}</p>
   </div>
   ${buildActions(data, csrf)}
 </div>

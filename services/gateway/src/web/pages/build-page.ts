@@ -29,8 +29,8 @@ export interface BuildPageNotice {
   unblock?: UnblockAttempt;
 }
 
-/** The scripts the build page runs (web/assets/): opening jobs in place. */
-export const BUILD_PAGE_SCRIPTS: readonly string[] = ["build-page.js"];
+/** The scripts the build page runs (web/assets/): opening jobs in place, and live updates. */
+export const BUILD_PAGE_SCRIPTS: readonly string[] = ["build-page.js", "live.js"];
 
 /**
  * Answers a build's page (docs/pages.md#builds): its header, annotations, jobs in step order (the one named by
