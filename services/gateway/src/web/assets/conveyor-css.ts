@@ -181,7 +181,8 @@ button.danger { background: var(--bg); border-color: var(--failed); color: var(-
 .log details > summary .t::before { content: "▸ "; color: #8b949e; }
 .log details[open] > summary .t::before { content: "▾ "; }
 .log .h .t { font-weight: 700; }
-.log .g.deemphasized > summary { opacity: 0.75; }
+/* De-emphasized groups (~~~) as Buildkite shows them: a title in normal weight, colours as readable as the rest. */
+.log .g.deemphasized > summary .t { font-weight: 400; }
 /* ANSI colours (ansi_up's classes), each readable on the log's background. */
 .ansi-black-fg, .ansi-bright-black-fg { color: #8b949e; }
 .ansi-red-fg { color: #ff7b72; } .ansi-bright-red-fg { color: #ffa198; }

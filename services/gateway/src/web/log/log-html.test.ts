@@ -42,6 +42,10 @@ describe("log HTML", () => {
   it("renders groups as <details>, open by Buildkite's rules, the header's title as its summary", () => {
     const out = render("--- \x1b[32mone\x1b[0m\na\n+++ two\nb\n");
     expect(out).toMatch(/^<details class="g collapsed"><summary><span class="l h" id="L0">/);
+    // A header's number is text: its summary already toggles the group, a link inside it would be a second control.
+    expect(render("--- a\nb\n", 1)).toContain('<summary><span class="l h" id="L0"><span class="n">1</span>');
+    expect(render("--- a\nb\n")).toContain('<summary><span class="l h" id="L0"><span class="n"></span>');
+    expect(render("--- a\nb\n")).not.toMatch(/<summary>[^]*<a [^]*<\/summary>/);
     expect(out).toContain('<span class="t"><span class="ansi-green-fg">one</span></span>');
     expect(out).toContain('<details class="g expanded" open><summary>');
   });

@@ -39,11 +39,15 @@ function timeOf(at: number | null): string {
  */
 export function renderLogLine(line: LogLine, ansi: AnsiToHtml, number?: number): SafeHtml {
   const offset = String(line.offset);
-  const link =
-    number === undefined
+  const header = line.header !== undefined;
+  // A header line is its group's <summary>, which toggles the group: a link inside it would be an interactive
+  // element inside another (people with a keyboard or a screen reader could not tell them apart). Its anchor still
+  // works (its id); only the number is not a link.
+  const link = header
+    ? `<span class="n">${number === undefined ? "" : String(number)}</span>`
+    : number === undefined
       ? `<a class="n" href="#L${offset}" aria-label="Link to this line"></a>`
       : `<a class="n" href="#L${offset}">${String(number)}</a>`;
-  const header = line.header !== undefined;
   const text = ansi.toHtml(header ? (line.header?.title ?? "") : line.text);
   return trusted(
     `<span class="${header ? "l h" : "l"}" id="L${offset}">${link}${timeOf(line.at)}<span class="t">${text}</span></span>`,
