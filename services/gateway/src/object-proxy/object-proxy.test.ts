@@ -37,6 +37,8 @@ beforeAll(async () => {
         sha1: hash.digest("hex"),
       });
       if (req.method === "POST") res.writeHead(204).end();
+      else if (req.url?.includes("page.html"))
+        res.writeHead(200, { "content-type": "text/html" }).end("<script>parent.stolen = document.cookie</script>");
       else res.writeHead(200, { "content-type": "application/octet-stream" }).end("object-bytes");
     });
   });
@@ -77,6 +79,17 @@ describe("the object store proxy", () => {
         authorization: undefined,
       }),
     ]);
+  });
+
+  it("serves an artifact so that no script of it runs on the gateway's origin (the pages' origin)", async () => {
+    const res = await app.inject({
+      method: "GET",
+      url: "/objects/artifacts/artifacts/b/j/page.html?X-Amz-Signature=x",
+    });
+    expect(res.statusCode).toBe(200);
+    expect(res.headers["content-type"]).toBe("text/html");
+    expect(String(res.headers["content-security-policy"])).toMatch(/^sandbox; default-src 'none';/);
+    expect(res.headers["x-content-type-options"]).toBe("nosniff");
   });
 
   it("streams an upload form to the bucket byte for byte, past the API's body limit", async () => {

@@ -54,6 +54,18 @@ function proxyError(error: Error): Error {
 }
 
 /**
+ * Headers on everything the store answers through the gateway. An artifact is whatever a job uploaded (an HTML page,
+ * an SVG with a script): served from the gateway's own origin, which the pages share, it must never run there. The
+ * CSP `sandbox` gives the document an origin of its own and no scripts, `nosniff` keeps the browser to the stored
+ * type, and nothing may frame it.
+ */
+export const DOWNLOAD_HEADERS = {
+  "content-security-policy":
+    "sandbox; default-src 'none'; img-src 'self' data:; style-src 'unsafe-inline'; frame-ancestors 'none'",
+  "x-content-type-options": "nosniff",
+} as const;
+
+/**
  * With ARTIFACTS_PROXY, the gateway is the object store's public address: `/objects/<bucket>` (signed POST uploads)
  * and `/objects/<bucket>/<key>` (signed GET and HEAD downloads) are forwarded to the store with @fastify/http-proxy,
  * bodies streamed both ways (never buffered). The store still checks every signature: URLs are signed for the
@@ -94,6 +106,7 @@ export async function registerObjectProxy(
           return { ...rest, host: publicHost };
         },
         onError: (reply, { error }) => reply.send(proxyError(error)),
+        rewriteHeaders: (headers) => ({ ...headers, ...DOWNLOAD_HEADERS }),
       },
       // Uploads of up to 5 GiB take their time, so nothing bounds a transfer's length, only the store's silences: the
       // headers deadline does not run while the request body is still being sent (undici), so it bounds the wait for
