@@ -9,6 +9,7 @@ import { createApi } from "../rest/rest-client.js";
 import { type Stack, startStack } from "../stack/stack.js";
 import { type AgentBenchResult, type AgentBenchTarget, runAgentBench } from "./bench-agents.js";
 import { checkCreatesUnderLoad, highestNumber } from "./bench-creates.js";
+import { type LiveBenchResult, type LiveBenchTarget, printLiveRow, runLiveBench } from "./bench-live.js";
 import {
   CREATE_CONNECTIONS,
   IDLE_REST_MS,
@@ -219,18 +220,33 @@ export async function runBench(repoRoot: string, env: Env = process.env): Promis
         "\nagent rows skipped: set AGENTS_URL, NATS_URL and CONVEYOR_AGENT_BIN to measure an external stack's agents",
       );
     }
+    const liveTarget = selected(settings.only, "live")
+      ? liveBenchTarget(stack, env, { apiUrl, token, orgSlug })
+      : undefined;
+    let live: LiveBenchResult | undefined;
+    if (liveTarget) {
+      say("");
+      live = await runLiveBench(liveTarget, env, (l) => say(`  ${l}`));
+      printLiveRow(live, say);
+    } else if (selected(settings.only, "live")) {
+      say(
+        "\nlive row skipped: set AGENTS_URL, IDENTITY_URL and CONVEYOR_AGENT_URL to measure an external stack's pages",
+      );
+    }
     const out = join(repoRoot, ".test-results", "bench.json");
     mkdirSync(dirname(out), { recursive: true });
     writeFileSync(
       out,
-      `${JSON.stringify({ settings, at: new Date().toISOString(), results, summary, creates, agents }, null, 2)}\n`,
+      `${JSON.stringify({ settings, at: new Date().toISOString(), results, summary, creates, agents, live }, null, 2)}\n`,
     );
     say(`\nresults written to ${out}`);
     const bad = results.some((r) => r.bad > 0);
     if (bad) say("some runs had non-2xx responses or errors: their figures are not valid");
     const broken = creates !== undefined && !createsHeld(creates.check, creates.probe);
     if (broken) say("creation broke an invariant or a read was stale: see the lines after `checking creates`");
-    return bad || broken ? 1 : 0;
+    const liveLost = live !== undefined && (live.missing > 0 || live.unfinished > 0);
+    if (liveLost) say("live pages missed lines or did not end: see the live row");
+    return bad || broken || liveLost ? 1 : 0;
   } finally {
     process.off("SIGINT", onSignal);
     process.off("SIGTERM", onSignal);
@@ -261,4 +277,26 @@ function agentBenchTarget(
   const natsUrl = envValue(env, "NATS_URL");
   const agentBin = envValue(env, "CONVEYOR_AGENT_BIN");
   return agentsUrl && natsUrl && agentBin ? { ...base, agentsUrl, natsUrl, agentBin, pids: {} } : undefined;
+}
+
+/** What the live fan-out benchmark needs: the stack this bench started, or an external one named by the environment. */
+function liveBenchTarget(
+  stack: Stack | undefined,
+  env: Env,
+  api: { apiUrl: string; token: string; orgSlug: string },
+): LiveBenchTarget | undefined {
+  const base = { apiUrl: api.apiUrl, apiToken: api.token, orgSlug: api.orgSlug };
+  if (stack) {
+    return {
+      ...base,
+      agentUrl: stack.info.agentUrl,
+      agentsUrl: stack.info.serviceUrls.agents,
+      identityUrl: stack.info.serviceUrls.identity,
+      gatewayPid: stack.processes.find((p) => p.name === "gateway")?.pid,
+    };
+  }
+  const agentsUrl = envValue(env, "AGENTS_URL");
+  const identityUrl = envValue(env, "IDENTITY_URL");
+  const agentUrl = envValue(env, "CONVEYOR_AGENT_URL");
+  return agentsUrl && identityUrl && agentUrl ? { ...base, agentsUrl, identityUrl, agentUrl } : undefined;
 }
