@@ -1,4 +1,5 @@
-import { createLineCutter, MAX_UNFINISHED_LINE_BYTES, renderLines } from "./live-lines.js";
+import { MAX_LINE_BYTES, splitLog } from "../log/log-lines.js";
+import { createLineCutter, renderLines } from "./live-lines.js";
 
 const bytes = (s: string) => new TextEncoder().encode(s);
 
@@ -29,11 +30,18 @@ describe("live log lines", () => {
     expect(html).toContain('<span class="ansi-green-fg">Tests</span>');
   });
 
-  it("cuts a line that never ends, so that what it holds stays bounded", () => {
+  it("cuts a line that never ends where the page's renderer cuts it, so that what it holds stays bounded", () => {
     const cut = createLineCutter(0);
-    const long = "x".repeat(MAX_UNFINISHED_LINE_BYTES + 1);
-    expect(cut.push(0, bytes(long))).toMatchObject({ from: 0, resumeAt: long.length });
-    expect(cut.push(long.length, bytes("y\n"))).toMatchObject({ from: long.length, resumeAt: long.length + 2 });
+    // A two-byte character straddles the limit: the cut comes before it, as log-lines.ts cuts.
+    const long = `${"x".repeat(MAX_LINE_BYTES - 1)}é${"y".repeat(10)}`;
+    const update = cut.push(0, bytes(long));
+    expect(update).toMatchObject({ from: 0, resumeAt: MAX_LINE_BYTES - 1 });
+    expect(update?.html).toContain(`id="L${MAX_LINE_BYTES - 1}"`);
+    expect(splitLog(bytes(long)).map((l) => l.offset)).toEqual([0, MAX_LINE_BYTES - 1]);
+    expect(cut.push(Buffer.byteLength(long), bytes("\n"))).toMatchObject({
+      from: MAX_LINE_BYTES - 1,
+      resumeAt: Buffer.byteLength(long) + 1,
+    });
   });
 
   it("refuses bytes that do not continue the log", () => {

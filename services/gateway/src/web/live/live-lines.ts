@@ -6,10 +6,7 @@
  */
 import { createAnsiToHtml } from "../log/ansi-html.js";
 import { renderLogHtml } from "../log/log-html.js";
-import { splitLog } from "../log/log-lines.js";
-
-/** A line longer than this without a newline is cut there, so that what a stream holds of it stays bounded. */
-export const MAX_UNFINISHED_LINE_BYTES = 64 * 1024;
+import { characterBoundary, MAX_LINE_BYTES, splitLog } from "../log/log-lines.js";
 
 /** What a page gets for some new bytes of a log. */
 export interface LinesUpdate {
@@ -62,8 +59,10 @@ export function createLineCutter(resumeAt: number, render: RenderLines = renderL
       if (bytes.length === 0) return null;
       const all = unfinished.length === 0 ? bytes : Buffer.concat([unfinished, bytes]);
       let complete = all.lastIndexOf(0x0a) + 1;
-      // An endless line is cut so that what is held of it stays bounded.
-      if (all.length - complete > MAX_UNFINISHED_LINE_BYTES) complete = all.length;
+      // A line longer than the renderer keeps whole is cut where it cuts it (log-lines.ts): the lines and anchors
+      // are the page's, and what is held of an endless line stays bounded.
+      while (all.length - complete >= MAX_LINE_BYTES)
+        complete += characterBoundary(all.subarray(complete), MAX_LINE_BYTES);
       return update(all, complete);
     },
     finish() {

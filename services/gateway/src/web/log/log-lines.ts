@@ -92,8 +92,11 @@ export interface LineSplitter {
   end(): LogLine[];
 }
 
-/** The length of the longest prefix of `bytes` (at most `max`) that does not end inside a UTF-8 character. */
-function characterBoundary(bytes: Uint8Array, max: number): number {
+/**
+ * The length of the longest prefix of `bytes` (at most `max`) that does not end inside a UTF-8 character: where a
+ * long line is cut (also by live updates, web/live/live-lines.ts, so that both cut it alike).
+ */
+export function characterBoundary(bytes: Uint8Array, max: number): number {
   let at = Math.min(max, bytes.length);
   // Back off continuation bytes (10xxxxxx) to the start of the character they belong to.
   while (at > 0 && at < bytes.length && ((bytes[at] as number) & 0xc0) === 0x80) at--;
