@@ -76,6 +76,7 @@ export function createLogFeeds(opts: {
           try {
             const bytes = gunzipSync(event.gzip, { maxOutputLength: Math.max(event.size, 1) });
             if (bytes.length === event.size) notice.bytes = bytes;
+            else opts.logger.warn({ jobId, offset: notice.offset }, "log chunk notice's bytes are not its size");
           } catch (err) {
             // The store holds what the agent sent: the listeners read it from there.
             opts.logger.warn({ err, jobId, offset: notice.offset }, "log chunk notice's bytes unreadable");
