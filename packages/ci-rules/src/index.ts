@@ -3,6 +3,7 @@ export * from "./conditionals/build-context.js";
 export * from "./conditionals/conditionals.js";
 export * from "./render-steps.js";
 export * from "./states.js";
+export * from "./statuses/index.js";
 export * from "./steps/block-fields.js";
 export * from "./steps/parse-yaml.js";
 export * from "./steps/step.js";

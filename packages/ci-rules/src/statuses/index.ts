@@ -1,0 +1,4 @@
+export * from "./commit-statuses.js";
+export * from "./forge-requests.js";
+export * from "./repository-url.js";
+export * from "./status-text.js";
