@@ -1,7 +1,19 @@
-import { existsSync, readFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { FERRETDB_PATCHES_DIR, goModuleDir, goVersionAtLeast, MIN_GO } from "./go-build.js";
-import { BUILDKITE_AGENT, FERRETDB } from "./tools.js";
+import {
+  buildProgressLine,
+  checkGo,
+  countCompiledPackages,
+  FERRETDB_PATCHES_DIR,
+  goModuleBuildArgs,
+  goModuleBuildEnv,
+  goModuleDir,
+  goVersionAtLeast,
+  MIN_GO,
+  ToolchainError,
+} from "./go-build.js";
+import { BUILDKITE_AGENT, cachedToolPath, FERRETDB, GITEA } from "./tools.js";
 
 describe("FerretDB patches", () => {
   const patches = FERRETDB.build.kind === "ferretdb" ? FERRETDB.build.patches : [];
@@ -70,5 +82,121 @@ describe("goVersionAtLeast", () => {
     ["devel +abc", MIN_GO, true],
   ])("%s against %s: %s", (version, minimum, ok) => {
     expect(goVersionAtLeast(version, minimum)).toBe(ok);
+  });
+});
+
+describe("the Gitea build module", () => {
+  const build = GITEA.build;
+  if (build.kind !== "go-module") throw new Error("Gitea is a go-module build");
+  const dir = goModuleDir(build.dir);
+  const goMod = readFileSync(join(dir, "go.mod"), "utf8");
+
+  it("is deploy/gitea: a go.mod that requires Gitea v1.26.0 as a tool, with Gitea's seven replace lines", () => {
+    expect(goMod).toMatch(/^tool code\.gitea\.io\/gitea$/m);
+    expect(goMod).toMatch(/^\tcode\.gitea\.io\/gitea v1\.26\.0\b/m);
+    const replaces = goMod.split("\n").filter((l) => l.startsWith("replace "));
+    expect(replaces).toHaveLength(7);
+    expect(replaces).toContain("replace github.com/nektos/act => gitea.com/gitea/act v0.261.10");
+    expect(existsSync(join(dir, "go.sum"))).toBe(true);
+  });
+
+  it("builds as Gitea's Makefile does: CGO, the sqlite tags, SQLite's variable limit, the version in the binary", () => {
+    expect(goModuleBuildArgs(build, "/out/gitea")).toEqual([
+      "build",
+      "-v",
+      "-tags",
+      "sqlite,sqlite_unlock_notify",
+      "-ldflags",
+      '-X "main.Version=1.26.0" -X "main.Tags=sqlite sqlite_unlock_notify"',
+      "-o",
+      "/out/gitea",
+      "code.gitea.io/gitea",
+    ]);
+    expect(goModuleBuildEnv(build, { PATH: "/bin", CGO_ENABLED: "0", GOFLAGS: "-buildvcs=false" })).toEqual({
+      PATH: "/bin",
+      GOFLAGS: "-mod=mod",
+      GOTOOLCHAIN: "local",
+      CGO_ENABLED: "1",
+      CGO_CFLAGS: "-O2 -g -DSQLITE_MAX_VARIABLE_NUMBER=32766",
+    });
+  });
+
+  it("copies templates/, options/ and public/ of the same Gitea next to the binary", () => {
+    expect(build.files).toEqual({ module: "code.gitea.io/gitea@v1.26.0", paths: ["templates", "options", "public"] });
+    expect(GITEA.version).toMatch(/^v1\.26\.0-conveyor\.\d+$/);
+    expect(cachedToolPath("/c", GITEA)).toBe("/c/bin/gitea-v1.26.0-conveyor.1/gitea");
+  });
+
+  it("asks for the Go its go.mod requires, and is named by GITEA_BIN", () => {
+    expect(GITEA.minGo).toBe(/^go (\S+)$/m.exec(goMod)?.[1]);
+    expect(GITEA.envVar).toBe("GITEA_BIN");
+  });
+});
+
+describe("goModuleBuildArgs and goModuleBuildEnv", () => {
+  it("add no tags or ldflags a build does not name, and keep the caller's environment under the build's", () => {
+    const plain = { kind: "go-module", dir: "x", pkg: "example.com/x" } as const;
+    expect(goModuleBuildArgs(plain, "/o/x")).toEqual(["build", "-v", "-o", "/o/x", "example.com/x"]);
+    expect(goModuleBuildArgs({ ...plain, tags: [], ldflags: [] }, "/o/x")).toEqual(goModuleBuildArgs(plain, "/o/x"));
+    expect(goModuleBuildEnv(plain, { GOTOOLCHAIN: "auto", HOME: "/h" })).toEqual({
+      HOME: "/h",
+      GOFLAGS: "-mod=mod",
+      GOTOOLCHAIN: "local",
+    });
+  });
+});
+
+describe("build progress", () => {
+  it("says how long the build has taken, how many packages are compiled, and how long it takes in all", () => {
+    expect(buildProgressLine(GITEA, 45_000, 0)).toBe(
+      "still building gitea v1.26.0-conveyor.1: 45 s so far (about 6 min in all)…",
+    );
+    expect(buildProgressLine(GITEA, 150_400, 812)).toBe(
+      "still building gitea v1.26.0-conveyor.1: 2 min 30 s so far, 812 packages compiled (about 6 min in all)…",
+    );
+  });
+
+  it("counts the package paths go build -v writes, not the log's headers, cgo's notes or errors", () => {
+    const log = [
+      "",
+      "=== 2026-11-27T15:00:00.000Z go build -v -o /x code.gitea.io/gitea",
+      "internal/goarch",
+      "runtime",
+      "github.com/mattn/go-sqlite3",
+      "# github.com/mattn/go-sqlite3",
+      "sqlite3-binding.c: In function 'sqlite3SelectNew':",
+      "gopkg.in/yaml.v3",
+      "code.gitea.io/gitea/modules/setting",
+      "go: downloading github.com/x/y v1.0.0",
+    ].join("\n");
+    expect(countCompiledPackages(log)).toBe(5);
+    expect(countCompiledPackages("")).toBe(0);
+  });
+});
+
+describe("checkGo", () => {
+  /** A PATH holding only a fake `go` that answers `go env GOVERSION` and `go env CC` as given. */
+  const fakeGo = (version: string, cc: string) => {
+    const bin = mkdtempSync(join(tmpdir(), "fake-go-"));
+    const script = `#!/bin/sh\nif [ "$2" = GOVERSION ]; then echo ${version}; else echo ${cc}; fi\n`;
+    writeFileSync(join(bin, "go"), script);
+    chmodSync(join(bin, "go"), 0o755);
+    return bin;
+  };
+
+  it("refuses a cgo build without the C compiler Go names, saying what to install or set", () => {
+    const env = { PATH: fakeGo("go1.26.8", "no-such-cc-here") };
+    expect(() => checkGo(GITEA, env)).toThrow(ToolchainError);
+    expect(() => checkGo(GITEA, env)).toThrow(/needs a C compiler \(no-such-cc-here\).*GITEA_BIN/);
+  });
+
+  it("accepts a cgo build whose C compiler is there, and does not ask for one without cgo", () => {
+    const bin = fakeGo("go1.26.8", "sh");
+    expect(() => checkGo(GITEA, { PATH: `${bin}:/bin:/usr/bin` })).not.toThrow();
+    expect(() => checkGo(BUILDKITE_AGENT, { PATH: fakeGo("go1.26.8", "no-such-cc-here") })).not.toThrow();
+  });
+
+  it("refuses a Go older than the go.mod's", () => {
+    expect(() => checkGo(GITEA, { PATH: `${fakeGo("go1.26.1", "sh")}:/bin` })).toThrow(/needs Go 1\.26\.2 or newer/);
   });
 });

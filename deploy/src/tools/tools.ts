@@ -23,7 +23,30 @@ export interface ToolSpec {
   readonly build:
     | { kind: "go-install"; pkg: string }
     | { kind: "ferretdb"; module: string; patches: string[]; dependencies?: PatchedDependency[] }
-    | { kind: "go-module"; dir: string; pkg: string };
+    | GoModuleBuild;
+}
+
+/** `go build` of a package inside one of our build modules (deploy/<dir>), with what else the tool needs. */
+export interface GoModuleBuild {
+  kind: "go-module";
+  /** The build module's folder under deploy/. */
+  dir: string;
+  /** The package to build (its main package). */
+  pkg: string;
+  /** Build tags (`-tags`). */
+  tags?: readonly string[];
+  /** `-ldflags` settings, for example `-X "main.Version=1.26.0"`; joined with spaces. */
+  ldflags?: readonly string[];
+  /**
+   * Environment of the build, over the caller's (CGO_ENABLED, CGO_CFLAGS). With CGO_ENABLED=1 the build needs a C
+   * compiler, which checkGo looks for.
+   */
+  env?: Readonly<Record<string, string>>;
+  /**
+   * Folders of a module's source (`path@version`, downloaded into the module cache) that the binary reads at run
+   * time, copied next to it in its cache folder.
+   */
+  files?: { module: string; paths: readonly string[] };
 }
 
 /**
@@ -135,6 +158,34 @@ export const BUILDKITE_AGENT: ToolSpec = {
   buildTime: "~4 min",
   minGo: "1.26.5",
   build: { kind: "go-module", dir: "buildkite-agent", pkg: "github.com/buildkite/agent/v3" },
+};
+
+/**
+ * Gitea v1.26.0, a real git forge for the end-to-end test of webhooks (test/webhooks/gitea.e2e.test.ts) and for
+ * `CONVEYOR_FORGE=gitea npm start` (docs/webhooks.md, docs/operations.md). Built only when one of those asks for it.
+ * `go install` refuses it (its go.mod has replace directives) and later versions are not served by the module proxy,
+ * so it is built from our build module deploy/gitea, which requires it and repeats its seven replace lines. As
+ * Gitea's Makefile builds it: CGO with the sqlite tags, SQLite's variable limit raised, the version in the binary.
+ * Without the `bindata` tag Gitea reads templates/, options/ and public/ from its static root: they are copied from
+ * the module next to the binary (deploy/src/forge/gitea-config.ts points STATIC_ROOT_PATH there). The
+ * "-conveyor.N" suffix names the level of the build module, as the agent's does. About 6 minutes cold on 2 cores.
+ */
+export const GITEA: ToolSpec = {
+  name: "gitea",
+  version: "v1.26.0-conveyor.1",
+  binary: "gitea",
+  envVar: "GITEA_BIN",
+  buildTime: "~6 min",
+  minGo: "1.26.2",
+  build: {
+    kind: "go-module",
+    dir: "gitea",
+    pkg: "code.gitea.io/gitea",
+    tags: ["sqlite", "sqlite_unlock_notify"],
+    ldflags: ['-X "main.Version=1.26.0"', '-X "main.Tags=sqlite sqlite_unlock_notify"'],
+    env: { CGO_ENABLED: "1", CGO_CFLAGS: "-O2 -g -DSQLITE_MAX_VARIABLE_NUMBER=32766" },
+    files: { module: "code.gitea.io/gitea@v1.26.0", paths: ["templates", "options", "public"] },
+  },
 };
 
 /**
