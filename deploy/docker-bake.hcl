@@ -4,7 +4,7 @@ variable "REGISTRY" { default = "conveyor" }
 variable "TAG" { default = "0.1.0" }
 
 group "default" {
-  targets = ["gateway", "identity", "pipelines", "builds", "artifacts", "agents", "admin", "agent"]
+  targets = ["gateway", "identity", "pipelines", "builds", "artifacts", "agents", "notifications", "admin", "agent"]
 }
 
 target "_common" {
@@ -16,7 +16,7 @@ target "_common" {
 target "service" {
   inherits = ["_common"]
   name     = svc
-  matrix   = { svc = ["gateway", "identity", "pipelines", "builds", "artifacts", "agents"] }
+  matrix   = { svc = ["gateway", "identity", "pipelines", "builds", "artifacts", "agents", "notifications"] }
   target   = "service"
   args     = { SERVICE = svc }
   tags     = ["${REGISTRY}/${svc}:${TAG}"]

@@ -186,7 +186,7 @@ describe("chartRuleViolations", () => {
       "Deployment/rel-gateway: the NetworkPolicies selecting its pods must restrict both Ingress and Egress",
     );
     expect(violations).toContain("Deployment/rel-builds: no NetworkPolicy selects its pods");
-    expect(violations).toHaveLength(6);
+    expect(violations).toHaveLength(7);
   });
 
   it("checks PodDisruptionBudgets, autoscalers and the Ingress paths", () => {

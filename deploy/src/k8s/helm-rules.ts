@@ -25,7 +25,15 @@ export interface K8sObject {
 }
 
 /** The processes the chart runs a Deployment and a Service for: the five backend services and the gateway. */
-export const CHART_PROCESSES = ["gateway", "identity", "pipelines", "builds", "artifacts", "agents"] as const;
+export const CHART_PROCESSES = [
+  "gateway",
+  "identity",
+  "pipelines",
+  "builds",
+  "artifacts",
+  "agents",
+  "notifications",
+] as const;
 
 /** Parses a multi-document YAML stream (helm template's output), dropping empty documents; throws on bad YAML. */
 export function parseManifests(text: string): K8sObject[] {

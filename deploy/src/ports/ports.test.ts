@@ -9,7 +9,14 @@ describe("portsFromEnv", () => {
   it("uses the default ports, with health endpoints 100 above the backends", () => {
     const ports = portsFromEnv({});
     expect(ports).toMatchObject({ gateway: 8080, identity: 7101, mongodb: 27117, nats: 4322, s3: 9100 });
-    expect(ports.health).toEqual({ identity: 7201, pipelines: 7202, builds: 7203, artifacts: 7204, agents: 7205 });
+    expect(ports.health).toEqual({
+      identity: 7201,
+      pipelines: 7202,
+      builds: 7203,
+      artifacts: 7204,
+      agents: 7205,
+      notifications: 7206,
+    });
     for (const key of PORT_KEYS) expect(ports[key]).toBe(DEFAULT_PORTS[key]);
   });
 
@@ -27,11 +34,11 @@ describe("portsFromEnv", () => {
 });
 
 describe("allocateFreePorts", () => {
-  it("returns 14 distinct ports nothing listens on", async () => {
+  it("returns 16 distinct ports nothing listens on", async () => {
     const ports = await allocateFreePorts();
     const all = [...PORT_KEYS.map((k) => ports[k]), ...Object.values(ports.health)];
-    expect(all).toHaveLength(14);
-    expect(new Set(all).size).toBe(14);
+    expect(all).toHaveLength(16);
+    expect(new Set(all).size).toBe(16);
     for (const port of all) expect(await isPortFree(port)).toBe(true);
   });
 

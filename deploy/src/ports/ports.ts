@@ -4,7 +4,7 @@ import { BACKEND_SERVICES, type BackendService, DEFAULT_PORTS, HEALTH_PORT_OFFSE
 import { type Env, envValue } from "../host/paths.js";
 import { reservePort } from "./port-reservations.js";
 
-/** Every port of a stack: the six processes, the backends' HTTP/1.1 health endpoints and the three servers. */
+/** Every port of a stack: the seven processes, the backends' HTTP/1.1 health endpoints and the three servers. */
 export interface StackPorts {
   gateway: number;
   identity: number;
@@ -12,6 +12,7 @@ export interface StackPorts {
   builds: number;
   artifacts: number;
   agents: number;
+  notifications: number;
   mongodb: number;
   nats: number;
   s3: number;

@@ -19,6 +19,7 @@ describe("processEnv", () => {
       MONGODB_URL: "mongodb://127.0.0.1:27117",
       NATS_URL: "nats://127.0.0.1:4322",
       AGENTS_URL: "http://127.0.0.1:7105",
+      NOTIFICATIONS_URL: "http://127.0.0.1:7106",
       LOG_LEVEL: "info",
       PATH: "/bin",
     });

@@ -8,7 +8,7 @@ import type { StackPorts } from "../ports/ports.js";
 import type { S3Settings } from "./stack-info.js";
 import { httpStatus, StackStartError, waitUntil } from "./wait.js";
 
-/** The six processes, in the order they start. */
+/** The seven processes, in the order they start. */
 export const PROCESS_NAMES = [...BACKEND_SERVICES, "gateway"] as const;
 export type ProcessName = (typeof PROCESS_NAMES)[number];
 
@@ -102,6 +102,11 @@ export function processEnv(name: ProcessName, topo: Topology, base: Env, slot?: 
       S3_REGION: topo.s3.region,
     });
   }
+  if (name === "notifications") {
+    // The links in what it sends (a build's url and web_url) are the gateway's.
+    env.PUBLIC_URL = topo.publicUrl;
+    if (topo.webUrl !== undefined) env.WEB_URL = topo.webUrl;
+  }
   return env;
 }
 
@@ -123,7 +128,7 @@ export interface ProcessContext {
 }
 
 /**
- * Starts one of the six processes (`node services/<name>/dist/main.js`), or one replica of it, and waits until it
+ * Starts one of the seven processes (`node services/<name>/dist/main.js`), or one replica of it, and waits until it
  * is ready.
  */
 export async function startProcess(

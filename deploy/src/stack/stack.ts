@@ -73,7 +73,7 @@ export interface Stack {
   readonly replicaSets: readonly ReplicaSet[];
   /** With CONVEYOR_REPLICAS above 1: the balancers on the usual ports in front of the replicas; else empty. */
   readonly balancers: readonly Balancer[];
-  /** Stops the six processes, then the servers; SIGKILL after 10 s. Safe to call more than once. */
+  /** Stops the seven processes, then the servers; SIGKILL after 10 s. Safe to call more than once. */
   stop(): Promise<void>;
   /**
    * Records a process started beside the stack (a local agent) in stack.json, under its name (replacing an earlier
@@ -229,7 +229,7 @@ export async function startStack(opts: StartStackOptions): Promise<Stack> {
       );
       log("starting gateway…");
       await startProcess("gateway", topo, procCtx);
-      log(`all six processes ready in ${((Date.now() - t1) / 1000).toFixed(1)} s`);
+      log(`all seven processes ready in ${((Date.now() - t1) / 1000).toFixed(1)} s`);
     } else {
       const start = (name: ProcessName) =>
         startReplicas(name, replicas, topo, procCtx, { stopping: () => stopping, log }).then(({ set, started }) => {

@@ -13,12 +13,12 @@
 {{- end -}}
 {{- end -}}
 
-{{/* The five backend services, in start order. */}}
-{{- define "conveyor.backends" -}}identity pipelines builds artifacts agents{{- end -}}
+{{/* The six backend services, in start order. */}}
+{{- define "conveyor.backends" -}}identity pipelines builds artifacts agents notifications{{- end -}}
 
-{{/* Connect/gRPC port of a process (README: 7101-7105, the gateway 8080); its health port is + 100. */}}
+{{/* Connect/gRPC port of a process (README: 7101-7106, the gateway 8080); its health port is + 100. */}}
 {{- define "conveyor.port" -}}
-{{- $ports := dict "gateway" 8080 "identity" 7101 "pipelines" 7102 "builds" 7103 "artifacts" 7104 "agents" 7105 -}}
+{{- $ports := dict "gateway" 8080 "identity" 7101 "pipelines" 7102 "builds" 7103 "artifacts" 7104 "agents" 7105 "notifications" 7106 -}}
 {{- get $ports . -}}
 {{- end -}}
 
@@ -148,7 +148,7 @@ app.kubernetes.io/component: {{ .component }}
 {{- if and (not .Values.evaluation.nats.enabled) (not .Values.nats.url) -}}
 {{- fail "nats: set nats.url (NATS with JetStream), or evaluation.nats.enabled=true" -}}
 {{- end -}}
-{{- range $name := list "gateway" "identity" "pipelines" "builds" "artifacts" "agents" -}}
+{{- range $name := list "gateway" "identity" "pipelines" "builds" "artifacts" "agents" "notifications" -}}
 {{- $v := include "conveyor.serviceValues" (dict "root" $ "component" $name) | fromYaml -}}
 {{- if and $v.autoscaling.enabled (gt (int $v.autoscaling.minReplicas) (int $v.autoscaling.maxReplicas)) -}}
 {{- fail (printf "services.%s.autoscaling: minReplicas (%v) is above maxReplicas (%v)" $name $v.autoscaling.minReplicas $v.autoscaling.maxReplicas) -}}

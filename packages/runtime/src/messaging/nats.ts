@@ -172,7 +172,8 @@ export interface EventConsumerOptions {
   /** The durable consumer's name, for example "pipelines-counts". */
   durable: string;
   subject: string;
-  handle(data: Uint8Array, subject: string): Promise<void>;
+  /** Handles one message; `seq` is its stream sequence (the same when it is redelivered). */
+  handle(data: Uint8Array, subject: string, seq: number): Promise<void>;
   logger: Logger;
 }
 
@@ -208,7 +209,7 @@ export async function consumeEvents(nats: NatsHandle, opts: EventConsumerOptions
     },
     async handle(msg) {
       try {
-        await opts.handle(msg.data, msg.subject);
+        await opts.handle(msg.data, msg.subject, msg.seq);
         msg.ack();
       } catch (err) {
         msg.nak(1_000);

@@ -9,13 +9,14 @@ export const DEFAULT_PORTS = {
   builds: 7103,
   artifacts: 7104,
   agents: 7105,
+  notifications: 7106,
   mongodb: 27117,
   nats: 4322,
   s3: 9100,
 } as const;
 
-/** The five backend services, in start order. */
-export const BACKEND_SERVICES = ["identity", "pipelines", "builds", "artifacts", "agents"] as const;
+/** The six backend services, in start order. */
+export const BACKEND_SERVICES = ["identity", "pipelines", "builds", "artifacts", "agents", "notifications"] as const;
 export type BackendService = (typeof BACKEND_SERVICES)[number];
 
 /** The HTTP/1.1 health endpoint of a process listens on its RPC port + this offset. */

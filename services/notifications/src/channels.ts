@@ -1,0 +1,10 @@
+import type { Channel } from "./dispatch/channel.js";
+import type { NotificationsContext } from "./notifications-context.js";
+
+/**
+ * Every delivery kind and the channel that sends it (docs/notifications.md#channels): add a channel here, one line
+ * each. Deliveries of a kind no channel sends fail at once, saying so.
+ */
+export async function createChannels(ctx: NotificationsContext): Promise<Channel[]> {
+  return [...ctx.extraChannels];
+}

@@ -1,0 +1,25 @@
+import { consumeEvents, type Logger, type NatsHandle } from "@conveyor/runtime";
+import type { createEventRecorder } from "./event-recorder.js";
+
+/**
+ * The notifications service's durable consumers of the events stream: one for the builds service's events and one
+ * for the agents service's, each read in stream order (so a build's events are recorded in the order they were
+ * published) and acknowledged only once their deliveries are stored. Every replica consumes from the same durable
+ * consumers, so each message is handled by one of them (and again after a failure).
+ */
+export async function consumeNotificationEvents(
+  nats: NatsHandle,
+  record: ReturnType<typeof createEventRecorder>,
+  logger: Logger,
+): Promise<() => Promise<void>> {
+  const handle = async (data: Uint8Array, subject: string, seq: number) => {
+    await record(data, subject, seq);
+  };
+  const stops = await Promise.all([
+    consumeEvents(nats, { durable: "notifications-builds", subject: "ci.builds.>", logger, handle }),
+    consumeEvents(nats, { durable: "notifications-agents", subject: "ci.agents.>", logger, handle }),
+  ]);
+  return async () => {
+    await Promise.all(stops.map((stop) => stop()));
+  };
+}

@@ -1,0 +1,11 @@
+import type { EventHandler } from "./events/handler.js";
+import type { NotificationsContext } from "./notifications-context.js";
+
+/**
+ * Every handler that turns an event into deliveries (docs/notifications.md#handlers): add a handler here, one line
+ * each. A handler reads what it needs (webhooks, pipelines, …) through the context and returns the deliveries it
+ * wants; it never sends anything itself.
+ */
+export async function createHandlers(ctx: NotificationsContext): Promise<EventHandler[]> {
+  return [...ctx.extraHandlers];
+}

@@ -1,0 +1,81 @@
+/**
+ * The notifications process: config, repositories, the durable consumers of the build and agent events that store
+ * deliveries, the dispatcher that sends them, the retention sweep, and the Connect service (docs/notifications.md).
+ */
+import { NotificationsService } from "@conveyor/proto/notifications";
+import { repeat, runService } from "@conveyor/runtime";
+import { createChannels } from "./channels.js";
+import { readNotificationsConfig } from "./config.js";
+import { createDispatcher } from "./dispatch/dispatcher.js";
+import { consumeNotificationEvents } from "./events/event-consumer.js";
+import { createEventRecorder } from "./events/event-recorder.js";
+import { createHandlers } from "./handlers.js";
+import type { NotificationsContext } from "./notifications-context.js";
+import { createNotificationsService } from "./notifications-service.js";
+import { createMongoDeliveryRepository } from "./store/delivery-repository.js";
+import { createMongoWebhookRepository } from "./store/webhook-repository.js";
+
+/** How often finished deliveries older than NOTIFY_KEEP_HOURS are removed. */
+const RETENTION_SWEEP_MS = 600_000;
+
+void runService(
+  {
+    name: "notifications",
+    serviceNames: [NotificationsService.typeName],
+    async setup({ db, nats, logger, env }) {
+      const config = readNotificationsConfig(env);
+      const [webhooks, deliveries] = await Promise.all([
+        createMongoWebhookRepository(db),
+        createMongoDeliveryRepository(db),
+      ]);
+      const ctx: NotificationsContext = {
+        config,
+        webhooks,
+        deliveries,
+        now: () => new Date(),
+        logger,
+        extraHandlers: [],
+        extraChannels: [],
+      };
+      const dispatcher = createDispatcher({
+        deliveries,
+        channels: await createChannels(ctx),
+        config: config.dispatch,
+        now: ctx.now,
+        logger,
+      });
+      // A look at once when this process stored deliveries; the timer finds the others' and the retries.
+      let nudged = false;
+      const nudge = () => {
+        if (nudged) return;
+        nudged = true;
+        setImmediate(() => {
+          nudged = false;
+          dispatcher.dispatchDue().catch((err: unknown) => logger.warn({ err }, "dispatch failed"));
+        });
+      };
+      repeat(() => dispatcher.dispatchDue(), {
+        what: "notifications dispatch",
+        everyMs: config.dispatchEveryMs,
+        logger,
+      });
+      repeat(
+        async () => {
+          const removed = await deliveries.removeFinishedBefore(new Date(Date.now() - config.keepFinishedMs), 1000);
+          if (removed > 0) logger.info({ removed }, "old deliveries removed");
+        },
+        { what: "deliveries retention sweep", everyMs: RETENTION_SWEEP_MS, logger },
+      );
+      const record = createEventRecorder({
+        handlers: await createHandlers(ctx),
+        deliveries,
+        now: ctx.now,
+        retryForMs: config.retryForMs,
+        stored: nudge,
+      });
+      await consumeNotificationEvents(nats, record, logger);
+      return (router) => router.service(NotificationsService, createNotificationsService(ctx, nudge));
+    },
+  },
+  process.env,
+);

@@ -1,0 +1,18 @@
+import type { Logger } from "@conveyor/runtime";
+import type { NotificationsConfig } from "./config.js";
+import type { Channel } from "./dispatch/channel.js";
+import type { EventHandler } from "./events/handler.js";
+import type { DeliveryRepository } from "./store/delivery-repository.js";
+import type { WebhookRepository } from "./store/webhook-repository.js";
+
+/** What the notifications service's parts share. */
+export interface NotificationsContext {
+  config: NotificationsConfig;
+  webhooks: WebhookRepository;
+  deliveries: DeliveryRepository;
+  now: () => Date;
+  logger: Logger;
+  /** Handlers and channels a test adds to the listed ones (handlers.ts, channels.ts); empty in production. */
+  extraHandlers: readonly EventHandler[];
+  extraChannels: readonly Channel[];
+}
