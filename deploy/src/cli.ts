@@ -10,8 +10,10 @@ import { bootstrapStack } from "./bootstrap/bootstrap.js";
 import type { Credentials } from "./bootstrap/credentials.js";
 import { firstBuildWalkthrough } from "./bootstrap/first-build.js";
 import { adminSignInLink, stackWebUrl } from "./bootstrap/sign-in-link.js";
+import type { GiteaServer } from "./forge/gitea.js";
+import { forgeChoice, giteaBinary, giteaSummary, startLocalGitea } from "./forge/local-forge.js";
 import { describeExit } from "./host/child.js";
-import { dataPaths, defaultDataDir, findRepoRoot } from "./host/paths.js";
+import { cacheDir, dataPaths, defaultDataDir, findRepoRoot } from "./host/paths.js";
 import { formatLogTail } from "./logs/log-format.js";
 import {
   agentConfigFile,
@@ -92,14 +94,27 @@ async function start(repoRoot: string, dataDir: string): Promise<number> {
 
   let stack: Stack | undefined;
   let agents: LocalAgents | undefined;
-  // Stops the local agents first (they disconnect from the gateway), then the stack.
+  let gitea: GiteaServer | undefined;
+  // Stops the local agents first (they disconnect from the gateway), then the forge, then the stack.
   const stopAll = async () => {
     await agents?.stop();
+    await gitea?.stop();
     await stack?.stop();
   };
   try {
     const agentCount = localAgentCount(process.env);
     say(`data directory ${shortPath(dataDir)}`);
+    // CONVEYOR_FORGE=gitea: Gitea is built (first time only) before anything starts, so that a failure stops early.
+    const forgeBin =
+      forgeChoice(process.env) === "gitea"
+        ? await giteaBinary(process.env, {
+            cache: cacheDir(process.env),
+            logsDir: dataPaths(dataDir).logs,
+            env: process.env,
+            log: say,
+            signal: controller.signal,
+          })
+        : undefined;
     stack = await startStack({
       repoRoot,
       dataDir,
@@ -117,6 +132,19 @@ async function start(repoRoot: string, dataDir: string): Promise<number> {
     const webUrl = stackWebUrl(stack.info, process.env);
     const identity = createServiceClient(IdentityService, stack.info.serviceUrls.identity);
     const signIn = await adminSignInLink(identity, webUrl, credentials.user.id);
+    if (forgeBin && !signalled) {
+      const running = stack;
+      say("starting Gitea (CONVEYOR_FORGE=gitea)…");
+      gitea = await startLocalGitea({
+        env: process.env,
+        dataDir,
+        binary: forgeBin,
+        detached: true,
+        log: (line) => say(`  ${line}`),
+        signal: controller.signal,
+        onSpawn: (proc) => running.adopt(proc),
+      });
+    }
     if (!signalled) {
       const running = stack;
       if (agentCount > 0) say(`starting ${agentCount} local agent${agentCount === 1 ? "" : "s"}…`);
@@ -132,7 +160,8 @@ async function start(repoRoot: string, dataDir: string): Promise<number> {
         log: say,
         onSpawn: (proc) => running.adopt(proc),
       });
-      printSummary(running.info, credentials, agents, { webUrl, signInUrl: signIn.url });
+      const forgeLines = gitea ? giteaSummary(gitea, shortPath) : [];
+      printSummary(running.info, credentials, agents, { webUrl, signInUrl: signIn.url }, forgeLines);
     }
     const outcome = await Promise.race([signalReceived.then(() => undefined), stack.unexpectedExit]);
     if (outcome) {
@@ -185,6 +214,7 @@ function printSummary(
   creds: Credentials,
   agents: LocalAgents,
   pages: { webUrl: string; signInUrl: string },
+  forgeLines: readonly string[],
 ): void {
   const credFile = shortPath(dataPaths(info.dataDir).credentialsFile);
   const logs = shortPath(info.logsDir);
@@ -223,6 +253,7 @@ function printSummary(
     `  API token     ${creds.apiToken.secret}   (every scope)`,
     `  Agent token   ${creds.agentToken.secret}   (registration token of cluster ${creds.cluster.name})`,
     ...localAgents,
+    ...forgeLines,
     "",
     "  One more agent, by hand (change --name and the paths for each further one):",
     ...manual.map((line) => `    ${line}`),

@@ -5,6 +5,7 @@
  * - `ports/`: the stack's ports, from the environment or free ones reserved across processes;
  * - `host/`: this machine: child processes, environment values and the repository's and data's directories;
  * - `tools/`: the servers' binaries (FerretDB, NATS, versitygw, buildkite-agent), found or built with Go;
+ * - `forge/`: a headless Gitea for the webhook tests and `CONVEYOR_FORGE=gitea`, and helpers to drive it;
  * - `bootstrap/`: the first organization, admin, tokens and cluster, their credentials file, the first-build guide;
  * - `logs/`: reading processes' logs (tails for the console, leaked secrets);
  * - `rest/`: a small REST client for the drills;
@@ -16,6 +17,10 @@ export * from "./bootstrap/bootstrap.js";
 export * from "./bootstrap/credentials.js";
 export * from "./bootstrap/first-build.js";
 export * from "./bootstrap/scopes.js";
+export * from "./forge/gitea.js";
+export * from "./forge/gitea-api.js";
+export * from "./forge/gitea-config.js";
+export * from "./forge/local-forge.js";
 export * from "./host/child.js";
 export * from "./host/paths.js";
 export * from "./logs/log-format.js";
