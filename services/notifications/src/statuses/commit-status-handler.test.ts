@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { create } from "@bufbuild/protobuf";
+import { create, type MessageInitShape } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { type Build, BuildSchema, type Job, JobSchema } from "@conveyor/proto/builds";
 import type { NotificationEvent } from "../events/notification-event.js";
@@ -11,7 +11,7 @@ import { readCommitStatusRequest } from "./commit-status-request.js";
 
 const SHA = "0123456789abcdef0123456789abcdef01234567";
 
-const build = (over: Partial<Build> = {}): Build =>
+const build = (over: MessageInitShape<typeof BuildSchema> = {}): Build =>
   create(BuildSchema, {
     id: "build-1",
     organizationId: "org-1",
@@ -26,7 +26,7 @@ const build = (over: Partial<Build> = {}): Build =>
     ...over,
   });
 
-const job = (over: Partial<Job> = {}): Job =>
+const job = (over: MessageInitShape<typeof JobSchema> = {}): Job =>
   create(JobSchema, { id: "job-1", buildId: "build-1", type: "script", label: "Tests", state: "running", ...over });
 
 const buildEvent = (b: Build, kind = "build_state_changed"): NotificationEvent => ({

@@ -95,6 +95,11 @@ export function createCommitStatusHandler(sources: StatusSources): EventHandler 
         connections.map((c) => ({ id: c._id, apiUrl: c.apiUrl, createdAt: c.createdAt.toISOString(), doc: c })),
       );
       if (!connection) return [];
+      const settings = statusSettings(pipeline.providerSettings);
+      const jobNotify = event.type === "job" ? (sources.jobNotifications?.(event.job) ?? []) : [];
+      // A job's status is wanted only per step or by its step's notify: otherwise its build is not read.
+      const perStep = settings.publishCommitStatus && settings.publishCommitStatusPerStep;
+      if (event.type === "job" && (event.job.type !== "script" || (!perStep && jobNotify.length === 0))) return [];
       const build = event.type === "build" ? event.build : await sources.build(pipelineId, event.buildNumber);
       if (!build) return [];
       const webUrl = await sources.webUrl(organizationId, pipeline.slug, build.number);

@@ -1,0 +1,87 @@
+import { Code, ConnectError } from "@connectrpc/connect";
+import type { BuildsService } from "@conveyor/proto/builds";
+import type { IdentityService } from "@conveyor/proto/identity";
+import type { PipelinesService } from "@conveyor/proto/pipelines";
+import type { Client } from "@conveyor/runtime";
+import type { SourceProviderRepository } from "../providers/source-provider-repository.js";
+import type { StatusSources } from "./commit-status-handler.js";
+
+/** How long what the handler read is used again (connections, pipelines); organizations' slugs are kept longer. */
+const FRESH_MS = 5_000;
+const SLUG_FRESH_MS = 60_000;
+/** Entries each cache keeps at most. */
+const MAX_ENTRIES = 2_000;
+
+/** A small cache with a lifetime per entry and a bound on its size (the oldest entry goes first). */
+function ttlCache<V>(ttlMs: number, now: () => number) {
+  const entries = new Map<string, { value: Promise<V>; until: number }>();
+  return async (key: string, load: () => Promise<V>): Promise<V> => {
+    const hit = entries.get(key);
+    if (hit && hit.until > now()) return hit.value;
+    const value = load();
+    entries.delete(key);
+    entries.set(key, { value, until: now() + ttlMs });
+    if (entries.size > MAX_ENTRIES) entries.delete(entries.keys().next().value as string);
+    // A failed read is not kept.
+    value.catch(() => entries.delete(key));
+    return value;
+  };
+}
+
+const missing = (err: unknown) => err instanceof ConnectError && err.code === Code.NotFound;
+
+export interface RpcStatusSourcesDeps {
+  connections: Pick<SourceProviderRepository, "list">;
+  pipelines: Client<typeof PipelinesService>;
+  builds: Client<typeof BuildsService>;
+  identity: Client<typeof IdentityService>;
+  /** The base of `web_url` fields (WEB_URL, else PUBLIC_URL, as the gateway's). */
+  webBaseUrl: string;
+  now?: () => number;
+}
+
+/**
+ * The handler's reads over RPC: the organization's connections (its own database), the pipeline (pipelines
+ * service), a job's build (builds service) and the organization's slug for `web_url` (identity), each kept a few
+ * seconds so that a build's burst of events costs a few reads. A pipeline or build that is gone reads as null.
+ */
+export function createRpcStatusSources(deps: RpcStatusSourcesDeps): StatusSources {
+  const now = deps.now ?? Date.now;
+  const connections = ttlCache<Awaited<ReturnType<StatusSources["connections"]>>>(FRESH_MS, now);
+  const pipelines = ttlCache<Awaited<ReturnType<StatusSources["pipeline"]>>>(FRESH_MS, now);
+  const slugs = ttlCache<string>(SLUG_FRESH_MS, now);
+  const base = deps.webBaseUrl.replace(/\/+$/, "");
+  return {
+    connections: (organizationId) => connections(organizationId, () => deps.connections.list(organizationId)),
+    pipeline: (organizationId, pipelineId) =>
+      pipelines(`${organizationId}/${pipelineId}`, async () => {
+        try {
+          const { pipeline } = await deps.pipelines.getPipeline({ organizationId, pipeline: pipelineId });
+          if (!pipeline) return null;
+          return {
+            slug: pipeline.slug,
+            repository: pipeline.repository,
+            providerSettings: (pipeline.provider?.settings ?? {}) as Record<string, unknown>,
+          };
+        } catch (err) {
+          if (missing(err)) return null;
+          throw err;
+        }
+      }),
+    async build(pipelineId, number) {
+      try {
+        return (await deps.builds.getBuild({ pipelineId, number })).build ?? null;
+      } catch (err) {
+        if (missing(err)) return null;
+        throw err;
+      }
+    },
+    async webUrl(organizationId, pipelineSlug, number) {
+      const slug = await slugs(organizationId, async () => {
+        const { organization } = await deps.identity.getOrganization({ id: organizationId });
+        return organization?.slug ?? organizationId;
+      });
+      return `${base}/${slug}/${pipelineSlug}/builds/${number}`;
+    },
+  };
+}
