@@ -5,6 +5,7 @@
  * - `messaging/`: NATS and JetStream (domain events, the outbox, supervised loops, version fences);
  * - `data/`: MongoDB (the connection, grouped inserts, lease locks, duplicate keys);
  * - `concurrency/`: in-process scheduling (keyed locks, coalescing, group commit, repeated work);
+ * - `outbound/`: requests to addresses users give (webhooks, Slack, forges), refusing internal addresses;
  * - `api/`: values and rules the public API shares (paging, scopes, enum names, pipeline steps on the wire,
  *   timestamps, text limits, ids, content versions).
  * Other packages import only from here.
@@ -31,6 +32,8 @@ export * from "./messaging/outbox.js";
 export * from "./messaging/subjects.js";
 export * from "./messaging/supervised-loop.js";
 export * from "./messaging/version-fences.js";
+export * from "./outbound/address-policy.js";
+export * from "./outbound/outbound-client.js";
 export * from "./process/config.js";
 export * from "./process/defaults.js";
 export * from "./process/logger.js";
