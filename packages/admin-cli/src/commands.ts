@@ -9,8 +9,10 @@ import {
   type TeamsService,
 } from "@conveyor/proto/identity";
 import type { PipelinesService } from "@conveyor/proto/pipelines";
+import type { SourceProvidersService } from "@conveyor/proto/source-providers";
 import { type Client, isoTime, TEAM_MEMBER_ROLES, TEAM_PRIVACIES } from "@conveyor/runtime";
 import { type CliArgs, type FlagTypes, optionalFlag, requireFlag, UsageError } from "./args.js";
+import { PROVIDER_COMMANDS } from "./provider-commands.js";
 import { SCHEDULE_COMMANDS } from "./schedule-commands.js";
 import { USER_COMMANDS } from "./user-commands.js";
 
@@ -25,6 +27,8 @@ export interface CommandContext {
   artifacts(): Client<typeof ArtifactsService>;
   /** Pipelines and their schedules. */
   pipelines(): Client<typeof PipelinesService>;
+  /** Source-provider connections, served by the notifications process. */
+  sourceProviders(): Client<typeof SourceProvidersService>;
   /** The pages' address (WEB_URL), which sign-in links start with. */
   webUrl: string;
   /** A new password, from stdin (never from the command line, where `ps` would show it). */
@@ -66,6 +70,7 @@ export const COMMANDS: Record<string, CommandSpec> = {
   },
   ...USER_COMMANDS,
   ...SCHEDULE_COMMANDS,
+  ...PROVIDER_COMMANDS,
   "member add": {
     usage: "member add --org SLUG --user USER_ID [--role admin|member]",
     flags: { org: "string", user: "string", role: "string" },

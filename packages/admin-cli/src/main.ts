@@ -2,6 +2,7 @@ import { AgentsService } from "@conveyor/proto/agents";
 import { ArtifactsService } from "@conveyor/proto/artifacts";
 import { IdentityService, RegistriesService, TeamsService } from "@conveyor/proto/identity";
 import { PipelinesService } from "@conveyor/proto/pipelines";
+import { SourceProvidersService } from "@conveyor/proto/source-providers";
 import { createEnvReader, createServiceClient, DEFAULT_PORTS, defaultServiceUrl } from "@conveyor/runtime";
 import { checkFlags, parseArgs } from "./args.js";
 import { allFlags, COMMANDS, type CommandContext, usage } from "./commands.js";
@@ -13,6 +14,7 @@ const identityUrl = env.url("IDENTITY_URL", defaultServiceUrl("identity"));
 const agentsUrl = env.url("AGENTS_URL", defaultServiceUrl("agents"));
 const artifactsUrl = env.url("ARTIFACTS_URL", defaultServiceUrl("artifacts"));
 const pipelinesUrl = env.url("PIPELINES_URL", defaultServiceUrl("pipelines"));
+const notificationsUrl = env.url("NOTIFICATIONS_URL", defaultServiceUrl("notifications"));
 // The gateway's own default: WEB_URL, else PUBLIC_URL, else the local gateway's address.
 const webUrl = env.url("WEB_URL", env.optionalString("PUBLIC_URL") ?? `http://127.0.0.1:${DEFAULT_PORTS.gateway}`);
 const grpc = { protocol: "grpc", timeoutMs: 15_000 } as const;
@@ -23,6 +25,7 @@ const ctx: CommandContext = {
   agents: () => createServiceClient(AgentsService, agentsUrl, grpc),
   artifacts: () => createServiceClient(ArtifactsService, artifactsUrl, grpc),
   pipelines: () => createServiceClient(PipelinesService, pipelinesUrl, grpc),
+  sourceProviders: () => createServiceClient(SourceProvidersService, notificationsUrl, grpc),
   webUrl,
   readPassword: () => readPassword(),
 };
