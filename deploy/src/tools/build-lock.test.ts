@@ -1,9 +1,11 @@
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, utimesSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, utimesSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { BUILD_LOCK_MAX_AGE_MS, lockState, processAlive, withBuildLock } from "./build-lock.js";
 
-const dir = () => mkdtempSync(join(tmpdir(), "build-lock-"));
+const root = mkdtempSync(join(tmpdir(), "build-lock-"));
+const dir = () => mkdtempSync(join(root, "t-"));
+afterAll(() => rmSync(root, { recursive: true, force: true }));
 
 describe("withBuildLock", () => {
   it("holds the lock folder, with this process's pid, while the function runs, and removes it after", async () => {

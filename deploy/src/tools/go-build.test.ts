@@ -1,4 +1,4 @@
-import { chmodSync, existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import {
@@ -175,9 +175,11 @@ describe("build progress", () => {
 });
 
 describe("checkGo", () => {
+  const root = mkdtempSync(join(tmpdir(), "fake-go-"));
+  afterAll(() => rmSync(root, { recursive: true, force: true }));
   /** A PATH holding only a fake `go` that answers `go env GOVERSION` and `go env CC` as given. */
   const fakeGo = (version: string, cc: string) => {
-    const bin = mkdtempSync(join(tmpdir(), "fake-go-"));
+    const bin = mkdtempSync(join(root, "bin-"));
     const script = `#!/bin/sh\nif [ "$2" = GOVERSION ]; then echo ${version}; else echo ${cc}; fi\n`;
     writeFileSync(join(bin, "go"), script);
     chmodSync(join(bin, "go"), 0o755);
