@@ -4,6 +4,7 @@ import { ArtifactsService } from "@conveyor/proto/artifacts";
 import { BuildsService } from "@conveyor/proto/builds";
 import { IdentityService, RegistriesService, RulesService, TeamsService } from "@conveyor/proto/identity";
 import { PipelinesService } from "@conveyor/proto/pipelines";
+import { SourceProvidersService } from "@conveyor/proto/source-providers";
 import { type Client, createServiceClient } from "@conveyor/runtime";
 import type { GatewayConfig } from "../config.js";
 import { batchBuildReads } from "./batched-build-reads.js";
@@ -21,6 +22,8 @@ export interface GatewayClients {
   annotations: Client<typeof AnnotationsService>;
   artifacts: Client<typeof ArtifactsService>;
   agents: Client<typeof AgentsService>;
+  /** Source-provider connections, served by the notifications process. */
+  sourceProviders: Client<typeof SourceProvidersService>;
 }
 
 /** Connect-protocol clients over HTTP/2 to every backend service. */
@@ -38,5 +41,6 @@ export function createGatewayClients(config: GatewayConfig): GatewayClients {
     annotations: createServiceClient(AnnotationsService, config.serviceUrls.builds, opts),
     artifacts: createServiceClient(ArtifactsService, config.serviceUrls.artifacts, opts),
     agents: createServiceClient(AgentsService, config.serviceUrls.agents, opts),
+    sourceProviders: createServiceClient(SourceProvidersService, config.serviceUrls.notifications, opts),
   };
 }

@@ -17,6 +17,7 @@ import { registryTokenRoutes } from "./registry-tokens.js";
 import type { RouteDeps } from "./route-deps.js";
 import { ruleRoutes } from "./rules.js";
 import { scheduleRoutes } from "./schedules.js";
+import { sourceProviderRoutes } from "./source-providers.js";
 import { teamRoutes } from "./teams.js";
 
 export interface RestApiOptions {
@@ -56,5 +57,6 @@ export async function registerRestApi(app: FastifyInstance, opts: RestApiOptions
     ruleRoutes(scope, deps);
     registryTokenRoutes(scope, deps);
     artifactRoutes(scope, deps, { urlBase: opts.artifactUrlBase });
+    sourceProviderRoutes(scope, deps);
   });
 }

@@ -27,6 +27,7 @@ import {
   UserSchema,
 } from "@conveyor/proto/identity";
 import { PipelinesService } from "@conveyor/proto/pipelines";
+import { SourceProvidersService } from "@conveyor/proto/source-providers";
 import { acceptRequestId, propagateRequestId, REQUEST_ID_HEADER } from "@conveyor/runtime";
 import { type AppDeps, buildApp } from "../app/build-app.js";
 import type { GatewayClients } from "../clients/gateway-clients.js";
@@ -138,6 +139,7 @@ export interface FakeServices {
   registries?: Partial<ServiceImpl<typeof RegistriesService>>;
   agents?: Partial<ServiceImpl<typeof AgentsService>>;
   artifacts?: Partial<ServiceImpl<typeof ArtifactsService>>;
+  sourceProviders?: Partial<ServiceImpl<typeof SourceProvidersService>>;
 }
 
 /**
@@ -170,6 +172,7 @@ export async function buildTestApp(
       router.service(RegistriesService, services.registries ?? {});
       router.service(ArtifactsService, services.artifacts ?? {});
       router.service(AgentsService, services.agents ?? {});
+      router.service(SourceProvidersService, services.sourceProviders ?? {});
       // As the real clients and servers do: calls carry the request id of the context they are made in.
     },
     {
@@ -187,6 +190,7 @@ export async function buildTestApp(
     annotations: createClient(AnnotationsService, transport),
     artifacts: createClient(ArtifactsService, transport),
     agents: createClient(AgentsService, transport),
+    sourceProviders: createClient(SourceProvidersService, transport),
   };
   return buildApp({
     config: {

@@ -1,5 +1,4 @@
 import { randomUUID } from "node:crypto";
-import { Code, ConnectError } from "@connectrpc/connect";
 import {
   isSourceProviderKind,
   normalizeApiUrl,
@@ -89,9 +88,8 @@ export function createSourceProviders(deps: SourceProvidersDeps) {
       if (errors.length > 0) throw invalidFields(errors);
       const keys = ring();
       if ((await repository.count(input.organizationId)) >= MAX_SOURCE_PROVIDERS_PER_ORGANIZATION) {
-        throw new ConnectError(
-          `An organization may have at most ${MAX_SOURCE_PROVIDERS_PER_ORGANIZATION} source providers`,
-          Code.ResourceExhausted,
+        throw failedPrecondition(
+          `An organization can have at most ${MAX_SOURCE_PROVIDERS_PER_ORGANIZATION} source providers.`,
         );
       }
       const id = randomUUID();
