@@ -6,5 +6,5 @@ import type { NotificationsContext } from "./notifications-context.js";
  * each. Deliveries of a kind no channel sends fail at once, saying so.
  */
 export async function createChannels(ctx: NotificationsContext): Promise<Channel[]> {
-  return [...ctx.extraChannels];
+  return [...(ctx.commitStatuses ? [ctx.commitStatuses.channel] : []), ...ctx.extraChannels];
 }

@@ -7,5 +7,5 @@ import type { NotificationsContext } from "./notifications-context.js";
  * wants; it never sends anything itself.
  */
 export async function createHandlers(ctx: NotificationsContext): Promise<EventHandler[]> {
-  return [...ctx.extraHandlers];
+  return [...(ctx.commitStatuses ? [ctx.commitStatuses.handler] : []), ...ctx.extraHandlers];
 }

@@ -3,7 +3,8 @@
  * deliveries, the dispatcher that sends them, the retention sweep, and the Connect service (docs/notifications.md).
  */
 import { NotificationsService } from "@conveyor/proto/notifications";
-import { repeat, runService } from "@conveyor/runtime";
+import { SourceProvidersService } from "@conveyor/proto/source-providers";
+import { createOutboundClient, readOutboundConfig, repeat, runService } from "@conveyor/runtime";
 import { createChannels } from "./channels.js";
 import { readNotificationsConfig } from "./config.js";
 import { createDispatcher } from "./dispatch/dispatcher.js";
@@ -12,6 +13,7 @@ import { createEventRecorder } from "./events/event-recorder.js";
 import { createHandlers } from "./handlers.js";
 import type { NotificationsContext } from "./notifications-context.js";
 import { createNotificationsService } from "./notifications-service.js";
+import { createCommitStatusParts } from "./statuses/commit-status-setup.js";
 import { createMongoDeliveryRepository } from "./store/delivery-repository.js";
 import { createMongoWebhookRepository } from "./store/webhook-repository.js";
 
@@ -21,13 +23,16 @@ const RETENTION_SWEEP_MS = 600_000;
 void runService(
   {
     name: "notifications",
-    serviceNames: [NotificationsService.typeName],
+    serviceNames: [NotificationsService.typeName, SourceProvidersService.typeName],
     async setup({ db, nats, logger, env }) {
       const config = readNotificationsConfig(env);
       const [webhooks, deliveries] = await Promise.all([
         createMongoWebhookRepository(db),
         createMongoDeliveryRepository(db),
       ]);
+      // The one client for addresses users give (docs/security.md#outbound-requests).
+      const outbound = createOutboundClient(readOutboundConfig(env));
+      const commitStatuses = await createCommitStatusParts({ db, env, logger, outbound, now: () => new Date() });
       const ctx: NotificationsContext = {
         config,
         webhooks,
@@ -36,6 +41,7 @@ void runService(
         logger,
         extraHandlers: [],
         extraChannels: [],
+        commitStatuses,
       };
       const dispatcher = createDispatcher({
         deliveries,
@@ -74,7 +80,10 @@ void runService(
         stored: nudge,
       });
       await consumeNotificationEvents(nats, record, logger);
-      return (router) => router.service(NotificationsService, createNotificationsService(ctx, nudge));
+      return (router) =>
+        router
+          .service(NotificationsService, createNotificationsService(ctx, nudge))
+          .service(SourceProvidersService, commitStatuses.rpcs);
     },
   },
   process.env,

@@ -2,6 +2,7 @@ import type { Logger } from "@conveyor/runtime";
 import type { NotificationsConfig } from "./config.js";
 import type { Channel } from "./dispatch/channel.js";
 import type { EventHandler } from "./events/handler.js";
+import type { CommitStatusParts } from "./statuses/commit-status-setup.js";
 import type { DeliveryRepository } from "./store/delivery-repository.js";
 import type { WebhookRepository } from "./store/webhook-repository.js";
 
@@ -15,4 +16,6 @@ export interface NotificationsContext {
   /** Handlers and channels a test adds to the listed ones (handlers.ts, channels.ts); empty in production. */
   extraHandlers: readonly EventHandler[];
   extraChannels: readonly Channel[];
+  /** Commit statuses on the forges (docs/statuses.md); absent in tests that do not need them. */
+  commitStatuses?: CommitStatusParts;
 }
