@@ -50,6 +50,8 @@ export function dataPaths(dataDir: string) {
     logs: join(dataDir, "logs"),
     stackFile: join(dataDir, "stack.json"),
     credentialsFile: join(dataDir, "credentials.json"),
+    /** The key source-provider credentials are sealed with (stack/credentials-key.ts). */
+    credentialsKeyFile: join(dataDir, "credentials-encryption.key"),
   };
 }
 

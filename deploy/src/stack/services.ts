@@ -25,6 +25,8 @@ export interface Topology {
   publicUrl: string;
   /** Base of the `web_url` fields (WEB_URL); the gateway's own default when unset. */
   webUrl?: string;
+  /** The notifications service's CREDENTIALS_ENCRYPTION_KEY (stack/credentials-key.ts), when the launcher has one. */
+  credentialsKey?: string;
 }
 
 /** Variables of the user's environment that must not leak into one process's config from the launcher's shell. */
@@ -106,6 +108,7 @@ export function processEnv(name: ProcessName, topo: Topology, base: Env, slot?: 
     // The links in what it sends (a build's url and web_url) are the gateway's.
     env.PUBLIC_URL = topo.publicUrl;
     if (topo.webUrl !== undefined) env.WEB_URL = topo.webUrl;
+    if (topo.credentialsKey !== undefined) env.CREDENTIALS_ENCRYPTION_KEY = topo.credentialsKey;
   }
   return env;
 }

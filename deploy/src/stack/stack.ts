@@ -15,6 +15,7 @@ import {
 import { type BuildContext, ensureTool } from "../tools/go-build.js";
 import { type BinaryChoice, createMachineProbe, planAgent, planMongo, planNats, planS3 } from "../tools/tools.js";
 import type { Balancer } from "./balancer.js";
+import { credentialsKey } from "./credentials-key.js";
 import { type ReplicaSet, replicaCount, replicaSlots, startReplicaBalancers, startReplicaSet } from "./replicas.js";
 import {
   resolveBinary,
@@ -207,7 +208,10 @@ export async function startStack(opts: StartStackOptions): Promise<Stack> {
       return again.proc;
     };
 
-    const topo = createTopology(env, ports, { mongodbUrl: mongo.url, natsUrl: nats.url, s3 });
+    const topo = {
+      ...createTopology(env, ports, { mongodbUrl: mongo.url, natsUrl: nats.url, s3 }),
+      credentialsKey: credentialsKey(paths.credentialsKeyFile, env.CREDENTIALS_ENCRYPTION_KEY),
+    };
     const procCtx: ProcessContext = {
       repoRoot: opts.repoRoot,
       logsDir: paths.logs,
