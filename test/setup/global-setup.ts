@@ -72,6 +72,9 @@ export default async function globalSetup(_globalConfig: unknown, projectConfig:
     AGENT_HEARTBEAT_INTERVAL_S: "2",
     AGENT_LOST_AFTER_S: "6",
     RATE_LIMIT_PER_MINUTE: "100000",
+    // The suites' forges and receivers (a Gitea, webhook receivers) listen on loopback, which outbound requests may
+    // reach only when allowed (docs/security.md#outbound-requests); other internal addresses stay refused.
+    OUTBOUND_ALLOW_HOSTS: "127.0.0.1",
     ...process.env,
   };
   stack = await startStack({ repoRoot, dataDir, ports: "free", env, log, signal: controller.signal });
@@ -105,6 +108,7 @@ export default async function globalSetup(_globalConfig: unknown, projectConfig:
       BUILDS_URL: info.serviceUrls.builds,
       ARTIFACTS_URL: info.serviceUrls.artifacts,
       AGENTS_URL: info.serviceUrls.agents,
+      NOTIFICATIONS_URL: info.serviceUrls.notifications,
       MONGODB_URL: info.mongodbUrl,
       NATS_URL: info.natsUrl,
       S3_ENDPOINT: info.s3.endpoint,
