@@ -1,10 +1,15 @@
 import type { Channel } from "./dispatch/channel.js";
 import type { NotificationsContext } from "./notifications-context.js";
+import { createWebhookChannel } from "./webhooks/webhook-channel.js";
 
 /**
  * Every delivery kind and the channel that sends it (docs/notifications.md#channels): add a channel here, one line
  * each. Deliveries of a kind no channel sends fail at once, saying so.
  */
 export async function createChannels(ctx: NotificationsContext): Promise<Channel[]> {
-  return [...(ctx.commitStatuses ? [ctx.commitStatuses.channel] : []), ...ctx.extraChannels];
+  return [
+    createWebhookChannel(ctx.webhooks, ctx.outbound, ctx.now),
+    ...(ctx.commitStatuses ? [ctx.commitStatuses.channel] : []),
+    ...ctx.extraChannels,
+  ];
 }

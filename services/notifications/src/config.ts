@@ -1,4 +1,4 @@
-import { createEnvReader, type Env } from "@conveyor/runtime";
+import { createEnvReader, DEFAULT_PORTS, defaultServiceUrl, type Env } from "@conveyor/runtime";
 import type { DispatcherConfig } from "./dispatch/dispatcher.js";
 
 /** The notifications service's own settings (docs/configuration.md#notifications). */
@@ -12,16 +12,29 @@ export interface NotificationsConfig {
   readonly keepFinishedMs: number;
   /** The most webhooks one organization may have. */
   readonly maxWebhooksPerOrganization: number;
+  /** The services a webhook's body is read from. */
+  readonly serviceUrls: { identity: string; pipelines: string; builds: string };
+  /** The gateway's API and pages, for the links in what is sent (PUBLIC_URL, WEB_URL). */
+  readonly publicUrl: string;
+  readonly webUrl: string;
 }
 
 /**
  * Parses NOTIFY_RETRY_FOR_S, NOTIFY_RETRY_BASE_MS, NOTIFY_RETRY_MAX_MS, NOTIFY_MAX_ATTEMPTS, NOTIFY_LEASE_S,
  * NOTIFY_MAX_IN_FLIGHT, NOTIFY_PER_ORGANIZATION, NOTIFY_PER_HOST, NOTIFY_DISPATCH_INTERVAL_MS, NOTIFY_KEEP_HOURS and
- * NOTIFY_MAX_WEBHOOKS once.
+ * NOTIFY_MAX_WEBHOOKS, IDENTITY_URL, PIPELINES_URL, BUILDS_URL, PUBLIC_URL and WEB_URL once.
  */
 export function readNotificationsConfig(env: Env): NotificationsConfig {
   const r = createEnvReader(env);
+  const publicUrl = r.url("PUBLIC_URL", `http://127.0.0.1:${DEFAULT_PORTS.gateway}`);
   return Object.freeze({
+    serviceUrls: Object.freeze({
+      identity: r.url("IDENTITY_URL", defaultServiceUrl("identity")),
+      pipelines: r.url("PIPELINES_URL", defaultServiceUrl("pipelines")),
+      builds: r.url("BUILDS_URL", defaultServiceUrl("builds")),
+    }),
+    publicUrl,
+    webUrl: r.url("WEB_URL", publicUrl),
     dispatch: Object.freeze({
       retry: Object.freeze({
         baseMs: r.int("NOTIFY_RETRY_BASE_MS", 2_000, { min: 10, max: 600_000 }),

@@ -1,5 +1,6 @@
 import type { EventHandler } from "./events/handler.js";
 import type { NotificationsContext } from "./notifications-context.js";
+import { createOrganizationWebhooksHandler } from "./webhooks/organization-webhooks-handler.js";
 
 /**
  * Every handler that turns an event into deliveries (docs/notifications.md#handlers): add a handler here, one line
@@ -7,5 +8,9 @@ import type { NotificationsContext } from "./notifications-context.js";
  * wants; it never sends anything itself.
  */
 export async function createHandlers(ctx: NotificationsContext): Promise<EventHandler[]> {
-  return [...(ctx.commitStatuses ? [ctx.commitStatuses.handler] : []), ...ctx.extraHandlers];
+  return [
+    createOrganizationWebhooksHandler(ctx.webhooks, ctx.payloads),
+    ...(ctx.commitStatuses ? [ctx.commitStatuses.handler] : []),
+    ...ctx.extraHandlers,
+  ];
 }

@@ -2,9 +2,13 @@
  * The notifications process: config, repositories, the durable consumers of the build and agent events that store
  * deliveries, the dispatcher that sends them, the retention sweep, and the Connect service (docs/notifications.md).
  */
+
+import { BuildsService } from "@conveyor/proto/builds";
+import { IdentityService } from "@conveyor/proto/identity";
 import { NotificationsService } from "@conveyor/proto/notifications";
+import { PipelinesService } from "@conveyor/proto/pipelines";
 import { SourceProvidersService } from "@conveyor/proto/source-providers";
-import { createOutboundClient, readOutboundConfig, repeat, runService } from "@conveyor/runtime";
+import { createOutboundClient, createServiceClient, readOutboundConfig, repeat, runService } from "@conveyor/runtime";
 import { createChannels } from "./channels.js";
 import { readNotificationsConfig } from "./config.js";
 import { createDispatcher } from "./dispatch/dispatcher.js";
@@ -16,6 +20,7 @@ import { createNotificationsService } from "./notifications-service.js";
 import { createCommitStatusParts } from "./statuses/commit-status-setup.js";
 import { createMongoDeliveryRepository } from "./store/delivery-repository.js";
 import { createMongoWebhookRepository } from "./store/webhook-repository.js";
+import { createPayloads } from "./webhooks/payloads.js";
 
 /** How often finished deliveries older than NOTIFY_KEEP_HOURS are removed. */
 const RETENTION_SWEEP_MS = 600_000;
@@ -39,6 +44,14 @@ void runService(
         deliveries,
         now: () => new Date(),
         logger,
+        outbound,
+        payloads: createPayloads({
+          identity: createServiceClient(IdentityService, config.serviceUrls.identity),
+          pipelines: createServiceClient(PipelinesService, config.serviceUrls.pipelines),
+          builds: createServiceClient(BuildsService, config.serviceUrls.builds),
+          publicUrl: config.publicUrl,
+          webUrl: config.webUrl,
+        }),
         extraHandlers: [],
         extraChannels: [],
         commitStatuses,

@@ -1,10 +1,11 @@
-import type { Logger } from "@conveyor/runtime";
+import type { Logger, OutboundClient } from "@conveyor/runtime";
 import type { NotificationsConfig } from "./config.js";
 import type { Channel } from "./dispatch/channel.js";
 import type { EventHandler } from "./events/handler.js";
 import type { CommitStatusParts } from "./statuses/commit-status-setup.js";
 import type { DeliveryRepository } from "./store/delivery-repository.js";
 import type { WebhookRepository } from "./store/webhook-repository.js";
+import type { Payloads } from "./webhooks/payloads.js";
 
 /** What the notifications service's parts share. */
 export interface NotificationsContext {
@@ -13,6 +14,10 @@ export interface NotificationsContext {
   deliveries: DeliveryRepository;
   now: () => Date;
   logger: Logger;
+  /** The one client for requests to addresses users give (docs/security.md#outbound-requests). */
+  outbound: OutboundClient;
+  /** The bodies of webhooks (REST's shapes). */
+  payloads: Payloads;
   /** Handlers and channels a test adds to the listed ones (handlers.ts, channels.ts); empty in production. */
   extraHandlers: readonly EventHandler[];
   extraChannels: readonly Channel[];

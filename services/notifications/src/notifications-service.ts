@@ -7,6 +7,6 @@ import { createWebhooksRpcs } from "./rpc/webhooks-rpc.js";
 export function createNotificationsService(
   ctx: NotificationsContext,
   delivered: () => void,
-): Partial<ServiceImpl<typeof NotificationsService>> {
+): ServiceImpl<typeof NotificationsService> {
   return { ...createWebhooksRpcs(ctx, delivered) };
 }

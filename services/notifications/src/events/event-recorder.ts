@@ -27,24 +27,36 @@ function buildIdOf(e: NotificationEvent): string {
   return "";
 }
 
-/** The delivery stored for one intent of one event. */
+/** Where a delivery comes from: its organization, the build it is about ("" for none) and the event's sequence. */
+export interface DeliverySource {
+  organizationId: string;
+  buildId: string;
+  seq: number;
+}
+
+/** The source of a stream event's deliveries. */
+export function sourceOf(event: NotificationEvent): DeliverySource {
+  return { organizationId: organizationOf(event), buildId: buildIdOf(event), seq: event.seq };
+}
+
+/** The delivery stored for one intent of one event (or request, such as a webhook's ping). */
 export function deliveryOf(
   intent: DeliveryIntent,
-  event: NotificationEvent,
+  source: DeliverySource,
   eventKey: string,
   now: Date,
   retryForMs: number,
 ): DeliveryDoc {
-  const buildId = buildIdOf(event);
+  const { buildId } = source;
   return {
     _id: derivedId(`${eventKey}\0${intent.kind}\0${intent.targetKey}\0${intent.event}`),
-    organizationId: organizationOf(event),
+    organizationId: source.organizationId,
     kind: intent.kind,
     event: intent.event,
     webhookId: intent.webhookId ?? "",
     host: intent.host,
     orderKey: intent.ordered && buildId ? `${intent.kind}\0${intent.targetKey}\0${buildId}` : "",
-    seq: event.seq,
+    seq: source.seq,
     request: intent.request,
     status: "pending",
     attempts: 0,
@@ -77,7 +89,7 @@ export function createEventRecorder(deps: EventRecorderDeps) {
     const now = deps.now();
     let stored = 0;
     for (const intent of intents) {
-      if (await deps.deliveries.insert(deliveryOf(intent, event, eventKey, now, deps.retryForMs))) stored++;
+      if (await deps.deliveries.insert(deliveryOf(intent, sourceOf(event), eventKey, now, deps.retryForMs))) stored++;
     }
     if (stored > 0) deps.stored?.();
     return stored;
