@@ -188,3 +188,103 @@ function run(command: string, args: string[], cwd: string, env: NodeJS.ProcessEn
     });
   });
 }
+
+/** One delivery of a webhook, as Gitea recorded it (its hook's page in the repository settings). */
+export interface GiteaHookDelivery {
+  /** The delivery's id (X-Gitea-Delivery). */
+  uuid: string;
+  /** X-Gitea-Event: push, create, delete, pull_request, … */
+  event: string;
+  /** The HTTP status it was answered with; undefined while not delivered (or when no answer came). */
+  status?: number;
+  /** Gitea counts it a success (a 2xx answer). */
+  succeeded: boolean;
+  /** The JSON Gitea sent, and what it was answered. */
+  requestBody: string;
+  responseBody: string;
+}
+
+/**
+ * Gitea's own record of a webhook's latest deliveries (up to app.ini's PAGING_NUM, 50), newest first. Gitea's API has
+ * no call for them, so this signs in to its web pages as the admin and reads the hook's page
+ * (`/{owner}/{repo}/settings/hooks/{id}`), which Gitea renders from its hook_task table.
+ */
+export async function giteaHookDeliveries(
+  gitea: GiteaAccess,
+  repo: GiteaRepository,
+  hookId: number,
+): Promise<GiteaHookDelivery[]> {
+  const cookie = await giteaSignIn(gitea);
+  const page = `${gitea.url}/${repo.fullName}/settings/hooks/${hookId}`;
+  const res = await fetch(page, { headers: { cookie }, redirect: "manual" });
+  const html = await res.text();
+  if (res.status !== 200) throw new Error(`Gitea GET ${page}: ${res.status} ${html.slice(0, 300)}`);
+  return parseHookHistory(html);
+}
+
+/** Signs in to Gitea's web pages as the admin; resolves with the session's Cookie header. */
+async function giteaSignIn(gitea: GiteaAccess): Promise<string> {
+  const form = new URLSearchParams({ user_name: gitea.adminUser.name, password: gitea.adminUser.password });
+  const res = await fetch(`${gitea.url}/user/login`, {
+    method: "POST",
+    headers: { "content-type": "application/x-www-form-urlencoded" },
+    body: form.toString(),
+    redirect: "manual",
+  });
+  await res.text();
+  // A signed-in session is a redirect away from the form; a wrong password shows the form again (200).
+  if (res.status !== 303 && res.status !== 302) throw new Error(`signing in to Gitea failed: ${res.status}`);
+  return cookieHeader(res.headers.getSetCookie());
+}
+
+/**
+ * The Cookie header a browser would send after these Set-Cookie headers: the last value of each name (Gitea sets its
+ * session cookie twice when it renews the session at sign-in), without the cookies they remove. Pure.
+ */
+export function cookieHeader(setCookies: readonly string[]): string {
+  const jar = new Map<string, string>();
+  for (const header of setCookies) {
+    const [pair = "", ...attributes] = header.split(";");
+    const at = pair.indexOf("=");
+    if (at <= 0) continue;
+    const name = pair.slice(0, at).trim();
+    const value = pair.slice(at + 1).trim();
+    const removed = value === "" || attributes.some((a) => /^\s*max-age\s*=\s*(0|-\d+)\s*$/i.test(a));
+    if (removed) jar.delete(name);
+    else jar.set(name, value);
+  }
+  return [...jar].map(([name, value]) => `${name}=${value}`).join("; ");
+}
+
+const ENTITIES: Record<string, string> = { amp: "&", lt: "<", gt: ">", quot: '"', "#34": '"', "#39": "'", "#x27": "'" };
+
+function unescapeHtml(text: string): string {
+  return text.replace(/&(amp|lt|gt|quot|#34|#39|#x27);/g, (_, name: string) => ENTITIES[name] ?? "");
+}
+
+/**
+ * The deliveries on a hook's page (templates/repo/settings/webhook/history.tmpl of Gitea v1.26.0): per delivery a
+ * panel `info-<id>` after a button naming its UUID, its answer's status in a green (succeeded) or red label, and the
+ * request's headers, the payload, the answer's headers and body in four <pre class="webhook-info"> blocks. Pure.
+ */
+export function parseHookHistory(html: string): GiteaHookDelivery[] {
+  const deliveries: GiteaHookDelivery[] = [];
+  const button = /data-panel="#info-(\d+)">([^<]+)<\/button>/g;
+  const starts = [...html.matchAll(button)];
+  starts.forEach((match, i) => {
+    const end = starts[i + 1]?.index ?? html.length;
+    const panel = html.slice(match.index ?? 0, end);
+    const label = /<span class="ui (green|red) label">\s*(\d+)/.exec(panel);
+    const pres = [...panel.matchAll(/<pre class="webhook-info">([\s\S]*?)<\/pre>/g)].map((m) => m[1] ?? "");
+    const event = /<strong>X-Gitea-Event:<\/strong>\s*([\w-]+)/.exec(panel)?.[1] ?? "";
+    deliveries.push({
+      uuid: (match[2] ?? "").trim(),
+      event,
+      ...(label ? { status: Number(label[2]) } : {}),
+      succeeded: label?.[1] === "green",
+      requestBody: unescapeHtml(pres[1] ?? ""),
+      responseBody: unescapeHtml(pres[3] ?? ""),
+    });
+  });
+  return deliveries;
+}

@@ -103,6 +103,8 @@ export function giteaAppIni(opts: GiteaIniOptions): string {
     // The stack's gateway is on 127.0.0.1; nothing else may be called (docs/webhooks.md).
     "ALLOWED_HOST_LIST = loopback",
     "DELIVER_TIMEOUT = 10",
+    // The deliveries a hook's page shows (gitea-api.ts reads them): the latest 50.
+    "PAGING_NUM = 50",
     "",
     "[log]",
     "MODE = console",

@@ -119,7 +119,7 @@ export async function startGitea(opts: StartGiteaOptions): Promise<GiteaServer> 
     },
   );
   if (created) log(`Gitea admin ${admin.name} created`);
-  if (state.token === undefined || created) {
+  const newToken = async () => {
     const out = await cli([
       "admin",
       "user",
@@ -132,10 +132,10 @@ export async function startGitea(opts: StartGiteaOptions): Promise<GiteaServer> 
       "all",
       "--raw",
     ]);
-    state.token = out.trim();
+    state.token = accessTokenIn(out);
     saveState();
-  }
-  const token = state.token;
+  };
+  if (state.token === undefined || created) await newToken();
 
   const proc = spawnManaged({
     name: "gitea",
@@ -147,6 +147,9 @@ export async function startGitea(opts: StartGiteaOptions): Promise<GiteaServer> 
     detached: opts.detached ?? false,
   });
   opts.onSpawn?.(proc);
+  // A caller that exits without stopping it (an uncaught error, process.exit) must not leave it behind.
+  const killOnExit = () => proc.killNow();
+  process.on("exit", killOnExit);
   const url = `http://127.0.0.1:${port}`;
   try {
     await waitUntil(async () => (await httpStatus(`${url}/api/v1/version`)) === 200, {
@@ -155,10 +158,16 @@ export async function startGitea(opts: StartGiteaOptions): Promise<GiteaServer> 
       timeoutMs: opts.timeoutMs ?? 60_000,
       ...(opts.signal ? { signal: opts.signal } : {}),
     });
+    // A kept token Gitea no longer knows (deleted in its settings) is replaced.
+    const me = await fetch(`${url}/api/v1/user`, { headers: { authorization: `token ${state.token}` } });
+    await me.arrayBuffer();
+    if (me.status === 401) await newToken();
   } catch (err) {
     await proc.stop();
+    process.off("exit", killOnExit);
     throw err;
   }
+  const token = state.token ?? "";
   return {
     url,
     port,
@@ -169,6 +178,7 @@ export async function startGitea(opts: StartGiteaOptions): Promise<GiteaServer> 
     proc,
     async stop() {
       await proc.stop();
+      process.off("exit", killOnExit);
     },
   };
 }
@@ -194,4 +204,18 @@ function runGitea(
       },
     );
   });
+}
+
+/**
+ * The token `gitea admin user generate-access-token --raw` printed: its last line of 40 hex digits (Gitea may print
+ * warnings before it, for example about running as root). Pure.
+ */
+export function accessTokenIn(output: string): string {
+  const token = output
+    .split("\n")
+    .map((line) => line.trim())
+    .filter((line) => /^[0-9a-f]{40}$/.test(line))
+    .at(-1);
+  if (token === undefined) throw new StackStartError("gitea admin user generate-access-token printed no token");
+  return token;
 }
