@@ -108,6 +108,7 @@ export function readGatewayConfig(env: Env): GatewayConfig {
     clientLimits: Object.freeze({
       headersTimeoutMs: r.int("HEADERS_TIMEOUT_MS", DEFAULT_CLIENT_LIMITS.headersTimeoutMs, { min: 100 }),
       bodyTimeoutMs: r.int("BODY_TIMEOUT_MS", DEFAULT_CLIENT_LIMITS.bodyTimeoutMs, { min: 100 }),
+      readIdleTimeoutMs: r.int("READ_IDLE_TIMEOUT_MS", DEFAULT_CLIENT_LIMITS.readIdleTimeoutMs, { min: 100 }),
       maxHeaderBytes: r.int("MAX_HEADER_BYTES", DEFAULT_CLIENT_LIMITS.maxHeaderBytes, { min: 1024, max: 1024 * 1024 }),
       maxUrlBytes: r.int("MAX_URL_BYTES", DEFAULT_CLIENT_LIMITS.maxUrlBytes, { min: 256, max: 1024 * 1024 }),
     }),

@@ -1,11 +1,15 @@
 import type { ClientHttp2Session } from "node:http2";
 import type { DescService } from "@bufbuild/protobuf";
-import { type Client, ConnectError, createClient, type Interceptor } from "@connectrpc/connect";
+import { type Client, Code, ConnectError, createClient, type Interceptor, type Transport } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcTransport, Http2SessionManager } from "@connectrpc/connect-node";
 import { propagateRequestId } from "./request-context.js";
 
 export interface ServiceClientOptions {
-  /** Upper bound of every call, in milliseconds. */
+  /**
+   * Upper bound of every unary call, in milliseconds. A streaming call has no bound on its whole length (a large log
+   * read by a slow client takes as long as the client takes): it fails only when the service sends nothing for this
+   * long while the caller waits for its next message (docs/limits.md).
+   */
   timeoutMs?: number;
   /** "connect" (default, fastest in Node) or "grpc". */
   protocol?: "connect" | "grpc";
@@ -35,6 +39,54 @@ export const retryRefusedStreams: Interceptor = (next) => async (req) => {
   }
 };
 
+/**
+ * Ends a streaming call whose service sends nothing for `idleMs` while the caller waits for a message (for its
+ * headers, or its next message): DeadlineExceeded, as a deadline would. Time the caller spends before asking for the
+ * next message does not count, so a slow reader downstream (HTTP/2 flow control holds the service back meanwhile)
+ * never ends its stream. Unary calls are left to their deadline.
+ */
+export function streamIdleTimeout(idleMs: number): Interceptor {
+  return (next) => async (req) => {
+    if (!req.stream) return next(req);
+    const idle = new AbortController();
+    let timer: NodeJS.Timeout | undefined;
+    const arm = () => {
+      clearTimeout(timer);
+      timer = setTimeout(
+        () => idle.abort(new ConnectError(`the service sent nothing for ${idleMs} ms`, Code.DeadlineExceeded)),
+        idleMs,
+      );
+    };
+    arm();
+    let res: Awaited<ReturnType<typeof next>>;
+    try {
+      res = await next({ ...req, signal: AbortSignal.any([req.signal, idle.signal]) });
+    } finally {
+      clearTimeout(timer);
+    }
+    if (!res.stream) return res;
+    const messages = res.message;
+    async function* watched() {
+      const it = messages[Symbol.asyncIterator]();
+      try {
+        for (;;) {
+          arm();
+          const step = await it.next().catch((err: unknown) => {
+            throw idle.signal.aborted ? idle.signal.reason : err;
+          });
+          clearTimeout(timer);
+          if (step.done) return;
+          yield step.value;
+        }
+      } finally {
+        clearTimeout(timer);
+        await it.return?.();
+      }
+    }
+    return { ...res, message: watched() };
+  };
+}
+
 const guarded = new WeakSet<ClientHttp2Session>();
 
 /**
@@ -59,29 +111,36 @@ export class GuardedHttp2SessionManager extends Http2SessionManager {
 }
 
 /**
- * A client of one backend service over HTTP/2, binary protobuf, uncompressed, with a default deadline on every call;
- * calls the server refused unprocessed are sent again; a call made in a request's context carries its request id.
+ * A client of one backend service over HTTP/2, binary protobuf, uncompressed, with a deadline on every unary call and
+ * an idle timeout on every streaming one (`timeoutMs` for both); calls the server refused unprocessed are sent
+ * again; a call made in a request's context carries its request id.
  */
 export function createServiceClient<T extends DescService>(
   service: T,
   baseUrl: string,
   opts: ServiceClientOptions = {},
 ): Client<T> {
+  const timeoutMs = opts.timeoutMs ?? 10_000;
   const common = {
     baseUrl,
     useBinaryFormat: true,
-    defaultTimeoutMs: opts.timeoutMs ?? 10_000,
     // Answers come uncompressed: the services talk inside one cluster, where gzip costs more CPU than it saves.
     // connect-node asks for gzip by default, and every answer over 1 KB was compressed by the service and
     // decompressed by the caller (about 8% of the builds service's CPU while builds were being created).
     acceptCompression: [],
-    interceptors: [propagateRequestId, retryRefusedStreams, ...(opts.interceptors ?? [])],
   };
+  const interceptors = [propagateRequestId, retryRefusedStreams, ...(opts.interceptors ?? [])];
   const sessionManager = new GuardedHttp2SessionManager(baseUrl);
-  const transport =
-    opts.protocol === "grpc"
-      ? createGrpcTransport({ ...common, sessionManager })
-      : createConnectTransport({ ...common, httpVersion: "2", sessionManager });
+  const make = (defaultTimeoutMs: number | undefined, extra: Interceptor[]): Transport => {
+    const options = { ...common, defaultTimeoutMs, interceptors: [...interceptors, ...extra], sessionManager };
+    return opts.protocol === "grpc"
+      ? createGrpcTransport(options)
+      : createConnectTransport({ ...options, httpVersion: "2" });
+  };
+  // One connection, two transports: unary calls with a deadline, streams with no deadline and an idle timeout.
+  const unary = make(timeoutMs, []);
+  const streams = make(undefined, [streamIdleTimeout(timeoutMs)]);
+  const transport: Transport = { unary: unary.unary.bind(unary), stream: streams.stream.bind(streams) };
   return createClient(service, transport);
 }
 export type { Client } from "@connectrpc/connect";

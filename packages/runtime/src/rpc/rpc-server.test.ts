@@ -1,4 +1,4 @@
-import { createClient, type Interceptor } from "@connectrpc/connect";
+import { Code, ConnectError, createClient, type Interceptor } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
 import { Health } from "@conveyor/proto/health";
 import { createLogger } from "../process/logger.js";
@@ -122,5 +122,80 @@ describe("createServiceClient", () => {
     } finally {
       await server.close();
     }
+  });
+});
+
+describe("createServiceClient's streaming calls (an idle timeout, no deadline)", () => {
+  const services = ["ci.test.v1.Streamed"];
+  let server: RpcServer;
+  const health = createHealthState(services);
+
+  beforeAll(async () => {
+    health.setServing(true);
+    server = await startRpcServer({
+      host: "127.0.0.1",
+      port: 0,
+      healthPort: 0,
+      routes: () => {},
+      health,
+      logger: createLogger("test", "silent"),
+    });
+  });
+
+  afterAll(() => server.close());
+
+  it("outlive the call timeout while the service keeps sending", async () => {
+    const client = createServiceClient(Health, server.url, { timeoutMs: 300 });
+    const started = Date.now();
+    let flips = 0;
+    const ticker = setInterval(() => health.setServing(++flips % 2 === 0), 100);
+    const seen: number[] = [];
+    try {
+      for await (const message of client.watch({ service: "" })) {
+        seen.push(message.status);
+        if (Date.now() - started > 1_200) break;
+      }
+    } finally {
+      clearInterval(ticker);
+      health.setServing(true);
+    }
+    // Four times the timeout, one message every 100 ms: a deadline would have ended it after 300 ms.
+    expect(Date.now() - started).toBeGreaterThan(1_200);
+    expect(seen.length).toBeGreaterThan(8);
+  });
+
+  it("fail with DeadlineExceeded when the service sends nothing for the timeout", async () => {
+    const client = createServiceClient(Health, server.url, { timeoutMs: 300 });
+    const started = Date.now();
+    const seen: number[] = [];
+    const failure = await (async () => {
+      for await (const message of client.watch({ service: "" })) seen.push(message.status);
+    })().then(
+      () => "ended",
+      (err: unknown) => err,
+    );
+    expect(seen).toHaveLength(1);
+    expect(failure).toBeInstanceOf(ConnectError);
+    expect((failure as ConnectError).code).toBe(Code.DeadlineExceeded);
+    expect((failure as ConnectError).message).toContain("sent nothing for 300 ms");
+    expect(Date.now() - started).toBeLessThan(2_000);
+  });
+
+  it("do not count the time the caller takes between messages", async () => {
+    const client = createServiceClient(Health, server.url, { timeoutMs: 300 });
+    const it = client.watch({ service: "" })[Symbol.asyncIterator]();
+    expect((await it.next()).done).toBe(false);
+    // The caller is slow: a second before it asks again, while the service has a message ready for it.
+    health.setServing(false);
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    const next = await it.next();
+    expect(next.done).toBe(false);
+    health.setServing(true);
+    await it.return?.();
+  });
+
+  it("leave unary calls to their deadline", async () => {
+    const client = createServiceClient(Health, server.url, { timeoutMs: 5_000 });
+    expect((await client.check({ service: "" })).status).toBeDefined();
   });
 });

@@ -1,7 +1,10 @@
+import { createServer, type Server } from "node:http";
 import { connect } from "node:net";
+import { Readable } from "node:stream";
 import { Role } from "@conveyor/proto/identity";
 import type { FastifyInstance } from "fastify";
 import { buildTestApp, type FakeWorld, makeOrg, makePrincipal, makeUser } from "../testing/test-app.js";
+import { dropStalledReader } from "./client-limits.js";
 
 const acme = makeOrg("acme", "Acme");
 const ann = makeUser(1, "Ann");
@@ -45,6 +48,7 @@ describe("client limits", () => {
         {
           headersTimeoutMs: 300,
           bodyTimeoutMs: 400,
+          readIdleTimeoutMs: 60_000,
           maxHeaderBytes: 4096,
           maxUrlBytes: 1024,
         },
@@ -113,5 +117,100 @@ describe("client limits", () => {
     expect(await badEncoding.json()).toEqual({
       message: "Bad Request: the URL is not valid (check its percent-encoding)",
     });
+  });
+});
+
+describe("dropStalledReader", () => {
+  let server: Server;
+  let port: number;
+  const closed: Array<{ dropped: boolean; sent: number }> = [];
+
+  beforeAll(async () => {
+    // Endless 64 KiB pieces, as fast as the client takes them.
+    server = createServer((_req, res) => {
+      let dropped = false;
+      let sent = 0;
+      dropStalledReader(res, 1_000, () => {
+        dropped = true;
+      });
+      res.once("close", () => closed.push({ dropped, sent }));
+      const piece = Buffer.alloc(64 * 1024, "x");
+      Readable.from(
+        (function* () {
+          for (;;) {
+            sent += piece.length;
+            yield piece;
+          }
+        })(),
+      ).pipe(res);
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    port = (server.address() as { port: number }).port;
+  });
+  afterAll(() => new Promise((resolve) => server.close(resolve)));
+
+  /** Requests the endless answer; reads `bytesPerTick` every `tickMs` (0: never), for `forMs`. */
+  function reader(bytesPerTick: number, tickMs: number, forMs: number) {
+    return new Promise<{ closedByServer: boolean; read: number }>((resolve) => {
+      const socket = connect(port, "127.0.0.1");
+      let read = 0;
+      socket.pause();
+      socket.write("GET / HTTP/1.1\r\nHost: x\r\n\r\n");
+      const ticker =
+        bytesPerTick > 0
+          ? setInterval(() => {
+              let chunk = socket.read(bytesPerTick);
+              if (chunk === null) chunk = socket.read();
+              if (chunk) read += chunk.length;
+            }, tickMs)
+          : undefined;
+      const end = setTimeout(() => {
+        clearInterval(ticker);
+        socket.destroy();
+        resolve({ closedByServer: false, read });
+      }, forMs);
+      socket.once("close", () => {
+        clearTimeout(end);
+        clearInterval(ticker);
+        resolve({ closedByServer: true, read });
+      });
+      socket.on("error", () => {});
+    });
+  }
+
+  /** Resolves with the server's record of the next answer that closes (or null after `ms`). */
+  function nextClose(ms: number) {
+    const before = closed.length;
+    return new Promise<{ dropped: boolean; sent: number; ms: number } | null>((resolve) => {
+      const started = Date.now();
+      const poll = setInterval(() => {
+        const entry = closed[before];
+        if (entry || Date.now() - started > ms) {
+          clearInterval(poll);
+          resolve(entry ? { ...entry, ms: Date.now() - started } : null);
+        }
+      }, 20);
+    });
+  }
+
+  it("disconnects a client that reads nothing while the answer waits to send more", async () => {
+    const closing = nextClose(5_000);
+    const client = reader(0, 0, 6_000);
+    const entry = await closing;
+    expect(entry?.dropped).toBe(true);
+    // Dropped once its buffers were full and a second passed without a byte read.
+    expect(entry?.ms).toBeLessThan(3_000);
+    await client;
+  });
+
+  it("keeps a slow client that goes on reading, however long the answer takes", async () => {
+    // 256 KiB every 50 ms for 4 s: four times the idle timeout (TCP opens its window in steps, so a reader this
+    // slow still lets the server write nothing for a few hundred milliseconds at a time).
+    const closing = nextClose(8_000);
+    const { closedByServer, read } = await reader(256 * 1024, 50, 4_000);
+    expect(closedByServer).toBe(false);
+    expect(read).toBeGreaterThan(4 * 1024 * 1024);
+    // The client left after 4 s: the server saw it go, and had not dropped it.
+    expect((await closing)?.dropped).toBe(false);
   });
 });

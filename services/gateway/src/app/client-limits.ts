@@ -1,4 +1,4 @@
-import type { ServerOptions } from "node:http";
+import type { ServerOptions, ServerResponse } from "node:http";
 import { REQUEST_ID_HEADER } from "@conveyor/runtime";
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest, FastifyServerOptions } from "fastify";
 
@@ -11,10 +11,14 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest, Fasti
  * - a request whose body has not fully arrived within `bodyTimeoutMs` of its start gets 408 and its connection is
  *   closed. The object store proxy (`/objects`, ARTIFACTS_PROXY) lifts this deadline in its own scope
  *   (liftBodyDeadline): an artifact of gigabytes may take minutes, and it streams without buffering.
+ * - a streamed answer (a log, an artifact through the proxy) has no deadline, however long it takes the client to
+ *   read it; a client that reads nothing of it for `readIdleTimeoutMs` while the gateway waits to send more is
+ *   disconnected, so that it holds no stream open upstream.
  */
 export interface ClientLimits {
   headersTimeoutMs: number;
   bodyTimeoutMs: number;
+  readIdleTimeoutMs: number;
   maxHeaderBytes: number;
   maxUrlBytes: number;
 }
@@ -22,6 +26,7 @@ export interface ClientLimits {
 export const DEFAULT_CLIENT_LIMITS: ClientLimits = {
   headersTimeoutMs: 10_000,
   bodyTimeoutMs: 30_000,
+  readIdleTimeoutMs: 60_000,
   maxHeaderBytes: 16 * 1024,
   maxUrlBytes: 8 * 1024,
 };
@@ -86,11 +91,48 @@ export function registerClientLimits(app: FastifyInstance, limits: ClientLimits)
     reply.raw.once("close", () => clearTimeout(timer));
     done();
   });
+  // A streamed answer is read for as long as its client keeps reading (see dropStalledReader).
+  app.addHook("onSend", (request, reply, payload, done) => {
+    if (payload !== null && typeof (payload as { pipe?: unknown }).pipe === "function") {
+      dropStalledReader(reply.raw, limits.readIdleTimeoutMs, () =>
+        request.log.warn(
+          { readIdleTimeoutMs: limits.readIdleTimeoutMs },
+          "client read nothing of a streamed answer for READ_IDLE_TIMEOUT_MS: disconnected",
+        ),
+      );
+    }
+    done(null, payload);
+  });
   // Once the body is in (validation starts), the request is no longer a slow client's.
   app.addHook("preValidation", (request, _reply, done) => {
     clearTimeout(bodyTimers.get(request));
     done();
   });
+}
+
+/**
+ * Disconnects a streamed answer's client once it has read nothing for `idleMs` while the answer waits to send more
+ * (its buffer full): time the gateway spends waiting for the answer's source does not count.
+ */
+export function dropStalledReader(res: ServerResponse, idleMs: number, onDrop: () => void): void {
+  let written = -1;
+  let since = Date.now();
+  const timer = setInterval(
+    () => {
+      const now = res.socket?.bytesWritten ?? 0;
+      if (now !== written || !res.writableNeedDrain) {
+        written = now;
+        since = Date.now();
+      } else if (Date.now() - since >= idleMs) {
+        clearInterval(timer);
+        onDrop();
+        res.destroy();
+      }
+    },
+    Math.max(10, Math.min(1_000, Math.floor(idleMs / 4))),
+  );
+  timer.unref();
+  res.once("close", () => clearInterval(timer));
 }
 
 /** An onRequest hook for a scope whose bodies stream for as long as they take: it lifts their body deadline. */
