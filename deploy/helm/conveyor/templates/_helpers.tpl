@@ -116,6 +116,11 @@ app.kubernetes.io/component: {{ .component }}
 {{- printf "%s-stores" (include "conveyor.fullname" .) -}}
 {{- end -}}
 
+{{/* The Secret holding the notifications service's CREDENTIALS_ENCRYPTION_KEY (templates/credentials-key.yaml). */}}
+{{- define "conveyor.credentialsKeySecretName" -}}
+{{- .Values.credentialsKey.existingSecret | default (printf "%s-credentials-key" (include "conveyor.fullname" .)) -}}
+{{- end -}}
+
 {{- define "conveyor.credentialsSecretName" -}}
 {{- printf "%s-credentials" (include "conveyor.fullname" .) -}}
 {{- end -}}
