@@ -1,5 +1,5 @@
 /**
- * Source-provider kinds, their API base URLs, and each forge's own commit-status request (docs/statuses.md#forges):
+ * Source-provider kinds, their API base URLs, and each forge's own commit-status request (docs/statuses.md#what-is-published):
  * GitHub and GitHub Enterprise `POST /repos/{owner}/{repo}/statuses/{sha}`, GitLab `POST /projects/{id}/statuses/{sha}`,
  * Bitbucket Cloud `POST /repositories/{workspace}/{repo}/commit/{sha}/statuses/build`, Gitea and Forgejo
  * `POST /repos/{owner}/{repo}/statuses/{sha}`. Pure: the caller sends the request.

@@ -1,6 +1,6 @@
 /**
  * The words of a commit status: its description in Buildkite's style ("Build #12 passed (1 minute, 3 seconds)") and
- * the bounds every forge accepts (docs/statuses.md#what-a-status-says). Pure.
+ * the bounds every forge accepts (docs/statuses.md#what-is-published). Pure.
  */
 
 /** GitHub refuses a description over 140 characters; the other forges take at least as much. */
