@@ -93,7 +93,7 @@ export function registerClientLimits(app: FastifyInstance, limits: ClientLimits)
   });
   // A streamed answer is read for as long as its client keeps reading (see dropStalledReader).
   app.addHook("onSend", (request, reply, payload, done) => {
-    if (payload !== null && typeof (payload as { pipe?: unknown }).pipe === "function") {
+    if (payload != null && typeof (payload as { pipe?: unknown }).pipe === "function") {
       dropStalledReader(reply.raw, limits.readIdleTimeoutMs, () =>
         request.log.warn(
           { readIdleTimeoutMs: limits.readIdleTimeoutMs },
