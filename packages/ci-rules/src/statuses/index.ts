@@ -1,4 +1,5 @@
 export * from "./commit-statuses.js";
 export * from "./forge-requests.js";
+export * from "./notify-statuses.js";
 export * from "./repository-url.js";
 export * from "./status-text.js";

@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { create, type MessageInitShape } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
+import { commitStatusNotifications } from "@conveyor/ci-rules";
 import { type Build, BuildSchema, type Job, JobSchema } from "@conveyor/proto/builds";
 import type { NotificationEvent } from "../events/notification-event.js";
 import { keyRingFrom } from "../providers/credential-envelope.js";
@@ -48,7 +49,9 @@ const jobEvent = (j: Job): NotificationEvent => ({
   buildNumber: 7,
 });
 
-async function setup(options: { settings?: Record<string, unknown>; repository?: string; kind?: string } = {}) {
+async function setup(
+  options: { settings?: Record<string, unknown>; repository?: string; kind?: string; configuration?: string } = {},
+) {
   const repository = createMemorySourceProviderRepository();
   const providers = createSourceProviders({
     repository,
@@ -73,8 +76,10 @@ async function setup(options: { settings?: Record<string, unknown>; repository?:
       calls.push(`pipeline ${org} ${id}`);
       return {
         slug: "widgets",
+        defaultBranch: "main",
         repository: options.repository ?? "http://127.0.0.1:3000/alice/widgets.git",
         providerSettings: options.settings ?? {},
+        notify: commitStatusNotifications(options.configuration ?? "steps: [{command: x}]"),
       };
     },
     build: async (pipelineId, number) => {
@@ -82,6 +87,7 @@ async function setup(options: { settings?: Record<string, unknown>; repository?:
       return build();
     },
     webUrl: async (org, slug, n) => `http://ci.local/${org === "org-1" ? "acme" : org}/${slug}/builds/${n}`,
+    conditionHolds: async (b, _pipeline, condition) => condition.includes(`'${b.branch}'`),
   };
   return { connection, sources, calls, handler: createCommitStatusHandler(sources) };
 }
@@ -161,18 +167,36 @@ describe("the commit-status handler", () => {
     expect(calls).toEqual([]);
   });
 
-  it("uses the notify entries and conditions the sources give", async () => {
-    const { sources } = await setup({ settings: { publish_commit_status: false } });
-    const handler = createCommitStatusHandler({
-      ...sources,
-      buildNotifications: () => [
-        { context: "ci/yes", blockedBuildsAsPending: false, condition: "build.branch == 'main'" },
-        { context: "ci/no", blockedBuildsAsPending: false, condition: "build.branch == 'dev'" },
-      ],
-      conditionHolds: (b, condition) => condition.includes(`'${b.branch}'`),
+  it("adds the YAML's notify github_commit_status entries whose if: holds, at build and step level", async () => {
+    const { handler } = await setup({
+      settings: { publish_commit_status: false },
+      configuration: `
+notify:
+  - github_commit_status: {context: ci/yes}
+    if: build.branch == 'main'
+  - github_commit_status: {context: ci/no}
+    if: build.branch == 'dev'
+steps:
+  - label: Tests
+    key: tests
+    command: x
+    notify: [{github_commit_status: {context: ci/tests}}]
+  - label: Other
+    command: y
+`,
     });
-    const intents = await handler.intents(buildEvent(build()));
-    expect(intents.map((i) => readCommitStatusRequest(i.request)?.status.context)).toEqual(["ci/yes"]);
+    const contexts = async (e: NotificationEvent) =>
+      (await handler.intents(e)).map((i) => readCommitStatusRequest(i.request)?.status.context);
+    expect(await contexts(buildEvent(build()))).toEqual(["ci/yes"]);
+    expect(await contexts(jobEvent(job({ stepKey: "tests", state: "passed" })))).toEqual(["ci/tests"]);
+    // A step without notify, with per-step statuses off: nothing, and its build is not read.
+    expect(await contexts(jobEvent(job({ label: "Other" })))).toEqual([]);
+  });
+
+  it("does not read a job's build when nothing would be sent for the job", async () => {
+    const { handler, calls } = await setup();
+    expect(await handler.intents(jobEvent(job({ state: "passed" })))).toEqual([]);
+    expect(calls.filter((c) => c.startsWith("build "))).toEqual([]);
   });
 
   it("sets nothing for a build of HEAD (its commit is not known yet)", async () => {

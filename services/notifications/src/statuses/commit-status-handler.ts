@@ -1,6 +1,7 @@
 import { timestampDate } from "@bufbuild/protobuf/wkt";
 import {
   type CommitStatusNotification,
+  type CommitStatusNotifications,
   commitStatusesFor,
   connectionForRepository,
   parseRepositoryUrl,
@@ -8,6 +9,7 @@ import {
   type StatusEvent,
   type StatusJob,
   statusSettings,
+  stepCommitStatusNotifications,
 } from "@conveyor/ci-rules";
 import type { Build, Job } from "@conveyor/proto/builds";
 import type { DeliveryIntent, EventHandler } from "../events/handler.js";
@@ -20,19 +22,23 @@ export interface StatusSources {
   /** The organization's connections, oldest first. */
   connections(organizationId: string): Promise<SourceProviderDoc[]>;
   /** The pipeline's slug, repository and provider settings; null when it is gone. */
-  pipeline(
-    organizationId: string,
-    pipelineId: string,
-  ): Promise<{ slug: string; repository: string; providerSettings: Record<string, unknown> } | null>;
+  pipeline(organizationId: string, pipelineId: string): Promise<StatusPipeline | null>;
   /** A build (without jobs) of a job's event; null when it is gone. */
   build(pipelineId: string, number: number): Promise<Build | null>;
   /** The build's `web_url`. */
   webUrl(organizationId: string, pipelineSlug: string, number: number): Promise<string>;
-  /** The build-level and step-level `notify: github_commit_status` entries; empty when the YAML has none. */
-  buildNotifications?(build: Build): readonly CommitStatusNotification[];
-  jobNotifications?(job: Job): readonly CommitStatusNotification[];
   /** Evaluates a notification's `if:` for the build (false when it cannot be evaluated). */
-  conditionHolds?(build: Build, condition: string): boolean;
+  conditionHolds(build: Build, pipeline: StatusPipeline, condition: string): Promise<boolean>;
+}
+
+/** What the handler reads of a pipeline. */
+export interface StatusPipeline {
+  slug: string;
+  defaultBranch: string;
+  repository: string;
+  providerSettings: Record<string, unknown>;
+  /** The `notify: github_commit_status` entries of its YAML (build and step level). */
+  notify: CommitStatusNotifications;
 }
 
 const date = (t: Parameters<typeof timestampDate>[0] | undefined) => (t ? timestampDate(t) : null);
@@ -96,7 +102,13 @@ export function createCommitStatusHandler(sources: StatusSources): EventHandler 
       );
       if (!connection) return [];
       const settings = statusSettings(pipeline.providerSettings);
-      const jobNotify = event.type === "job" ? (sources.jobNotifications?.(event.job) ?? []) : [];
+      const jobNotify =
+        event.type === "job"
+          ? stepCommitStatusNotifications(pipeline.notify, {
+              stepKey: event.job.stepKey,
+              label: event.job.label || event.job.name,
+            })
+          : [];
       // A job's status is wanted only per step or by its step's notify: otherwise its build is not read.
       const perStep = settings.publishCommitStatus && settings.publishCommitStatusPerStep;
       if (event.type === "job" && (event.job.type !== "script" || (!perStep && jobNotify.length === 0))) return [];
@@ -106,19 +118,21 @@ export function createCommitStatusHandler(sources: StatusSources): EventHandler 
       const statusBuild = statusBuildOf(
         { ...build, pipelineSlug: build.pipelineSlug || pipeline.slug },
         webUrl,
-        sources.buildNotifications?.(build) ?? [],
+        pipeline.notify.build,
       );
       const statusEvent: StatusEvent =
         event.type === "build"
           ? { kind: "build", build: statusBuild }
-          : {
-              kind: "job",
-              build: statusBuild,
-              job: statusJobOf(event.job, sources.jobNotifications?.(event.job) ?? []),
-            };
-      const statuses = commitStatusesFor(statusEvent, statusSettings(pipeline.providerSettings), (condition) =>
-        sources.conditionHolds ? sources.conditionHolds(build, condition) : false,
-      );
+          : { kind: "job", build: statusBuild, job: statusJobOf(event.job, jobNotify) };
+      // The notifications' `if:`s, evaluated first (the organization's slug may need a read).
+      const notify = statusEvent.kind === "job" ? statusEvent.job.notify : statusBuild.notify;
+      const held = new Map<string, boolean>();
+      for (const n of notify) {
+        if (n.condition !== null && !held.has(n.condition)) {
+          held.set(n.condition, await sources.conditionHolds(build, pipeline, n.condition));
+        }
+      }
+      const statuses = commitStatusesFor(statusEvent, settings, (condition) => held.get(condition) === true);
       const host = new URL(connection.apiUrl).host;
       return statuses.map((status) => {
         const request: CommitStatusRequest = {

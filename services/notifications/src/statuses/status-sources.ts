@@ -1,10 +1,11 @@
 import { Code, ConnectError } from "@connectrpc/connect";
-import type { BuildsService } from "@conveyor/proto/builds";
+import { type BuildContext, commitStatusNotifications, evaluateCondition } from "@conveyor/ci-rules";
+import type { Build, BuildsService } from "@conveyor/proto/builds";
 import type { IdentityService } from "@conveyor/proto/identity";
 import type { PipelinesService } from "@conveyor/proto/pipelines";
 import type { Client } from "@conveyor/runtime";
 import type { SourceProviderRepository } from "../providers/source-provider-repository.js";
-import type { StatusSources } from "./commit-status-handler.js";
+import type { StatusPipeline, StatusSources } from "./commit-status-handler.js";
 
 /** How long what the handler read is used again (connections, pipelines); organizations' slugs are kept longer. */
 const FRESH_MS = 5_000;
@@ -51,6 +52,11 @@ export function createRpcStatusSources(deps: RpcStatusSourcesDeps): StatusSource
   const pipelines = ttlCache<Awaited<ReturnType<StatusSources["pipeline"]>>>(FRESH_MS, now);
   const slugs = ttlCache<string>(SLUG_FRESH_MS, now);
   const base = deps.webBaseUrl.replace(/\/+$/, "");
+  const slugOf = (organizationId: string) =>
+    slugs(organizationId, async () => {
+      const { organization } = await deps.identity.getOrganization({ id: organizationId });
+      return organization?.slug ?? organizationId;
+    });
   return {
     connections: (organizationId) => connections(organizationId, () => deps.connections.list(organizationId)),
     pipeline: (organizationId, pipelineId) =>
@@ -60,8 +66,10 @@ export function createRpcStatusSources(deps: RpcStatusSourcesDeps): StatusSource
           if (!pipeline) return null;
           return {
             slug: pipeline.slug,
+            defaultBranch: pipeline.defaultBranch,
             repository: pipeline.repository,
             providerSettings: (pipeline.provider?.settings ?? {}) as Record<string, unknown>,
+            notify: commitStatusNotifications(pipeline.configuration),
           };
         } catch (err) {
           if (missing(err)) return null;
@@ -77,11 +85,43 @@ export function createRpcStatusSources(deps: RpcStatusSourcesDeps): StatusSource
       }
     },
     async webUrl(organizationId, pipelineSlug, number) {
-      const slug = await slugs(organizationId, async () => {
-        const { organization } = await deps.identity.getOrganization({ id: organizationId });
-        return organization?.slug ?? organizationId;
-      });
-      return `${base}/${slug}/${pipelineSlug}/builds/${number}`;
+      return `${base}/${await slugOf(organizationId)}/${pipelineSlug}/builds/${number}`;
     },
+    async conditionHolds(build, pipeline, condition) {
+      const result = evaluateCondition(condition, buildContextOf(build, pipeline, await slugOf(build.organizationId)));
+      return result.ok && result.value;
+    },
+  };
+}
+
+/** What a notification's `if:` sees of a build (the conditionals' variables, as when the build was created). */
+export function buildContextOf(build: Build, pipeline: StatusPipeline, organizationSlug: string): BuildContext {
+  const pr = build.pullRequest;
+  return {
+    id: build.id,
+    number: build.number,
+    branch: build.branch,
+    commit: build.commit,
+    message: build.message,
+    source: build.source,
+    sourceEvent: build.sourceEvent || null,
+    sourceAction: build.sourceAction || null,
+    tag: build.tag || null,
+    env: build.env,
+    pullRequest:
+      pr && pr.id !== ""
+        ? {
+            id: pr.id,
+            baseBranch: pr.base || null,
+            draft: pr.draft ?? null,
+            labels: pr.labels,
+            repository: pr.repository || null,
+            fork: pr.fork ?? null,
+          }
+        : null,
+    creator: build.creator ? { id: build.creator.id, name: build.creator.name, email: build.creator.email } : null,
+    author: build.author ? { name: build.author.name, email: build.author.email } : null,
+    pipeline: { slug: pipeline.slug, defaultBranch: pipeline.defaultBranch, id: build.pipelineId },
+    organization: { slug: organizationSlug, id: build.organizationId },
   };
 }
