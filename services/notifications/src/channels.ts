@@ -3,7 +3,7 @@ import type { NotificationsContext } from "./notifications-context.js";
 import { createWebhookChannel } from "./webhooks/webhook-channel.js";
 
 /**
- * Every delivery kind and the channel that sends it (docs/notifications.md#channels): add a channel here, one line
+ * Every delivery kind and the channel that sends it (docs/notifications.md#from-event-to-delivery): add a channel here, one line
  * each. Deliveries of a kind no channel sends fail at once, saying so.
  */
 export async function createChannels(ctx: NotificationsContext): Promise<Channel[]> {

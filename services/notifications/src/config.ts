@@ -1,7 +1,7 @@
 import { createEnvReader, DEFAULT_PORTS, defaultServiceUrl, type Env } from "@conveyor/runtime";
 import type { DispatcherConfig } from "./dispatch/dispatcher.js";
 
-/** The notifications service's own settings (docs/configuration.md#notifications). */
+/** The notifications service's own settings (docs/configuration.md#the-notifications-service). */
 export interface NotificationsConfig {
   readonly dispatch: DispatcherConfig;
   /** How long a delivery is tried before it is given up. */

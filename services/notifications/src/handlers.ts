@@ -3,7 +3,7 @@ import type { NotificationsContext } from "./notifications-context.js";
 import { createOrganizationWebhooksHandler } from "./webhooks/organization-webhooks-handler.js";
 
 /**
- * Every handler that turns an event into deliveries (docs/notifications.md#handlers): add a handler here, one line
+ * Every handler that turns an event into deliveries (docs/notifications.md#from-event-to-delivery): add a handler here, one line
  * each. A handler reads what it needs (webhooks, pipelines, …) through the context and returns the deliveries it
  * wants; it never sends anything itself.
  */

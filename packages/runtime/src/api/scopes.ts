@@ -20,4 +20,6 @@ export const ALL_SCOPES = [
   "read_job_env",
   "read_clusters",
   "write_clusters",
+  "read_notification_services",
+  "write_notification_services",
 ] as const;

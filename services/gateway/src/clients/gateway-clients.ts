@@ -3,6 +3,7 @@ import { AnnotationsService } from "@conveyor/proto/annotations";
 import { ArtifactsService } from "@conveyor/proto/artifacts";
 import { BuildsService } from "@conveyor/proto/builds";
 import { IdentityService, RegistriesService, RulesService, TeamsService } from "@conveyor/proto/identity";
+import { NotificationsService } from "@conveyor/proto/notifications";
 import { PipelinesService } from "@conveyor/proto/pipelines";
 import { SourceProvidersService } from "@conveyor/proto/source-providers";
 import { type Client, createServiceClient } from "@conveyor/runtime";
@@ -24,6 +25,8 @@ export interface GatewayClients {
   agents: Client<typeof AgentsService>;
   /** Source-provider connections, served by the notifications process. */
   sourceProviders: Client<typeof SourceProvidersService>;
+  /** Organization notification webhooks, served by the notifications process. */
+  notifications: Client<typeof NotificationsService>;
 }
 
 /** Connect-protocol clients over HTTP/2 to every backend service. */
@@ -42,5 +45,6 @@ export function createGatewayClients(config: GatewayConfig): GatewayClients {
     artifacts: createServiceClient(ArtifactsService, config.serviceUrls.artifacts, opts),
     agents: createServiceClient(AgentsService, config.serviceUrls.agents, opts),
     sourceProviders: createServiceClient(SourceProvidersService, config.serviceUrls.notifications, opts),
+    notifications: createServiceClient(NotificationsService, config.serviceUrls.notifications, opts),
   };
 }

@@ -11,6 +11,7 @@ import { buildRoutes } from "./builds.js";
 import { jobLogRoutes } from "./job-logs.js";
 import { jobRoutes } from "./jobs.js";
 import { memberRoutes } from "./members.js";
+import { notificationWebhookRoutes } from "./notification-webhooks.js";
 import { organizationRoutes } from "./organizations.js";
 import { pipelineRoutes } from "./pipelines.js";
 import { registryTokenRoutes } from "./registry-tokens.js";
@@ -58,5 +59,6 @@ export async function registerRestApi(app: FastifyInstance, opts: RestApiOptions
     registryTokenRoutes(scope, deps);
     artifactRoutes(scope, deps, { urlBase: opts.artifactUrlBase });
     sourceProviderRoutes(scope, deps);
+    notificationWebhookRoutes(scope, deps);
   });
 }

@@ -26,6 +26,7 @@ import {
   type User,
   UserSchema,
 } from "@conveyor/proto/identity";
+import { NotificationsService } from "@conveyor/proto/notifications";
 import { PipelinesService } from "@conveyor/proto/pipelines";
 import { SourceProvidersService } from "@conveyor/proto/source-providers";
 import { acceptRequestId, propagateRequestId, REQUEST_ID_HEADER } from "@conveyor/runtime";
@@ -140,6 +141,7 @@ export interface FakeServices {
   agents?: Partial<ServiceImpl<typeof AgentsService>>;
   artifacts?: Partial<ServiceImpl<typeof ArtifactsService>>;
   sourceProviders?: Partial<ServiceImpl<typeof SourceProvidersService>>;
+  notifications?: Partial<ServiceImpl<typeof NotificationsService>>;
 }
 
 /**
@@ -173,6 +175,7 @@ export async function buildTestApp(
       router.service(ArtifactsService, services.artifacts ?? {});
       router.service(AgentsService, services.agents ?? {});
       router.service(SourceProvidersService, services.sourceProviders ?? {});
+      router.service(NotificationsService, services.notifications ?? {});
       // As the real clients and servers do: calls carry the request id of the context they are made in.
     },
     {
@@ -191,6 +194,7 @@ export async function buildTestApp(
     artifacts: createClient(ArtifactsService, transport),
     agents: createClient(AgentsService, transport),
     sourceProviders: createClient(SourceProvidersService, transport),
+    notifications: createClient(NotificationsService, transport),
   };
   return buildApp({
     config: {

@@ -107,10 +107,10 @@ describe("webhookProblems", () => {
   });
 
   it.each([
-    [{ url: "ftp://x" }, "url"],
-    [{ url: "not a url" }, "url"],
-    [{ url: "https://u:p@x.example/" }, "url"],
-    [{ url: `https://x.example/${"a".repeat(2100)}` }, "url"],
+    [{ url: "ftp://x" }, "webhook_url"],
+    [{ url: "not a url" }, "webhook_url"],
+    [{ url: "https://u:p@x.example/" }, "webhook_url"],
+    [{ url: `https://x.example/${"a".repeat(2100)}` }, "webhook_url"],
     [{ events: [] }, "events"],
     [{ events: ["build.started"] }, "events"],
     [{ events: ["ping", "ping"] }, "events"],

@@ -21,7 +21,7 @@ export interface FieldProblem {
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /**
- * Checks a webhook's fields, naming each field that is wrong (the REST names: url, events, pipeline_ids,
+ * Checks a webhook's fields, naming each field that is wrong (the REST names: webhook_url, events, pipeline_ids,
  * token_mode, description). Addresses are checked again, on every connection, when deliveries are sent
  * (docs/security.md#outbound-requests); here only the form: an http(s) URL without credentials. Pure.
  */
@@ -32,15 +32,15 @@ export function webhookProblems(f: Partial<WebhookFields>): FieldProblem[] {
     try {
       url = new URL(f.url);
     } catch {
-      problems.push({ field: "url", code: "must be an http or https URL" });
+      problems.push({ field: "webhook_url", code: "must be an http or https URL" });
     }
     if (url) {
       if (url.protocol !== "http:" && url.protocol !== "https:") {
-        problems.push({ field: "url", code: "must be an http or https URL" });
+        problems.push({ field: "webhook_url", code: "must be an http or https URL" });
       } else if (url.username || url.password) {
-        problems.push({ field: "url", code: "must not hold credentials" });
+        problems.push({ field: "webhook_url", code: "must not hold credentials" });
       } else if (f.url.length > WEBHOOK_LIMITS.urlChars) {
-        problems.push({ field: "url", code: `must be at most ${WEBHOOK_LIMITS.urlChars} characters` });
+        problems.push({ field: "webhook_url", code: `must be at most ${WEBHOOK_LIMITS.urlChars} characters` });
       }
     }
   }

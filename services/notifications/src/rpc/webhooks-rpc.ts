@@ -61,7 +61,7 @@ const fieldsOf = (w: WebhookInput | undefined): WebhookFields => ({
 });
 
 const MASK: Record<string, keyof WebhookFields> = {
-  url: "url",
+  webhook_url: "url",
   events: "events",
   pipeline_ids: "pipelineIds",
   token_mode: "tokenMode",

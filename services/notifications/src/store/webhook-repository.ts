@@ -10,7 +10,7 @@ export interface WebhookDoc {
   /** Only these pipelines' builds and jobs; empty for all. */
   pipelineIds: string[];
   tokenMode: "token" | "signature";
-  /** The token (or signing secret). Never answered after creation (docs/security.md#notifications). */
+  /** The token (or signing secret). Never answered after creation (docs/security.md#notification-secrets). */
   token: string;
   description: string;
   createdAt: Date;
