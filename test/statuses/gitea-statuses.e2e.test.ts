@@ -19,7 +19,8 @@ import { agents, arrangeCluster, arrangeOrgUser, send, unique } from "../support
 // Commit statuses on a real forge end to end (docs/statuses.md; issue 34): an organization connects a real Gitea
 // (deploy/src/forge/) with a token; builds of a pipeline whose repository is on that Gitea run on the real
 // buildkite-agent, and Gitea's own API (GET /repos/{o}/{r}/commits/{sha}/statuses) shows what the notifications
-// service set: pending, then success or failure, with context buildkite/<slug> and the build's web_url; per step too.
+// service set: pending, then success or failure, with context buildkite/<slug> and the build's web_url; per step too,
+// and the contexts of the YAML's notify: github_commit_status.
 
 jest.setTimeout(240_000);
 
@@ -27,10 +28,19 @@ jest.setTimeout(240_000);
 type Json = any;
 
 const SCOPES = ["read_builds", "write_builds", "read_pipelines", "write_pipelines", "read_organizations"];
-const PIPELINE = `steps:
+const PIPELINE = `notify:
+  - github_commit_status:
+      context: ci/custom
+  - github_commit_status:
+      context: ci/never
+    if: build.branch == "no-such-branch"
+steps:
   - label: ":test_tube: Tests"
     key: tests
     command: sleep 2 && bash check.sh
+    notify:
+      - github_commit_status:
+          context: ci/tests
 `;
 
 let gitea: GiteaServer | undefined;
@@ -180,6 +190,14 @@ describe("commit statuses on a real Gitea", () => {
       expect(stateOf(step.at(-1))).toBe("success");
       expect(step.at(-1).target_url).toMatch(new RegExp(`^${build.web_url}#`));
       expect(step.at(-1).description).toMatch(/^:test_tube: Tests passed/);
+
+      // The YAML's notify: github_commit_status, at build and step level; the one whose if: does not hold is not set.
+      const custom = await finalStatuses(sha, "ci/custom");
+      expect(stateOf(custom.at(-1))).toBe("success");
+      expect(custom.at(-1).target_url).toBe(build.web_url);
+      const tests = await finalStatuses(sha, "ci/tests");
+      expect(stateOf(tests.at(-1))).toBe("success");
+      expect((await statusesOf(sha)).filter((s: Json) => s.context === "ci/never")).toEqual([]);
     },
   );
 
