@@ -29,7 +29,7 @@ void runService(
   {
     name: "notifications",
     serviceNames: [NotificationsService.typeName, SourceProvidersService.typeName],
-    async setup({ db, nats, logger, env }) {
+    async setup({ db, nats, logger, env, config: backend }) {
       const config = readNotificationsConfig(env);
       const [webhooks, deliveries] = await Promise.all([
         createMongoWebhookRepository(db),
@@ -92,7 +92,7 @@ void runService(
         retryForMs: config.retryForMs,
         stored: nudge,
       });
-      await consumeNotificationEvents(nats, record, logger);
+      await consumeNotificationEvents(nats, record, logger, backend.mongodbDatabase);
       return (router) =>
         router
           .service(NotificationsService, createNotificationsService(ctx, nudge))
