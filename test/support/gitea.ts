@@ -1,4 +1,4 @@
-import { existsSync, mkdtempSync } from "node:fs";
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { cacheDir, cachedToolPath, checkGo, GITEA, type GiteaServer, giteaBinary, startGitea } from "@conveyor/deploy";
@@ -33,18 +33,31 @@ export const itWithGitea = itRequires(giteaPrecondition);
 /** How long a suite's beforeAll may take to build Gitea the first time, and start it. */
 export const GITEA_SETUP_TIMEOUT_MS = 20 * 60_000;
 
+const started: Array<{ gitea: GiteaServer; root: string }> = [];
+
 /**
- * Starts a Gitea of its own for a suite (building it first when the cache has none), in a temporary folder on a free
- * port. The caller stops it.
+ * Starts a Gitea of its own for a suite (building it first when the cache has none; the build's log goes to
+ * .test-results/build-gitea.log), in a temporary folder on a free port. `stopTestGiteas` in an afterAll stops it and
+ * removes its folder (kept with CONVEYOR_KEEP_TEST_DATA=1). `workDir` is a folder beside its data for working copies.
  */
-export async function startTestGitea(): Promise<GiteaServer> {
+export async function startTestGitea(): Promise<GiteaServer & { workDir: string }> {
   const root = mkdtempSync(join(tmpdir(), "conveyor-gitea-"));
   const log = (line: string) => process.stderr.write(`[gitea] ${line}\n`);
   const binary = await giteaBinary(process.env, {
     cache: cacheDir(process.env),
-    logsDir: join(root, "logs"),
+    logsDir: join(__dirname, "..", "..", ".test-results"),
     env: process.env,
     log,
   });
-  return startGitea({ binary, dataDir: join(root, "gitea"), env: process.env, log });
+  const gitea = await startGitea({ binary, dataDir: join(root, "gitea"), env: process.env, log });
+  started.push({ gitea, root });
+  return Object.assign(gitea, { workDir: join(root, "work") });
+}
+
+/** Stops the Gitea servers this process started and removes their folders. */
+export async function stopTestGiteas(): Promise<void> {
+  for (const { gitea, root } of started.splice(0)) {
+    await gitea.stop();
+    if (process.env.CONVEYOR_KEEP_TEST_DATA !== "1") rmSync(root, { recursive: true, force: true });
+  }
 }

@@ -9,7 +9,13 @@ import {
   type WorkingCopy,
 } from "@conveyor/deploy";
 import { Role } from "@conveyor/proto/identity";
-import { GITEA_SETUP_TIMEOUT_MS, giteaPrecondition, itWithGitea, startTestGitea } from "../support/gitea.js";
+import {
+  GITEA_SETUP_TIMEOUT_MS,
+  giteaPrecondition,
+  itWithGitea,
+  startTestGitea,
+  stopTestGiteas,
+} from "../support/gitea.js";
 import { eventually, startAgent, stopAllAgents } from "../support/real-agent.js";
 import { agents, arrangeCluster, arrangeOrgUser, send, stack, unique } from "../support/stack-env.js";
 
@@ -43,12 +49,13 @@ let builds: string;
 
 beforeAll(async () => {
   if (giteaPrecondition.missing !== undefined) return;
-  gitea = await startTestGitea();
+  const started = await startTestGitea();
+  gitea = started;
   org = await arrangeOrgUser({ scopes: SCOPES, role: Role.ADMIN });
   const clusterId = await arrangeCluster(org.organization.id);
   const agentToken = (await agents.createAgentToken({ organizationId: org.organization.id, clusterId })).secret;
   repo = await createGiteaRepository(gitea, { name: unique("app") });
-  copy = await giteaWorkingCopy(gitea, repo);
+  copy = await giteaWorkingCopy(gitea, repo, started.workDir);
 
   // The pipeline builds from the repository's clone URL; main and v* tags only; tags build.
   const pipelines = `/v2/organizations/${org.organization.slug}/pipelines`;
@@ -72,7 +79,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await stopAllAgents();
-  await gitea?.stop();
+  await stopTestGiteas();
 });
 
 /** The pipeline's builds, newest first. */
@@ -206,11 +213,26 @@ describe("a real Gitea pushing to a pipeline", () => {
     expect((await listBuilds()).filter((b: Json) => b.commit === sha)).toEqual([]);
   });
 
+  itWithGitea(
+    "reads Gitea's delete event of a branch, and builds or cancels nothing with the setting off",
+    async () => {
+      await copy.deleteBranch("feature");
+      const delivery = await deliveryOf("delete", '"ref": "feature"');
+      expect(delivery.status).toBe(200);
+      expect(JSON.parse(delivery.responseBody)).toMatchObject({
+        builds: [],
+        canceled_builds: 0,
+        reasons: ['Branch "feature" was deleted; its builds go on (cancel_deleted_branch_builds is off).'],
+      });
+    },
+  );
+
   itWithGitea("has every delivery Gitea made answered 2xx, in its own record", async () => {
     const deliveries = await giteaHookDeliveries(gitea as GiteaServer, repo, hookId);
-    // Four pushes, and the create events of the branch and the tag pushed for the first time.
+    // Four pushes, the create events of the two branches and the tag pushed for the first time, and a deletion.
     expect(deliveries.filter((d) => d.event === "push")).toHaveLength(4);
-    expect(deliveries.filter((d) => d.event === "create").length).toBeGreaterThanOrEqual(1);
+    expect(deliveries.filter((d) => d.event === "create")).toHaveLength(3);
+    expect(deliveries.filter((d) => d.event === "delete")).toHaveLength(1);
     for (const d of deliveries) {
       expect({ event: d.event, status: d.status, succeeded: d.succeeded }).toEqual({
         event: d.event,

@@ -130,6 +130,8 @@ export interface WorkingCopy {
   push(branch: string): Promise<void>;
   /** Pushes a tag made with tag(). */
   pushTag(name: string): Promise<void>;
+  /** Deletes a branch of the repository (a push of nothing to it). */
+  deleteBranch(branch: string): Promise<void>;
   /** Runs any git command in the working copy; resolves with its output. */
   git(...args: string[]): Promise<string>;
 }
@@ -172,6 +174,9 @@ export async function giteaWorkingCopy(gitea: GiteaAccess, repo: GiteaRepository
     },
     async pushTag(name) {
       await git([...withAuth, "push", "-q", repo.cloneUrl, `refs/tags/${name}:refs/tags/${name}`]);
+    },
+    async deleteBranch(branch) {
+      await git([...withAuth, "push", "-q", repo.cloneUrl, `:refs/heads/${branch}`]);
     },
     git: (...args) => git(args),
   };
