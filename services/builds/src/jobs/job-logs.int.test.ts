@@ -348,5 +348,6 @@ describe("job logs", () => {
     expect(await codeOf(client.setJobHeaderTimes({ jobId: ref.jobId, headerTimes: times(0, 1) }))).toBe(
       Code.FailedPrecondition,
     );
-  });
+    // Seven writes of documents holding up to 10,000 times: seconds each on FerretDB when the machine is busy.
+  }, 120_000);
 });
