@@ -1,3 +1,5 @@
+import { spawnSync } from "node:child_process";
+import { join } from "node:path";
 import { send, stack, unique } from "../support/stack-env.js";
 import { eventually, startReceiver } from "../support/webhook-receiver.js";
 
@@ -152,5 +154,33 @@ describe("organization notification webhooks", () => {
     expect((await send("DELETE", `${base}/webhooks/${hook.id}`, stack.apiToken)).status).toBe(204);
     expect((await send("GET", `${base}/webhooks/${hook.id}`, stack.apiToken)).status).toBe(404);
     expect((await send("GET", `${base}/webhooks/${hook.id}/deliveries`, stack.apiToken)).status).toBe(404);
+  });
+
+  it("are managed with ci-admin webhook add, list, deliveries and remove", async () => {
+    const ciAdmin = (...args: string[]) => {
+      const res = spawnSync(process.execPath, [join(process.cwd(), "packages/admin-cli/bin/ci-admin.js"), ...args], {
+        env: process.env,
+        encoding: "utf8",
+        timeout: 30_000,
+      });
+      if (res.status !== 0) throw new Error(`ci-admin ${args.join(" ")}: ${res.status} ${res.stderr}`);
+      return JSON.parse(res.stdout.trim());
+    };
+    const path = `/cli-${unique("h")}`;
+    const added = ciAdmin("webhook", "add", "--org", stack.orgSlug, "--url", receiver.url(path), "--events", "ping");
+    expect(added).toMatchObject({ webhook_url: receiver.url(path), events: ["ping"], token_mode: "token" });
+    receiver.tokens.set(path, added.token);
+    await eventually("the ping", () => receiver.at(path).some((r) => r.verified));
+    const listed = ciAdmin("webhook", "list", "--org", stack.orgSlug);
+    expect(listed.find((w: { id: string }) => w.id === added.id)).not.toHaveProperty("token");
+    await eventually("the delivery listed as succeeded", () => {
+      const [d] = ciAdmin("webhook", "deliveries", "--org", stack.orgSlug, "--id", added.id);
+      return d?.status === "succeeded";
+    });
+    expect(ciAdmin("webhook", "remove", "--org", stack.orgSlug, "--id", added.id)).toEqual({
+      id: added.id,
+      removed: true,
+    });
+    expect((await send("GET", `${base}/webhooks/${added.id}`, stack.apiToken)).status).toBe(404);
   });
 });

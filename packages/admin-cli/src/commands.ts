@@ -8,6 +8,7 @@ import {
   TeamPrivacy,
   type TeamsService,
 } from "@conveyor/proto/identity";
+import type { NotificationsService } from "@conveyor/proto/notifications";
 import type { PipelinesService } from "@conveyor/proto/pipelines";
 import type { SourceProvidersService } from "@conveyor/proto/source-providers";
 import { type Client, isoTime, TEAM_MEMBER_ROLES, TEAM_PRIVACIES } from "@conveyor/runtime";
@@ -15,6 +16,7 @@ import { type CliArgs, type FlagTypes, optionalFlag, requireFlag, UsageError } f
 import { PROVIDER_COMMANDS } from "./provider-commands.js";
 import { SCHEDULE_COMMANDS } from "./schedule-commands.js";
 import { USER_COMMANDS } from "./user-commands.js";
+import { WEBHOOK_COMMANDS } from "./webhook-commands.js";
 
 /** The clients a command may use; created lazily so a usage error never needs a running stack. */
 export interface CommandContext {
@@ -29,6 +31,8 @@ export interface CommandContext {
   pipelines(): Client<typeof PipelinesService>;
   /** Source-provider connections, served by the notifications process. */
   sourceProviders(): Client<typeof SourceProvidersService>;
+  /** Organization notification webhooks, served by the notifications process. */
+  notifications(): Client<typeof NotificationsService>;
   /** The pages' address (WEB_URL), which sign-in links start with. */
   webUrl: string;
   /** A new password, from stdin (never from the command line, where `ps` would show it). */
@@ -71,6 +75,7 @@ export const COMMANDS: Record<string, CommandSpec> = {
   ...USER_COMMANDS,
   ...SCHEDULE_COMMANDS,
   ...PROVIDER_COMMANDS,
+  ...WEBHOOK_COMMANDS,
   "member add": {
     usage: "member add --org SLUG --user USER_ID [--role admin|member]",
     flags: { org: "string", user: "string", role: "string" },

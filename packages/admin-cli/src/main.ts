@@ -1,6 +1,7 @@
 import { AgentsService } from "@conveyor/proto/agents";
 import { ArtifactsService } from "@conveyor/proto/artifacts";
 import { IdentityService, RegistriesService, TeamsService } from "@conveyor/proto/identity";
+import { NotificationsService } from "@conveyor/proto/notifications";
 import { PipelinesService } from "@conveyor/proto/pipelines";
 import { SourceProvidersService } from "@conveyor/proto/source-providers";
 import { createEnvReader, createServiceClient, DEFAULT_PORTS, defaultServiceUrl } from "@conveyor/runtime";
@@ -26,6 +27,7 @@ const ctx: CommandContext = {
   artifacts: () => createServiceClient(ArtifactsService, artifactsUrl, grpc),
   pipelines: () => createServiceClient(PipelinesService, pipelinesUrl, grpc),
   sourceProviders: () => createServiceClient(SourceProvidersService, notificationsUrl, grpc),
+  notifications: () => createServiceClient(NotificationsService, notificationsUrl, grpc),
   webUrl,
   readPassword: () => readPassword(),
 };
