@@ -1,3 +1,6 @@
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { parseArgs } from "./args.js";
 import { allFlags, type CommandContext } from "./commands.js";
 import { PROVIDER_COMMANDS } from "./provider-commands.js";
@@ -49,7 +52,15 @@ describe("the provider commands", () => {
     expect(calls).toEqual([
       [
         "createSourceProvider",
-        { organizationId: "o-1", kind: "gitea", apiUrl: "http://127.0.0.1:3000", token: "t0k3n", description: "Local" },
+        {
+          organizationId: "o-1",
+          kind: "gitea",
+          apiUrl: "http://127.0.0.1:3000",
+          token: "t0k3n",
+          appId: "",
+          privateKey: "",
+          description: "Local",
+        },
       ],
     ]);
     expect(out).toEqual({
@@ -58,6 +69,7 @@ describe("the provider commands", () => {
       api_url: "http://127.0.0.1:3000/api/v1",
       repository_host: "127.0.0.1",
       credential_type: "token",
+      app_id: null,
       description: null,
       created_at: "2026-03-02T00:00:00.000Z",
     });
@@ -68,6 +80,25 @@ describe("the provider commands", () => {
     const { ctx, calls } = context("secret-from-stdin");
     await run("provider add --org acme --kind github --token -", ctx);
     expect(calls[0]?.[1]).toMatchObject({ kind: "github", apiUrl: "", token: "secret-from-stdin" });
+  });
+
+  it("adds a GitHub App from its id and key file, and needs both", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "ci-admin-key-"));
+    const file = join(dir, "app.pem");
+    writeFileSync(file, "-----BEGIN PRIVATE KEY-----\nabc\n-----END PRIVATE KEY-----\n");
+    const { ctx, calls } = context();
+    await run(`provider add --org acme --kind github --app-id 4242 --private-key-file ${file}`, ctx);
+    expect(calls[0]?.[1]).toMatchObject({
+      kind: "github",
+      token: "",
+      appId: "4242",
+      privateKey: expect.stringContaining("abc"),
+    });
+    await expect(run("provider add --org acme --kind github --app-id 4242", ctx)).rejects.toThrow(/both/);
+    await expect(
+      run(`provider add --org acme --kind github --app-id 1 --private-key-file ${dir}/none`, ctx),
+    ).rejects.toThrow(/cannot read/);
+    rmSync(dir, { recursive: true, force: true });
   });
 
   it("lists and removes by organization id", async () => {

@@ -1,7 +1,20 @@
+import { readFileSync } from "node:fs";
 import type { SourceProvider } from "@conveyor/proto/source-providers";
 import { isoTime } from "@conveyor/runtime";
 import { type CliArgs, optionalFlag, requireFlag, UsageError } from "./args.js";
 import type { CommandContext, CommandSpec } from "./commands.js";
+
+/** A GitHub App's private key from its file (at most 8 KiB, as the service takes). */
+function readKeyFile(path: string): string {
+  let text: string;
+  try {
+    text = readFileSync(path, "utf8");
+  } catch (err) {
+    throw new UsageError(`cannot read --private-key-file ${path}: ${(err as NodeJS.ErrnoException).code ?? err}`);
+  }
+  if (text.length > 8192) throw new UsageError(`--private-key-file ${path} is larger than 8 KiB`);
+  return text;
+}
 
 /** The organization a command names by --org. */
 async function organizationOf(args: CliArgs, ctx: CommandContext) {
@@ -20,6 +33,7 @@ export function providerOut(p: SourceProvider | undefined) {
       api_url: p.apiUrl,
       repository_host: p.repositoryHost,
       credential_type: p.credentialType,
+      app_id: p.appId || null,
       description: p.description || null,
       created_at: isoTime(p.createdAt),
     }
@@ -30,18 +44,34 @@ export function providerOut(p: SourceProvider | undefined) {
 export const PROVIDER_COMMANDS: Record<string, CommandSpec> = {
   "provider add": {
     usage:
-      "provider add --org SLUG --kind github|github_enterprise|gitlab|bitbucket|gitea [--api-url URL] --token TOKEN|- [--description TEXT]",
-    flags: { org: "string", kind: "string", "api-url": "string", token: "string", description: "string" },
+      "provider add --org SLUG --kind github|github_enterprise|gitlab|bitbucket|gitea [--api-url URL] (--token TOKEN|- | --app-id ID --private-key-file PEM) [--description TEXT]",
+    flags: {
+      org: "string",
+      kind: "string",
+      "api-url": "string",
+      token: "string",
+      "app-id": "string",
+      "private-key-file": "string",
+      description: "string",
+    },
     async run(args, ctx) {
       const organizationId = await organizationOf(args, ctx);
+      const appId = optionalFlag(args, "app-id") ?? "";
+      const keyFile = optionalFlag(args, "private-key-file");
+      if ((appId === "") !== (keyFile === undefined)) {
+        throw new UsageError("a GitHub App needs both --app-id and --private-key-file");
+      }
       // `--token -` reads it from stdin, so that it shows in no process list.
-      const given = requireFlag(args, "token");
+      const given = appId === "" ? requireFlag(args, "token") : (optionalFlag(args, "token") ?? "");
       const token = given === "-" ? await ctx.readPassword() : given;
+      const privateKey = keyFile === undefined ? "" : readKeyFile(keyFile);
       const { sourceProvider } = await ctx.sourceProviders().createSourceProvider({
         organizationId,
         kind: requireFlag(args, "kind"),
         apiUrl: optionalFlag(args, "api-url") ?? "",
         token,
+        appId,
+        privateKey,
         description: optionalFlag(args, "description") ?? "",
       });
       return providerOut(sourceProvider);

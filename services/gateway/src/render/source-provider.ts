@@ -16,6 +16,7 @@ export function renderSourceProvider(p: SourceProvider, urls: Urls, orgSlug: str
     api_url: p.apiUrl,
     repository_host: p.repositoryHost,
     credential_type: p.credentialType,
+    app_id: p.appId === "" ? null : p.appId,
     description: p.description === "" ? null : p.description,
     created_at: isoTime(p.createdAt) ?? "",
   };
@@ -29,6 +30,7 @@ export const SourceProviderSchema = Type.Object(
     api_url: Str,
     repository_host: Str,
     credential_type: Str,
+    app_id: NullableStr,
     description: NullableStr,
     created_at: Timestamp,
   },

@@ -71,6 +71,7 @@ const rendered = {
   api_url: "http://127.0.0.1:3000/api/v1",
   repository_host: "127.0.0.1",
   credential_type: "token",
+  app_id: null,
   description: null,
   created_at: "2026-03-01T10:00:00.000Z",
 };
@@ -105,14 +106,26 @@ describe("source-provider routes", () => {
     });
   });
 
+  it("hands a GitHub App's id and private key to the service, answering neither key", async () => {
+    const key = "-----BEGIN PRIVATE KEY-----\nMIIsecret\n-----END PRIVATE KEY-----";
+    const res = await call("admin", "POST", "/v2/organizations/acme/source_providers", {
+      kind: "github",
+      app_id: "4242",
+      private_key: key,
+    });
+    expect(res.statusCode).toBe(201);
+    expect(res.body).not.toContain("MIIsecret");
+    expect(created.at(-1)).toMatchObject({ kind: "github", token: "", appId: "4242", privateKey: key });
+  });
+
   it("answers the service's field errors as a 422 naming the field", async () => {
     const res = await call("admin", "POST", "/v2/organizations/acme/source_providers", { kind: "svn", token: "t" });
     expect(res.statusCode).toBe(422);
     expect(res.json()).toMatchObject({ errors: [expect.objectContaining({ field: "kind" })] });
   });
 
-  it("refuses a body without a kind or a token", async () => {
-    for (const payload of [{ token: "t" }, { kind: "gitea" }, { kind: 3, token: "t" }]) {
+  it("refuses a body without a kind, or with fields of the wrong type", async () => {
+    for (const payload of [{ token: "t" }, { kind: 3, token: "t" }, { kind: "github", app_id: 7 }]) {
       const res = await call("admin", "POST", "/v2/organizations/acme/source_providers", payload);
       expect(res.statusCode).toBe(422);
     }
@@ -123,15 +136,15 @@ describe("source-provider routes", () => {
     const res = await call("admin", "POST", "/v2/organizations/acme/source_providers", {
       kind: "github",
       token: "t",
-      app_id: 3,
-      private_key: "k",
+      installation_id: 3,
+      client_secret: "k",
     });
     expect(res.statusCode).toBe(422);
     expect(res.json()).toEqual({
       message: "Validation Failed",
       errors: [
-        { field: "app_id", code: "is not taken" },
-        { field: "private_key", code: "is not taken" },
+        { field: "installation_id", code: "is not taken" },
+        { field: "client_secret", code: "is not taken" },
       ],
     });
     expect(created.length).toBe(before);

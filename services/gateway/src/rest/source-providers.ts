@@ -18,13 +18,19 @@ const CreateBodySchema = Type.Object(
     api_url: Type.Optional(
       text(512, { description: "the API base URL; default the public service's for github, gitlab and bitbucket" }),
     ),
-    token: text(4096, { description: "an access token (Bitbucket: also username:app-password); never shown again" }),
+    token: Type.Optional(
+      text(4096, { description: "an access token (Bitbucket: also username:app-password); never shown again" }),
+    ),
+    app_id: Type.Optional(
+      text(20, { description: "github, github_enterprise: a GitHub App's id, instead of a token" }),
+    ),
+    private_key: Type.Optional(text(8192, { description: "the GitHub App's private key (PEM); never shown again" })),
     description: Type.Optional(text(255)),
   },
   { additionalProperties: false },
 );
 
-/** A field this route does not take is refused (422 naming it), never ignored: a GitHub App's id and key are not taken. */
+/** A field this route does not take is refused (422 naming it), never ignored. */
 function refuseUnknownFields(body: unknown): void {
   if (typeof body !== "object" || body === null || Array.isArray(body)) return;
   const known = Object.keys(CreateBodySchema.properties);
@@ -111,7 +117,9 @@ export function sourceProviderRoutes(app: FastifyInstance, deps: RouteDeps): voi
         organizationId,
         kind: body.kind,
         apiUrl: body.api_url ?? "",
-        token: body.token,
+        token: body.token ?? "",
+        appId: body.app_id ?? "",
+        privateKey: body.private_key ?? "",
         description: body.description ?? "",
         createdBy: request.principal?.user?.id ?? "",
       });

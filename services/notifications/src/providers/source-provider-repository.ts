@@ -11,8 +11,10 @@ export interface SourceProviderDoc {
   apiUrl: string;
   /** The host whose repositories it serves (repositoryHostOfApiUrl). */
   repositoryHost: string;
-  /** "token". */
+  /** "token" or "github_app". */
   credentialType: string;
+  /** A github_app credential's App id (not secret); absent for tokens. */
+  appId?: string;
   /** The token, sealed (credential-envelope.ts); never answered, never logged. */
   credential: CredentialEnvelope;
   description: string;

@@ -1,4 +1,4 @@
-import { randomBytes } from "node:crypto";
+import { generateKeyPairSync, randomBytes } from "node:crypto";
 import { ConnectError } from "@connectrpc/connect";
 import { fieldErrorsOf } from "@conveyor/runtime";
 import { keyRingFrom } from "./credential-envelope.js";
@@ -56,7 +56,7 @@ describe("source providers", () => {
       createdBy: "user-1",
     });
     expect(JSON.stringify([...repository.docs.values()])).not.toContain("gitea-token-1");
-    expect(providers.token(doc)).toBe("gitea-token-1");
+    expect(providers.credential(doc)).toEqual({ type: "token", token: "gitea-token-1" });
   });
 
   it("gives GitHub, GitLab and Bitbucket their public API when no URL is given", async () => {
@@ -140,7 +140,45 @@ describe("source providers", () => {
     const { providers } = setup();
     const a = await providers.create(input({ token: "token-a" }));
     const b = await providers.create(input({ token: "token-b" }));
-    expect(() => providers.token({ ...b, credential: a.credential })).toThrow(/does not open/);
+    expect(() => providers.credential({ ...b, credential: a.credential })).toThrow(/does not open/);
+  });
+});
+
+describe("GitHub App connections", () => {
+  const { privateKey } = generateKeyPairSync("rsa", { modulusLength: 2048 });
+  const pem = privateKey.export({ type: "pkcs8", format: "pem" }).toString();
+
+  it("take an App's id and private key instead of a token, sealed, the id shown", async () => {
+    const { repository, providers } = setup();
+    const doc = await providers.create(
+      input({ kind: "github", apiUrl: "", token: "", appId: "12345", privateKey: pem }),
+    );
+    expect(doc).toMatchObject({ credentialType: "github_app", appId: "12345", repositoryHost: "github.com" });
+    expect(JSON.stringify([...repository.docs.values()])).not.toContain("PRIVATE KEY");
+    expect(providers.credential(doc)).toEqual({ type: "github_app", app: { appId: "12345", privateKey: pem.trim() } });
+  });
+
+  it.each([
+    [{ kind: "gitea", apiUrl: "http://127.0.0.1:3000", appId: "1" }, "app_id", /github and github_enterprise/],
+    [{ kind: "github", appId: "1", token: "t" }, "token", /must be empty/],
+    [{ kind: "github", appId: "abc", token: "" }, "app_id", /numeric id/],
+    [{ kind: "github", appId: "1", token: "", privateKey: "nope" }, "private_key", /not a private key/],
+    [{ kind: "github", appId: "1", token: "", privateKey: "k".repeat(9000) }, "private_key", /longer than 8192/],
+  ])("refuse %p naming %s", async (over, field, code) => {
+    const { repository, providers } = setup();
+    const refusal = await fieldErrors(providers.create(input({ apiUrl: "", privateKey: pem, ...over })));
+    expect(refusal.fields.map((f) => f.field)).toEqual([field]);
+    expect(refusal.fields[0]?.code).toMatch(code);
+    expect(repository.docs.size).toBe(0);
+  });
+
+  it("refuse a key that is not RSA", async () => {
+    const { providers } = setup();
+    const ec = generateKeyPairSync("ec", { namedCurve: "P-256" }).privateKey.export({ type: "pkcs8", format: "pem" });
+    const refusal = await fieldErrors(
+      providers.create(input({ kind: "github", apiUrl: "", token: "", appId: "1", privateKey: ec.toString() })),
+    );
+    expect(refusal.fields).toEqual([{ field: "private_key", code: "must be an RSA private key (PEM)" }]);
   });
 });
 
@@ -162,7 +200,10 @@ describe("rewrapCredentials", () => {
       now: () => new Date(),
     });
     const stored = await Promise.all(docs.map((d) => after.get(d.organizationId, d._id)));
-    expect(stored.map((d) => after.token(d))).toEqual(["t1", "t2"]);
+    expect(stored.map((d) => after.credential(d))).toEqual([
+      { type: "token", token: "t1" },
+      { type: "token", token: "t2" },
+    ]);
   });
 
   it("reports the credentials whose key it does not hold and leaves them as they are", async () => {
@@ -170,6 +211,9 @@ describe("rewrapCredentials", () => {
     const doc = await before.providers.create(input());
     const stranger = keyRingFrom(b64(), "");
     expect(await rewrapCredentials(before.repository, stranger)).toEqual({ rewrapped: 0, unopened: [doc._id] });
-    expect(before.providers.token(await before.providers.get("org-1", doc._id))).toBe("gitea-token-1");
+    expect(before.providers.credential(await before.providers.get("org-1", doc._id))).toEqual({
+      type: "token",
+      token: "gitea-token-1",
+    });
   });
 });

@@ -8,6 +8,7 @@ import {
 } from "@conveyor/ci-rules";
 import { failedPrecondition, invalidFields, notFound } from "@conveyor/runtime";
 import { type KeyRing, openCredential, rewrapCredential, sealCredential } from "./credential-envelope.js";
+import { type GithubAppCredential, githubAppProblem } from "./github-app.js";
 import {
   credentialBinding,
   type SourceProviderDoc,
@@ -40,7 +41,13 @@ export interface NewSourceProvider {
   token: string;
   description: string;
   createdBy: string;
+  /** A GitHub App's id and private key instead of a token (github and github_enterprise). */
+  appId?: string;
+  privateKey?: string;
 }
+
+/** A connection's credential, opened to send. */
+export type OpenedCredential = { type: "token"; token: string } | { type: "github_app"; app: GithubAppCredential };
 
 /** Connections: adding (validated, the token sealed), listing, reading, removing, and their credentials for sending. */
 export function createSourceProviders(deps: SourceProvidersDeps) {
@@ -68,13 +75,7 @@ export function createSourceProviders(deps: SourceProvidersDeps) {
           errors.push({ field: "api_url", code: err instanceof Error ? err.message : "is invalid" });
         }
       }
-      const token = input.token.trim();
-      if (token === "") errors.push({ field: "token", code: "can't be blank" });
-      else if (token.length > MAX_TOKEN_LENGTH) {
-        errors.push({ field: "token", code: `is longer than ${MAX_TOKEN_LENGTH} characters` });
-      } else if (/\s/.test(token) || hasControlCharacter(token)) {
-        errors.push({ field: "token", code: "may not contain spaces or control characters" });
-      }
+      const credential = credentialOf(kind, input, errors);
       const description = input.description.trim();
       if (description.length > MAX_DESCRIPTION_LENGTH) {
         errors.push({ field: "description", code: `is longer than ${MAX_DESCRIPTION_LENGTH} characters` });
@@ -99,8 +100,13 @@ export function createSourceProviders(deps: SourceProvidersDeps) {
         kind,
         apiUrl,
         repositoryHost: repositoryHostOfApiUrl(apiUrl)?.host ?? "",
-        credentialType: "token",
-        credential: sealCredential(keys, credentialBinding({ _id: id, organizationId: input.organizationId }), token),
+        credentialType: credential.type,
+        ...(credential.type === "github_app" ? { appId: credential.app.appId } : {}),
+        credential: sealCredential(
+          keys,
+          credentialBinding({ _id: id, organizationId: input.organizationId }),
+          credential.type === "token" ? credential.token : JSON.stringify(credential.app),
+        ),
         description,
         createdAt: deps.now(),
         createdBy: input.createdBy,
@@ -121,9 +127,12 @@ export function createSourceProviders(deps: SourceProvidersDeps) {
       if (!(await repository.remove(organizationId, id))) throw notFound("source provider");
     },
 
-    /** The connection's token, opened; throws when the key it was sealed with is not held. */
-    token(doc: SourceProviderDoc): string {
-      return openCredential(ring(), credentialBinding(doc), doc.credential);
+    /** The connection's credential, opened; throws when the key it was sealed with is not held. */
+    credential(doc: SourceProviderDoc): OpenedCredential {
+      const opened = openCredential(ring(), credentialBinding(doc), doc.credential);
+      if (doc.credentialType !== "github_app") return { type: "token", token: opened };
+      const app = JSON.parse(opened) as GithubAppCredential;
+      return { type: "github_app", app: { appId: String(app.appId), privateKey: String(app.privateKey) } };
     },
   };
 }
@@ -167,4 +176,33 @@ function hasControlCharacter(text: string): boolean {
     if (code < 0x20 || code === 0x7f) return true;
   }
   return false;
+}
+
+/** The credential a new connection gives (a token, or a GitHub App), its problems added to `errors`. */
+function credentialOf(
+  kind: string,
+  input: NewSourceProvider,
+  errors: Array<{ field: string; code: string }>,
+): OpenedCredential {
+  const token = input.token.trim();
+  const appId = (input.appId ?? "").trim();
+  const privateKey = (input.privateKey ?? "").trim();
+  if (appId !== "" || privateKey !== "") {
+    if (kind !== "github" && kind !== "github_enterprise") {
+      errors.push({ field: "app_id", code: "is for github and github_enterprise connections only" });
+    } else if (token !== "") {
+      errors.push({ field: "token", code: "must be empty when a GitHub App is given" });
+    } else {
+      const problem = githubAppProblem(appId, privateKey);
+      if (problem) errors.push(problem);
+    }
+    return { type: "github_app", app: { appId, privateKey } };
+  }
+  if (token === "") errors.push({ field: "token", code: "can't be blank" });
+  else if (token.length > MAX_TOKEN_LENGTH) {
+    errors.push({ field: "token", code: `is longer than ${MAX_TOKEN_LENGTH} characters` });
+  } else if (/\s/.test(token) || hasControlCharacter(token)) {
+    errors.push({ field: "token", code: "may not contain spaces or control characters" });
+  }
+  return { type: "token", token };
 }

@@ -22,6 +22,7 @@ export function sourceProviderMessage(doc: SourceProviderDoc): SourceProvider {
     description: doc.description,
     createdAt: timestampFromDate(doc.createdAt),
     createdBy: doc.createdBy,
+    appId: doc.appId ?? "",
   });
 }
 
@@ -41,6 +42,8 @@ export function createSourceProvidersRpcs(providers: SourceProviders): ServiceIm
         token: req.token,
         description: req.description,
         createdBy: req.createdBy,
+        appId: req.appId,
+        privateKey: req.privateKey,
       });
       return { sourceProvider: sourceProviderMessage(doc) };
     },

@@ -1,10 +1,11 @@
-import { randomBytes } from "node:crypto";
+import { generateKeyPairSync, randomBytes } from "node:crypto";
 import type { CommitStatus } from "@conveyor/ci-rules";
 import { keyRingFrom } from "../providers/credential-envelope.js";
+import { createGithubAppTokens, type OutboundCall } from "../providers/github-app.js";
 import { createMemorySourceProviderRepository } from "../providers/memory-source-provider-repository.js";
 import { createSourceProviders } from "../providers/source-providers.js";
 import type { DeliveryDoc } from "../store/delivery-repository.js";
-import { createCommitStatusChannel, type OutboundPost } from "./commit-status-channel.js";
+import { createCommitStatusChannel } from "./commit-status-channel.js";
 import type { CommitStatusRequest } from "./commit-status-request.js";
 import { createMemoryStatusMarkRepository } from "./memory-status-mark-repository.js";
 
@@ -29,8 +30,8 @@ async function setup(
   });
   const marks = createMemoryStatusMarkRepository();
   const sent: Array<{ url: string; headers: Record<string, string>; body: Record<string, unknown> }> = [];
-  const post: OutboundPost = async (r) => {
-    sent.push({ url: r.url, headers: r.headers, body: JSON.parse(r.body) });
+  const call: OutboundCall = async (r) => {
+    sent.push({ url: r.url, headers: r.headers, body: JSON.parse(r.body ?? "{}") });
     const a = answer(r.url);
     if (a instanceof Error) throw a;
     return a;
@@ -39,7 +40,8 @@ async function setup(
     connections: repository,
     providers,
     marks,
-    post,
+    call,
+    appTokens: createGithubAppTokens({ call, now: () => new Date() }),
     now: () => new Date(),
     retryableError: (err) => !(err instanceof Error && err.message.includes("refused")),
   });
@@ -163,5 +165,60 @@ describe("the commit-status channel", () => {
     const outcome = await channel.send(delivery({}), signal);
     expect(outcome.error).toBe("gitea answered 401: bad credentials");
     expect(outcome.error).not.toContain("secret-token");
+  });
+
+  it("sends through a GitHub App: the repository's installation token, made again after a 401", async () => {
+    const { privateKey } = generateKeyPairSync("rsa", { modulusLength: 2048 });
+    const repository = createMemorySourceProviderRepository();
+    const providers = createSourceProviders({
+      repository,
+      keyRing: keyRingFrom(randomBytes(32).toString("base64"), ""),
+      now: () => new Date(),
+    });
+    const connection = await providers.create({
+      organizationId: "org-1",
+      kind: "github",
+      apiUrl: "",
+      token: "",
+      appId: "99",
+      privateKey: privateKey.export({ type: "pkcs8", format: "pem" }).toString(),
+      description: "",
+      createdBy: "u",
+    });
+    const seen: string[] = [];
+    let issued = 0;
+    let statusAnswer = 401;
+    const call: OutboundCall = async (r) => {
+      seen.push(
+        `${r.method} ${r.url} ${r.headers.Authorization?.split(" ")[0]} ${r.headers.Authorization?.startsWith("Bearer ghs_") ? r.headers.Authorization : ""}`.trim(),
+      );
+      if (r.url.endsWith("/installation")) return { status: 200, body: '{"id":5}' };
+      if (r.url.endsWith("/access_tokens")) return { status: 201, body: JSON.stringify({ token: `ghs_${++issued}` }) };
+      return { status: statusAnswer, body: "" };
+    };
+    const channel = createCommitStatusChannel({
+      connections: repository,
+      providers,
+      marks: createMemoryStatusMarkRepository(),
+      call,
+      appTokens: createGithubAppTokens({ call, now: () => new Date() }),
+      now: () => new Date(),
+    });
+    const delivery = {
+      request: {
+        connectionId: connection._id,
+        organizationId: "org-1",
+        repository: { host: "github.com", port: null, owner: "acme", name: "widgets", path: "acme/widgets" },
+        sha: SHA,
+        status: { context: "buildkite/w", state: "success", description: "d", targetUrl: "http://x", order: [1, 1] },
+      },
+    } as unknown as DeliveryDoc;
+    expect(await channel.send(delivery, signal)).toMatchObject({ ok: false, retryable: true, responseCode: 401 });
+    statusAnswer = 201;
+    expect(await channel.send(delivery, signal)).toMatchObject({ ok: true, responseCode: 201 });
+    expect(seen.filter((l) => l.includes("/statuses/"))).toEqual([
+      `POST https://api.github.com/repos/acme/widgets/statuses/${SHA} Bearer Bearer ghs_1`,
+      `POST https://api.github.com/repos/acme/widgets/statuses/${SHA} Bearer Bearer ghs_2`,
+    ]);
   });
 });

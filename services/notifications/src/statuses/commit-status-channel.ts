@@ -1,27 +1,23 @@
 import { authorizationHeader, forgeStatusRequest, isSourceProviderKind } from "@conveyor/ci-rules";
 import type { Channel } from "../dispatch/channel.js";
 import { type AttemptOutcome, retryableStatus } from "../domain/retry-policy.js";
+import { GithubAppError, type GithubAppTokens, type OutboundCall } from "../providers/github-app.js";
 import type { SourceProviderRepository } from "../providers/source-provider-repository.js";
-import type { SourceProviders } from "../providers/source-providers.js";
+import type { OpenedCredential, SourceProviders } from "../providers/source-providers.js";
 import { COMMIT_STATUS_KIND, readCommitStatusRequest } from "./commit-status-request.js";
 import { orderText, type StatusMarkRepository, statusMarkId } from "./status-mark-repository.js";
-
-/** One HTTP POST through the outbound client (the SSRF-safe one: docs/security.md#outbound-requests). */
-export type OutboundPost = (request: {
-  url: string;
-  headers: Record<string, string>;
-  body: string;
-  signal: AbortSignal;
-}) => Promise<{ status: number; body: string }>;
 
 /** How much of a forge's refusal is kept in the delivery's error. */
 const MAX_ERROR_BODY = 200;
 
 export interface CommitStatusChannelDeps {
   connections: Pick<SourceProviderRepository, "get">;
-  providers: Pick<SourceProviders, "token">;
+  providers: Pick<SourceProviders, "credential">;
   marks: StatusMarkRepository;
-  post: OutboundPost;
+  /** HTTP through the outbound client (the SSRF-safe one: docs/security.md#outbound-requests). */
+  call: OutboundCall;
+  /** Installation tokens of GitHub App connections. */
+  appTokens: GithubAppTokens;
   now: () => Date;
   /** Whether a thrown error of `post` is worth trying again (an address refused by policy is not). */
   retryableError?: (err: unknown) => boolean;
@@ -61,11 +57,26 @@ export function createCommitStatusChannel(deps: CommitStatusChannelDeps): Channe
         // A later status of this commit and context was sent: this one is stale, and sending it would go back.
         return { ok: true, responseCode: 0, error: "", retryable: false };
       }
-      let token: string;
+      let credential: OpenedCredential;
       try {
-        token = deps.providers.token(connection);
+        credential = deps.providers.credential(connection);
       } catch (err) {
         return failed(`the source provider's credential cannot be opened: ${(err as Error).message}`, false);
+      }
+      let token: string;
+      if (credential.type === "token") token = credential.token;
+      else {
+        try {
+          token = await deps.appTokens.token(
+            { id: connection._id, apiUrl: connection.apiUrl },
+            credential.app,
+            request.repository,
+            signal,
+          );
+        } catch (err) {
+          if (err instanceof GithubAppError) return failed(err.message, err.retryable, err.responseCode);
+          return failed(err instanceof Error ? err.message : String(err), deps.retryableError?.(err) ?? true);
+        }
       }
       const forge = forgeStatusRequest(
         connection.kind,
@@ -76,7 +87,8 @@ export function createCommitStatusChannel(deps: CommitStatusChannelDeps): Channe
       );
       let response: { status: number; body: string };
       try {
-        response = await deps.post({
+        response = await deps.call({
+          method: "POST",
           url: forge.url,
           headers: { ...forge.headers, ...authorizationHeader(connection.kind, token), "User-Agent": "Conveyor" },
           body: JSON.stringify(forge.body),
@@ -90,10 +102,12 @@ export function createCommitStatusChannel(deps: CommitStatusChannelDeps): Channe
         await deps.marks.raise(markId, order, request.status.state, deps.now());
         return { ok: true, responseCode: response.status, error: "", retryable: false };
       }
+      // An installation token refused: made again at the next attempt (the App's permissions may have changed).
+      if (credential.type === "github_app" && response.status === 401) deps.appTokens.forget(connection._id);
       const said = response.body.replace(/\s+/g, " ").trim().slice(0, MAX_ERROR_BODY);
       return failed(
         `${connection.kind} answered ${response.status}${said === "" ? "" : `: ${said}`}`,
-        retryableStatus(response.status),
+        retryableStatus(response.status) || (credential.type === "github_app" && response.status === 401),
         response.status,
       );
     },

@@ -18,6 +18,7 @@ import {
 import type { Db } from "mongodb";
 import type { Channel } from "../dispatch/channel.js";
 import type { EventHandler } from "../events/handler.js";
+import { createGithubAppTokens, type OutboundCall } from "../providers/github-app.js";
 import { readProvidersConfig } from "../providers/provider-config.js";
 import { createMongoSourceProviderRepository } from "../providers/source-provider-repository.js";
 import { createSourceProviders, rewrapCredentials, type SourceProviders } from "../providers/source-providers.js";
@@ -77,12 +78,20 @@ export async function createCommitStatusParts(deps: CommitStatusSetupDeps): Prom
     identity: createServiceClient(IdentityService, url("identity")),
     webBaseUrl: env.WEB_URL?.trim() || env.PUBLIC_URL?.trim() || "http://127.0.0.1:8080",
   });
+  const call: OutboundCall = (r) =>
+    deps.outbound.request(r.url, {
+      method: r.method,
+      headers: r.headers,
+      ...(r.body === undefined ? {} : { body: r.body }),
+      signal: r.signal,
+    });
   const channel = createCommitStatusChannel({
     connections: repository,
     providers,
     marks,
     now: deps.now,
-    post: (r) => deps.outbound.request(r.url, { method: "POST", headers: r.headers, body: r.body, signal: r.signal }),
+    call,
+    appTokens: createGithubAppTokens({ call, now: deps.now }),
     retryableError: (err) => !isOutboundRefused(err),
   });
   if (!keyRing) logger.warn("CREDENTIALS_ENCRYPTION_KEY is unset: source providers cannot be added or used");
