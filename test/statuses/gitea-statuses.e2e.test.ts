@@ -1,5 +1,5 @@
-import { spawnSync } from "node:child_process";
-import { readFileSync } from "node:fs";
+import { spawn, spawnSync } from "node:child_process";
+import { openSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import {
   createGiteaRepository,
@@ -216,6 +216,55 @@ describe("commit statuses on a real Gitea", () => {
       return all.at(-1)?.description.includes("failed") ? true : undefined;
     });
   });
+
+  itWithGitea(
+    "a second notifications replica killed mid-build: the statuses still end pending → success, never back to pending",
+    async () => {
+      // A replica of the notifications service beside the stack's, sharing its database, NATS consumers and key; its
+      // claims last 5 s, so that what it held when killed is sent by the stack's replica soon after.
+      const dataDir = process.env.CONVEYOR_TEST_DATA_DIR as string;
+      const logFile = join(dataDir, "logs", "notifications-extra.log");
+      const child = spawn(process.execPath, [join(process.cwd(), "services/notifications/dist/main.js")], {
+        env: {
+          PATH: process.env.PATH,
+          HOME: process.env.HOME,
+          MONGODB_URL: process.env.MONGODB_URL,
+          NATS_URL: process.env.NATS_URL,
+          PIPELINES_URL: process.env.PIPELINES_URL,
+          BUILDS_URL: process.env.BUILDS_URL,
+          IDENTITY_URL: process.env.IDENTITY_URL,
+          PUBLIC_URL: process.env.CONVEYOR_API_URL,
+          PORT: "0",
+          HEALTH_PORT: "0",
+          OUTBOUND_ALLOW_HOSTS: "127.0.0.1",
+          NOTIFY_LEASE_S: "5",
+          CREDENTIALS_ENCRYPTION_KEY: readFileSync(join(dataDir, "credentials-encryption.key"), "utf8").trim(),
+        },
+        stdio: ["ignore", openSync(logFile, "a"), openSync(logFile, "a")],
+      });
+      try {
+        await eventually("the extra replica to start", async () =>
+          readFileSync(logFile, "utf8").includes("service ready") || child.exitCode !== null ? true : undefined,
+        );
+        expect(child.exitCode).toBeNull();
+        const { sha, build } = await buildExiting(0);
+        // Killed while the build's events are being handled and sent.
+        await eventually("the first status", async () => ((await statusesOf(sha)).length > 0 ? true : undefined));
+        child.kill("SIGKILL");
+        const mine = await finalStatuses(sha, `buildkite/${slug}`);
+        await eventually("the build's success", async () => {
+          const all = (await statusesOf(sha)).filter((s: Json) => s.context === `buildkite/${slug}`);
+          return stateOf(all.at(-1)) === "success" ? all : undefined;
+        });
+        const states = (await statusesOf(sha)).filter((s: Json) => s.context === `buildkite/${slug}`).map(stateOf);
+        expect(states[0]).toBe("pending");
+        expect(states.slice(states.indexOf("success"))).toEqual(["success"]);
+        expect(mine.at(-1).target_url).toBe(build.web_url);
+      } finally {
+        if (child.exitCode === null) child.kill("SIGKILL");
+      }
+    },
+  );
 
   itWithGitea("leaves the forge's token and the credentials key out of every log", async () => {
     const dataDir = process.env.CONVEYOR_TEST_DATA_DIR as string;
