@@ -6,6 +6,8 @@ export interface BuildContext {
   id?: string;
   number?: number;
   branch: string;
+  /** The build's state, for notify's `if:` (docs/notifications.md#notify); absent (null) while a build is created. */
+  state?: string;
   commit: string;
   message: string;
   /** webhook, api, ui, trigger_job, schedule */

@@ -39,6 +39,7 @@ describe("CONDITION_VARIABLES", () => {
       "build.id": "b-1",
       "build.number": 3,
       "build.branch": "main",
+      "build.state": null,
       "build.commit": "c0ffee",
       "build.message": "msg",
       "build.source": "webhook",
@@ -78,6 +79,7 @@ describe("CONDITION_VARIABLES", () => {
     delete bare.number;
     const values = Object.fromEntries(Object.entries(CONDITION_VARIABLES).map(([name, read]) => [name, read(bare)]));
     expect(values).toMatchObject({
+      "build.state": null,
       "build.id": null,
       "build.number": null,
       "build.tag": null,
@@ -92,6 +94,10 @@ describe("CONDITION_VARIABLES", () => {
       "build.creator.id": null,
       "build.author.email": null,
     });
+  });
+
+  it("reads the build's state when notify's conditions are evaluated", () => {
+    expect(CONDITION_VARIABLES["build.state"]?.({ ...full, state: "failed" })).toBe("failed");
   });
 
   it("reads a pull request without an id or base branch as null", () => {

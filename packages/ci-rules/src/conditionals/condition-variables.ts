@@ -16,6 +16,7 @@ export const CONDITION_VARIABLES: Readonly<Record<string, (ctx: BuildContext) =>
   "build.id": (ctx) => ctx.id ?? null,
   "build.number": (ctx) => ctx.number ?? null,
   "build.branch": (ctx) => ctx.branch,
+  "build.state": (ctx) => ctx.state ?? null,
   "build.commit": (ctx) => ctx.commit,
   "build.message": (ctx) => ctx.message,
   "build.source": (ctx) => ctx.source,

@@ -95,12 +95,13 @@ describe("top level", () => {
     expect(errorAt("42\n", "configuration")).toMatch(/got 42/);
   });
 
-  it("ignores notify and unknown top-level keys", () => {
-    const result = parsed(
-      "notify:\n  - email: dev@example.com\n  - slack: '#ci'\nfoo: bar\nsteps:\n  - command: make\n",
-    );
+  it("reads notify (../notify/notify.test.ts) and ignores unknown top-level keys", () => {
+    const result = parsed("notify:\n  - email: dev@example.com\nfoo: bar\nsteps:\n  - command: make\n");
     expect(result.steps).toHaveLength(1);
     expect(result.env).toEqual({});
+    expect(parsePipelineYaml("notify:\n  - email: dev@example.com\nsteps:\n  - command: make\n")).toMatchObject({
+      notify: [{ type: "email", address: "dev@example.com" }],
+    });
   });
 
   it("is a pure function: the same input gives equal, independent results", () => {
@@ -1402,7 +1403,7 @@ describe("command step", () => {
   });
 
   it("ignores unknown attributes", () => {
-    expect(script(step("command: x\nnotify: [{slack: '#x'}]\nsignature: {value: abc}\nfoo: bar"))).toEqual({
+    expect(script(step("command: x\nsignature: {value: abc}\nfoo: bar"))).toEqual({
       type: "script",
       name: "",
       command: "x",
@@ -1703,7 +1704,6 @@ describe("group step", () => {
     "    if: build.branch != 'wip'",
     "    allow_dependency_failure: true",
     "    skip: Later",
-    "    notify: [{slack: '#x'}]",
     "    steps:",
     "      - {command: unit, key: unit}",
     "      - command: integration",

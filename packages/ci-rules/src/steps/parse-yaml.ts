@@ -4,13 +4,13 @@
  *
  * Decisions where B7 leaves room:
  * - Top level: a mapping with `steps:` (plus `env:`, `agents:`, `notify:`; other keys are ignored) or a bare list
- *   of steps. `agents:` applies to each command step that sets no agents of its own. `notify:` is ignored.
+ *   of steps. `agents:` applies to each command step that sets no agents of its own. `notify:` (../notify/notify.ts).
  * - Groups are flattened: their steps take the group's place in the list, and each carries
  *   `group: {label, key?}`. The group's `depends_on` is added to each of its steps' own, its `if` is and-ed with
  *   each step's (`(group) && (step)`), and its `allow_dependency_failure` and `skip` apply to steps that do not set
  *   them. A group's key is a key like a step's (unique, not UUID-shaped) and `depends_on` may name it, meaning all of
  *   its steps. A step with `branches:` inside a group with `if:` is refused, as `branches` + `if` is on one step.
- *   Groups cannot be nested. `branches:` and `notify:` on a group are ignored (Buildkite's schema has neither).
+ *   Groups cannot be nested. `branches:` on a group is ignored; `notify:` is refused on anything but a command step.
  * - Input steps are block steps with `is_input: true`; `block:`/`input:` give the label, else `label`/`name`.
  * - `retry.automatic: true` is `[{exit_status: "*", signal: "*", signal_reason: "*", limit: 2}]` (B7), `false` is
  *   `[]`; a rule without `exit_status` matches any ("*"), and without `limit` gets 2.
@@ -24,6 +24,8 @@
  */
 
 import { branchFilterProblem } from "../branch-filter.js";
+import type { NotifyRule } from "../notify/notify.js";
+import { readBuildNotify, readStepNotify } from "../notify/notify.js";
 import type { PipelineStep, StepCommon, StepError, StepsResult } from "./step.js";
 import {
   checkDependencies,
@@ -104,6 +106,7 @@ interface Ctx {
   p: Problems;
   keys: KeyRegistry;
   entries: StepEntry[];
+  uploaded: boolean;
 }
 
 /** Options of parsePipelineYaml. */
@@ -113,6 +116,8 @@ export interface ParseOptions {
    * depend on them and may not declare them again.
    */
   existingKeys?: readonly string[];
+  /** A pipeline upload's document: `notify:` is refused in it (docs/notifications.md#notify). */
+  uploaded?: boolean;
 }
 
 /** Where a key declared before the parsed document lives, for error messages. */
@@ -144,6 +149,7 @@ function parseSource(source: string, options: ParseOptions): StepsResult {
   let defaultAgents: string[] | undefined;
   let stepsVal: Val;
   let stepsField: string;
+  let notify: NotifyRule[] = [];
 
   if (root.v === null || root.v === undefined) return fail([{ field: "configuration", code: MISSING_STEPS }]);
   if (Array.isArray(root.v)) {
@@ -152,6 +158,7 @@ function parseSource(source: string, options: ParseOptions): StepsResult {
   } else if (isMapping(root.v)) {
     env = readEnvMap(member(root, "env"), "configuration.env", p) ?? {};
     defaultAgents = readAgentRules(member(root, "agents"), "configuration.agents", p);
+    notify = readBuildNotify(root, p, options.uploaded === true);
     const steps = member(root, "steps");
     if (isUnset(steps)) return fail([{ field: "configuration", code: MISSING_STEPS }, ...p.errors]);
     if (!Array.isArray(steps.v)) {
@@ -173,7 +180,7 @@ function parseSource(source: string, options: ParseOptions): StepsResult {
 
   const keys = new KeyRegistry();
   for (const key of options.existingKeys ?? []) keys.declared.set(key, EXISTING_KEY_OWNER);
-  const ctx: Ctx = { p, keys, entries: [] };
+  const ctx: Ctx = { p, keys, entries: [], uploaded: options.uploaded === true };
   parseStepList(stepsVal, stepsField, ctx, undefined);
   if (p.count === 0) checkDependencies(ctx.entries, ctx.keys, p);
   if (p.count > 0) return fail(p.errors);
@@ -184,7 +191,7 @@ function parseSource(source: string, options: ParseOptions): StepsResult {
       if (step.type === "script" && step.agent_query_rules.length === 0) step.agent_query_rules = [...defaultAgents];
     }
   }
-  return { ok: true, steps, env };
+  return { ok: true, steps, env, notify };
 }
 
 function fail(errors: StepError[]): StepsResult {
@@ -255,6 +262,7 @@ function parseStep(val: Val, field: string, ctx: Ctx, group: GroupInfo | undefin
     }
   }
 
+  const stepNotify = readStepNotify(body, field, kind, p, ctx.uploaded);
   if (kind === "group") {
     if (group) {
       p.add(field, "is a group inside a group; groups cannot be nested, move its steps into the outer group");
@@ -264,6 +272,7 @@ function parseStep(val: Val, field: string, ctx: Ctx, group: GroupInfo | undefin
     return;
   }
   const step = buildStep(kind, body, field, ctx);
+  if (step?.type === "script" && stepNotify) step.notify = stepNotify;
   addStep(step, field, ctx, group);
 }
 

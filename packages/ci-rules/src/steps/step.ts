@@ -1,3 +1,4 @@
+import type { NotifyRule } from "../notify/notify.js";
 /**
  * The pipelines domain's model of one build step, as parsed from pipeline YAML or the visual `steps` form.
  * It is what pipelines store, what the builds service turns into jobs, and what the REST `steps` array renders.
@@ -35,6 +36,8 @@ export interface AutomaticRetryRule {
 
 export interface ScriptStep extends StepCommon {
   type: "script";
+  /** Step-level `notify:` (docs/notifications.md#notify); absent when none. Not carried on the wire. */
+  notify?: NotifyRule[];
   /** `label` or `name`; may be empty. */
   name: string;
   /** `command`/`commands`; a list is joined with "\n". */
@@ -123,5 +126,5 @@ export interface StepError {
 
 /** The result of parsing a YAML configuration or validating visual steps. */
 export type StepsResult =
-  | { ok: true; steps: PipelineStep[]; env: Record<string, string> }
+  | { ok: true; steps: PipelineStep[]; env: Record<string, string>; notify?: NotifyRule[] }
   | { ok: false; errors: StepError[] };

@@ -89,6 +89,10 @@ function parseVisualStep(val: Val, field: string, p: Problems, keys: KeyRegistry
   if (!kind) {
     return p.add(`${field}.type`, `must be "script", "waiter", "manual" or "trigger", got ${describeValue(typeVal.v)}`);
   }
+  if (!isUnset(member(val, "notify"))) {
+    // The notifications service reads notify from YAML configuration only (docs/notifications.md#notify).
+    p.add(`${field}.notify`, "is taken in YAML configuration only, not in the visual steps");
+  }
   const common = parseVisualCommon(val, field, p, keys);
   switch (kind) {
     case "script":

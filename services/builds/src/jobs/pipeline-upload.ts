@@ -38,7 +38,7 @@ export function createPipelineUpload(ctx: BuildsContext, reconcile: Reconcile, u
     if (build.cancelRequested || build.finishedAt)
       throw failedPrecondition("Steps cannot be uploaded to a build that was canceled or has finished");
     const jobs = await repo.jobsOf([build.id]);
-    const parsed = parsePipelineYaml(req.pipeline, { existingKeys: [...keysOf(jobs).keys()] });
+    const parsed = parsePipelineYaml(req.pipeline, { existingKeys: [...keysOf(jobs).keys()], uploaded: true });
     if (!parsed.ok)
       throw invalidFields(
         parsed.errors.map((e) => ({ field: e.field.replace(/^configuration/, "pipeline"), code: e.code })),
