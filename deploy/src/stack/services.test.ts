@@ -48,6 +48,18 @@ describe("processEnv", () => {
     expect(env.WEB_URL).toBeUndefined();
   });
 
+  it("gives only the notifications service the credentials key", () => {
+    const keyed = { ...topo, credentialsKey: "a2V5" };
+    expect(processEnv("notifications", keyed, {}).CREDENTIALS_ENCRYPTION_KEY).toBe("a2V5");
+    expect(processEnv("builds", keyed, {}).CREDENTIALS_ENCRYPTION_KEY).toBeUndefined();
+    expect(processEnv("gateway", keyed, {}).CREDENTIALS_ENCRYPTION_KEY).toBeUndefined();
+    // Not even when the launcher's own environment has them.
+    const launcher = { CREDENTIALS_ENCRYPTION_KEY: "a2V5", CREDENTIALS_ENCRYPTION_PREVIOUS_KEYS: "b2xk" };
+    expect(processEnv("identity", topo, launcher)).not.toHaveProperty("CREDENTIALS_ENCRYPTION_KEY");
+    expect(processEnv("gateway", topo, launcher)).not.toHaveProperty("CREDENTIALS_ENCRYPTION_PREVIOUS_KEYS");
+    expect(processEnv("notifications", topo, launcher)).toMatchObject(launcher);
+  });
+
   it("passes PUBLIC_URL, WEB_URL, GATEWAY_HOST and LOG_LEVEL from the launcher's environment", () => {
     const custom = createTopology(
       {

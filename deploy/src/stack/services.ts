@@ -29,6 +29,9 @@ export interface Topology {
   credentialsKey?: string;
 }
 
+/** The key source-provider credentials are sealed with, which only the notifications service may hold. */
+const CREDENTIALS_KEY_VARS = ["CREDENTIALS_ENCRYPTION_KEY", "CREDENTIALS_ENCRYPTION_PREVIOUS_KEYS"];
+
 /** Variables of the user's environment that must not leak into one process's config from the launcher's shell. */
 const PER_PROCESS_VARS = ["HOST", "PORT", "HEALTH_PORT", "MONGODB_DATABASE"];
 
@@ -74,6 +77,8 @@ export interface ReplicaSlot {
 export function processEnv(name: ProcessName, topo: Topology, base: Env, slot?: ReplicaSlot): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = { ...base };
   for (const key of PER_PROCESS_VARS) delete env[key];
+  // The credentials key is the notifications service's alone (docs/security.md#source-provider-credentials).
+  if (name !== "notifications") for (const key of CREDENTIALS_KEY_VARS) delete env[key];
   const urls = serviceUrls(topo.ports);
   for (const s of BACKEND_SERVICES) env[serviceUrlVar(s)] = urls[s];
   Object.assign(env, {
