@@ -1,5 +1,6 @@
 import type { Channel } from "./dispatch/channel.js";
 import type { NotificationsContext } from "./notifications-context.js";
+import { createEmailChannel, createNotifyWebhookChannel, createSlackChannel } from "./notify/notify-channels.js";
 import { createWebhookChannel } from "./webhooks/webhook-channel.js";
 
 /**
@@ -9,6 +10,9 @@ import { createWebhookChannel } from "./webhooks/webhook-channel.js";
 export async function createChannels(ctx: NotificationsContext): Promise<Channel[]> {
   return [
     createWebhookChannel(ctx.webhooks, ctx.outbound, ctx.now),
+    createNotifyWebhookChannel(ctx.outbound),
+    createSlackChannel(ctx.outbound),
+    createEmailChannel(ctx.config.smtpUrl, ctx.config.smtpFrom),
     ...(ctx.commitStatuses ? [ctx.commitStatuses.channel] : []),
     ...ctx.extraChannels,
   ];

@@ -17,12 +17,16 @@ export interface NotificationsConfig {
   /** The gateway's API and pages, for the links in what is sent (PUBLIC_URL, WEB_URL). */
   readonly publicUrl: string;
   readonly webUrl: string;
+  /** Where email notifications go (smtp://, smtps://, with credentials if any); unset: none can be sent. */
+  readonly smtpUrl: string | undefined;
+  /** Their sender. */
+  readonly smtpFrom: string;
 }
 
 /**
  * Parses NOTIFY_RETRY_FOR_S, NOTIFY_RETRY_BASE_MS, NOTIFY_RETRY_MAX_MS, NOTIFY_MAX_ATTEMPTS, NOTIFY_LEASE_S,
  * NOTIFY_MAX_IN_FLIGHT, NOTIFY_PER_ORGANIZATION, NOTIFY_PER_HOST, NOTIFY_DISPATCH_INTERVAL_MS, NOTIFY_KEEP_HOURS and
- * NOTIFY_MAX_WEBHOOKS, IDENTITY_URL, PIPELINES_URL, BUILDS_URL, PUBLIC_URL and WEB_URL once.
+ * NOTIFY_MAX_WEBHOOKS, IDENTITY_URL, PIPELINES_URL, BUILDS_URL, PUBLIC_URL, WEB_URL, SMTP_URL and SMTP_FROM once.
  */
 export function readNotificationsConfig(env: Env): NotificationsConfig {
   const r = createEnvReader(env);
@@ -35,6 +39,8 @@ export function readNotificationsConfig(env: Env): NotificationsConfig {
     }),
     publicUrl,
     webUrl: r.url("WEB_URL", publicUrl),
+    smtpUrl: r.optionalString("SMTP_URL"),
+    smtpFrom: r.string("SMTP_FROM", "Conveyor <conveyor@localhost>"),
     dispatch: Object.freeze({
       retry: Object.freeze({
         baseMs: r.int("NOTIFY_RETRY_BASE_MS", 2_000, { min: 10, max: 600_000 }),

@@ -1,5 +1,6 @@
 import type { EventHandler } from "./events/handler.js";
 import type { NotificationsContext } from "./notifications-context.js";
+import { createNotifyHandler } from "./notify/notify-handler.js";
 import { createOrganizationWebhooksHandler } from "./webhooks/organization-webhooks-handler.js";
 
 /**
@@ -10,6 +11,7 @@ import { createOrganizationWebhooksHandler } from "./webhooks/organization-webho
 export async function createHandlers(ctx: NotificationsContext): Promise<EventHandler[]> {
   return [
     createOrganizationWebhooksHandler(ctx.webhooks, ctx.payloads),
+    createNotifyHandler(ctx.notify),
     ...(ctx.commitStatuses ? [ctx.commitStatuses.handler] : []),
     ...ctx.extraHandlers,
   ];

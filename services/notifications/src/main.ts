@@ -38,6 +38,14 @@ void runService(
       // The one client for addresses users give (docs/security.md#outbound-requests).
       const outbound = createOutboundClient(readOutboundConfig(env));
       const commitStatuses = await createCommitStatusParts({ db, env, logger, outbound, now: () => new Date() });
+      const reads = {
+        identity: createServiceClient(IdentityService, config.serviceUrls.identity),
+        pipelines: createServiceClient(PipelinesService, config.serviceUrls.pipelines),
+        builds: createServiceClient(BuildsService, config.serviceUrls.builds),
+        publicUrl: config.publicUrl,
+        webUrl: config.webUrl,
+      };
+      const payloads = createPayloads(reads);
       const ctx: NotificationsContext = {
         config,
         webhooks,
@@ -45,13 +53,8 @@ void runService(
         now: () => new Date(),
         logger,
         outbound,
-        payloads: createPayloads({
-          identity: createServiceClient(IdentityService, config.serviceUrls.identity),
-          pipelines: createServiceClient(PipelinesService, config.serviceUrls.pipelines),
-          builds: createServiceClient(BuildsService, config.serviceUrls.builds),
-          publicUrl: config.publicUrl,
-          webUrl: config.webUrl,
-        }),
+        payloads,
+        notify: { ...reads, payloads },
         extraHandlers: [],
         extraChannels: [],
         commitStatuses,

@@ -2,6 +2,7 @@ import type { Logger, OutboundClient } from "@conveyor/runtime";
 import type { NotificationsConfig } from "./config.js";
 import type { Channel } from "./dispatch/channel.js";
 import type { EventHandler } from "./events/handler.js";
+import type { NotifyHandlerDeps } from "./notify/notify-handler.js";
 import type { CommitStatusParts } from "./statuses/commit-status-setup.js";
 import type { DeliveryRepository } from "./store/delivery-repository.js";
 import type { WebhookRepository } from "./store/webhook-repository.js";
@@ -18,6 +19,8 @@ export interface NotificationsContext {
   outbound: OutboundClient;
   /** The bodies of webhooks (REST's shapes). */
   payloads: Payloads;
+  /** What the pipeline YAML's notify: needs (the services it reads, the links' bases). */
+  notify: NotifyHandlerDeps;
   /** Handlers and channels a test adds to the listed ones (handlers.ts, channels.ts); empty in production. */
   extraHandlers: readonly EventHandler[];
   extraChannels: readonly Channel[];

@@ -1,0 +1,159 @@
+import { create } from "@bufbuild/protobuf";
+import { BuildSchema, JobSchema } from "@conveyor/proto/builds";
+import { PipelineSchema } from "@conveyor/proto/pipelines";
+import type { NotificationEvent } from "../events/notification-event.js";
+import { createNotifyHandler } from "./notify-handler.js";
+import { buildEmail, notifyBuildEvent, slackText } from "./notify-rules.js";
+
+const ORG = "11111111-1111-4111-8111-111111111111";
+const SLACK = "https://hooks.slack.com/services/T/B/x";
+const config = [
+  "notify:",
+  "  - webhook: https://hooks.example/ci",
+  "  - email: dev@example.com",
+  '    if: build.state == "failed"',
+  "  - slack:",
+  `      webhook_url: ${SLACK}`,
+  "      channels: ['#ci', '#ops']",
+  "steps:",
+  "  - label: Tests",
+  "    command: make test",
+  "    notify:",
+  `      - slack: ${SLACK}`,
+  "  - command: make lint",
+].join("\n");
+const pipeline = create(PipelineSchema, { id: "p-1", slug: "web", name: "Web", configuration: config });
+const build = (state: string) =>
+  create(BuildSchema, {
+    id: "b-1",
+    organizationId: ORG,
+    pipelineId: "p-1",
+    pipelineSlug: "web",
+    number: 7,
+    state,
+    branch: "main",
+    commit: "abc123",
+    message: "Fix <it>\nmore",
+  });
+
+function handler() {
+  return createNotifyHandler({
+    identity: { getOrganization: async () => ({ organization: { slug: "acme" } }) } as never,
+    pipelines: { getPipeline: async () => ({ pipeline }) } as never,
+    builds: { getBuild: async () => ({ build: build("failing") }) } as never,
+    payloads: { body: async (_e, name) => ({ event: name }) },
+    publicUrl: "http://api.test",
+    webUrl: "http://web.test",
+  });
+}
+const buildEvent = (kind: string, state: string, previousState = ""): NotificationEvent => ({
+  type: "build",
+  kind,
+  seq: 1,
+  build: build(state),
+  previousState,
+});
+
+describe("notifyBuildEvent", () => {
+  it.each([
+    ["build_created", "scheduled", "", "build.scheduled"],
+    ["build_state_changed", "running", "scheduled", "build.running"],
+    ["build_state_changed", "running", "failing", null],
+    ["build_state_changed", "failing", "running", "build.failing"],
+    ["build_state_changed", "blocked", "running", "build.blocked"],
+    ["build_state_changed", "failed", "failing", null],
+    ["build_finished", "failed", "failing", "build.finished"],
+    ["build_finished", "skipped", "scheduled", null],
+  ])("%s to %s from %s is %s", (kind, state, previous, name) => {
+    expect(notifyBuildEvent(kind, state, previous)).toBe(name);
+  });
+});
+
+describe("the notify handler", () => {
+  it("sends the webhook on a created build, and nothing whose event or if does not match", async () => {
+    const intents = await handler().intents(buildEvent("build_created", "scheduled"));
+    expect(intents).toEqual([
+      {
+        kind: "notify-webhook",
+        event: "build.scheduled",
+        targetKey: "build:0:https://hooks.example/ci",
+        host: "hooks.example",
+        ordered: false,
+        request: { url: "https://hooks.example/ci", body: '{"event":"build.scheduled"}' },
+      },
+    ]);
+  });
+
+  it("sends email only when its if holds, and slack once per channel, on a finished build", async () => {
+    const intents = await handler().intents(buildEvent("build_finished", "failed", "failing"));
+    expect(intents.map((i) => [i.kind, i.targetKey])).toEqual([
+      ["notify-webhook", "build:0:https://hooks.example/ci"],
+      ["email", "build:1:dev@example.com"],
+      ["slack", `build:2:${SLACK}:#ci`],
+      ["slack", `build:2:${SLACK}:#ops`],
+    ]);
+    expect(intents[1]?.request).toMatchObject({
+      to: "dev@example.com",
+      subject: "[Web] Build #7 of Web failed (main)",
+    });
+    expect(intents[2]?.request).toEqual({
+      url: SLACK,
+      payload: { text: "<http://web.test/acme/web/builds/7|Build #7 of Web failed>", channel: "#ci" },
+    });
+    const passed = await handler().intents(buildEvent("build_finished", "passed", "running"));
+    expect(passed.map((i) => i.kind)).toEqual(["notify-webhook", "slack", "slack"]);
+  });
+
+  it("sends a step's slack when its job finishes, found by its place and label", async () => {
+    const job = (label: string, stepPosition: number, state = "failed") =>
+      create(JobSchema, { id: "j-1", buildId: "b-1", label, stepPosition, state, type: "script" });
+    const event = (j: ReturnType<typeof job>, previousState = "running"): NotificationEvent => ({
+      type: "job",
+      kind: "job_state_changed",
+      seq: 2,
+      job: j,
+      previousState,
+      organizationId: ORG,
+      pipelineId: "p-1",
+      buildNumber: 7,
+    });
+    const intents = await handler().intents(event(job("Tests", 0)));
+    expect(intents).toEqual([
+      expect.objectContaining({
+        kind: "slack",
+        event: "step.finished",
+        request: {
+          url: SLACK,
+          payload: { text: "<http://web.test/acme/web/builds/7#j-1|Tests of build #7 of Web failed>" },
+        },
+      }),
+    ]);
+    expect(await handler().intents(event(job("make lint", 1)))).toEqual([]);
+    expect(await handler().intents(event(job("Tests", 0, "running"), "accepted"))).toEqual([]);
+    expect(await handler().intents(event(job("Renamed", 0)))).toEqual([]);
+  });
+});
+
+describe("messages", () => {
+  it("write an email with the build's link in text and escaped HTML", () => {
+    const mail = buildEmail({
+      pipelineName: "Web",
+      number: 7,
+      state: "passed",
+      branch: "main",
+      commit: "abc",
+      message: "Fix <it>\nmore",
+      webUrl: "http://web.test/acme/web/builds/7",
+    });
+    expect(mail.subject).toBe("[Web] Build #7 of Web passed (main)");
+    expect(mail.text).toContain("Message: Fix <it>\n");
+    expect(mail.text).toContain("http://web.test/acme/web/builds/7");
+    expect(mail.html).toContain("Fix &lt;it&gt;");
+    expect(mail.html).toContain('<a href="http://web.test/acme/web/builds/7">');
+  });
+
+  it("write a Slack link, after the rule's own message", () => {
+    expect(slackText("Build #1 of A|B passed", "http://x/1")).toBe("<http://x/1|Build #1 of AB passed>");
+    expect(slackText("Build #1", "http://x/1", "Deploy me")).toBe("Deploy me\n<http://x/1|Build #1>");
+  });
+});
