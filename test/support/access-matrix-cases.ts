@@ -41,6 +41,7 @@ const paramsOf = (template: string) => [...template.matchAll(/\{(\w+)\}/g)].map(
 
 const isTeamRoute = (template: string) => template.includes("/teams/{team}");
 const isScheduleRoute = (template: string) => template.includes("/schedules/{id}");
+const isSourceProviderRoute = (template: string) => template.includes("/source_providers/{id}");
 const isPipelineRoute = (template: string) =>
   /^\/v2\/organizations\/\{org\}\/pipelines\/\{(pipeline|slug)\}/.test(template);
 
@@ -54,7 +55,11 @@ function ownValues(world: World, template: string): Record<string, string> {
     slug: a.pipeline.slug,
     number: String(a.build.number),
     job: a.build.jobId,
-    id: isScheduleRoute(template) ? a.scheduleId : a.build.artifactId,
+    id: isScheduleRoute(template)
+      ? a.scheduleId
+      : isSourceProviderRoute(template)
+        ? a.sourceProviderId
+        : a.build.artifactId,
     team: a.teamId,
     user: team ? world.plain.id : a.adminId,
     suite: a.suiteId,
@@ -82,7 +87,13 @@ function misplacedValues(
     job: { value: q.build.jobId, message: "No job found", what: "another build's job" },
     id: isScheduleRoute(template)
       ? { value: q.scheduleId, message: "No pipeline schedule found", what: "another pipeline's schedule" }
-      : { value: q.build.artifactId, message: "No artifact found", what: "another job's artifact" },
+      : isSourceProviderRoute(template)
+        ? {
+            value: b.sourceProviderId,
+            message: "No source provider found",
+            what: "another organization's source provider",
+          }
+        : { value: q.build.artifactId, message: "No artifact found", what: "another job's artifact" },
     team: { value: b.teamId, message: "No team found", what: "another organization's team" },
     user: team
       ? { value: world.outsider.id, message: "No team member found", what: "an organization member not in the team" }
@@ -109,6 +120,7 @@ function bodyOf(world: World, operationId: string): unknown {
     updatePipeline: { description: "changed by a refused request" },
     createBuild: { commit: "HEAD", branch: "main", message: "refused" },
     createPipelineSchedule: { label: "Refused", cronline: "@daily" },
+    createSourceProvider: { kind: "github", token: "refused-token" },
     updatePipelineSchedule: { label: "changed by a refused request" },
     addTeamMember: { user_id: world.outsider.id, role: "member" },
     updateTeamMember: { role: "maintainer" },
@@ -160,6 +172,8 @@ function memberExpectations(world: World, op: Operation): MemberCase[] {
     };
     return write ? [hidden, { ...plain, expect: forbidden }, visible] : [hidden];
   }
+  // Source-provider connections are the organization's administrators' alone, to read as to change.
+  if (/\/source_providers(\/|$)/.test(op.path)) return [{ ...outsider, expect: forbidden }];
   const adminOnly = /\/(rules|registries|agents)(\/|$)/.test(op.path);
   return write && adminOnly ? [{ ...outsider, expect: forbidden }] : [];
 }

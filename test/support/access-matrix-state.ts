@@ -35,6 +35,8 @@ export async function snapshot(world: World): Promise<Record<string, unknown>> {
     "B team members": read(`${orgB}/teams/${b.teamId}/members`, b.adminSecret, "user_id", "role"),
     "B team pipelines": read(`${orgB}/teams/${b.teamId}/pipelines`, b.adminSecret, "pipeline_id", "access_level"),
     "A rules": read(`${orgA}/rules`, a.adminSecret, "uuid"),
+    "A source providers": read(`${orgA}/source_providers`, a.adminSecret, "id", "kind"),
+    "B source providers": read(`${orgB}/source_providers`, b.adminSecret, "id", "kind"),
     "B rules": read(`${orgB}/rules`, b.adminSecret, "uuid"),
     "A tokens": read(
       `/v2/packages/organizations/${a.slug}/registries/${a.registrySlug}/tokens`,

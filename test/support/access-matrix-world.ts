@@ -46,6 +46,8 @@ export interface OrgWorld {
   agentId: string;
   agentSecret: string;
   registrationSecret: string;
+  /** A source-provider connection of the organization (docs/statuses.md#connections). */
+  sourceProviderId: string;
 }
 
 export interface World {
@@ -144,6 +146,16 @@ async function arrangeRegistryToken(slug: string, secret: string, organizationId
   return { registrySlug: registry?.slug ?? "", registryTokenId: res.body.id as string };
 }
 
+/** A source-provider connection of the organization, over REST; returns its id. */
+async function arrangeSourceProvider(org: { slug: string; secret: string }): Promise<string> {
+  const res = await send("POST", `/v2/organizations/${org.slug}/source_providers`, org.secret, {
+    kind: "github",
+    token: "access-matrix-token",
+  });
+  if (res.status !== 201) throw new Error(`source provider: ${res.status} ${res.text}`);
+  return res.body.id;
+}
+
 /** A schedule of a pipeline that never builds during a run (once a year); returns its id. */
 async function arrangeSchedule(org: { slug: string; secret: string }, p: Pipe): Promise<string> {
   const path = `/v2/organizations/${org.slug}/pipelines/${p.slug}/schedules`;
@@ -188,6 +200,7 @@ async function arrangeOrg(privacy: TeamPrivacy): Promise<OrgWorld> {
     ruleId: rule.body.uuid,
     ...(await arrangeRegistryToken(org.slug, org.secret, org.id)),
     ...(await arrangeAgent(org.id, clusterId)),
+    sourceProviderId: await arrangeSourceProvider(org),
   };
 }
 
