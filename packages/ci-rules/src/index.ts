@@ -6,6 +6,7 @@ export * from "./render-steps.js";
 export * from "./states.js";
 export * from "./statuses/index.js";
 export * from "./steps/block-fields.js";
+export * from "./steps/matrix.js";
 export * from "./steps/parse-yaml.js";
 export * from "./steps/step.js";
 export * from "./steps/step-limits.js";

@@ -3,6 +3,7 @@
  * reads the attributes common to every step and parses groups).
  */
 
+import { matrixProblems } from "./matrix.js";
 import type { ManualStep, ScriptStep, StepCommon, TriggerStep, WaiterStep } from "./step.js";
 import {
   describeValue,
@@ -103,7 +104,10 @@ export function parseScript(body: Val, field: string, p: Problems, common: StepC
   if (matrix !== undefined) {
     if (!isUnset(member(body, "parallelism"))) {
       p.add(`${field}.matrix`, "cannot be combined with `parallelism` on the same step; use one or the other");
-    } else step.matrix = matrix;
+    } else {
+      step.matrix = matrix;
+      for (const problem of matrixProblems(step, field)) p.add(problem.field, problem.code);
+    }
   }
   return step;
 }

@@ -50,7 +50,10 @@ describe("stepCountProblems", () => {
   it("refuses steps that make more jobs than a build may hold", () => {
     const steps = Array.from({ length: 9 }, () => script(STEP_LIMITS.maxParallelism));
     expect(stepCountProblems(steps, "steps")).toEqual([
-      { field: "steps", code: "makes 4500 jobs per build, counting parallelism; a build may hold at most 4000" },
+      {
+        field: "steps",
+        code: "makes 4500 jobs per build, counting parallelism and matrices; a build may hold at most 4000",
+      },
     ]);
   });
 });

@@ -3,6 +3,7 @@
  * build ("Jobs per build", retries included) and 500 jobs created per pipeline upload, which also bounds the jobs one
  * step may ask for with `parallelism`. The YAML bounds keep the cost of reading a definition linear in its size.
  */
+import { matrixJobCount } from "./matrix.js";
 import type { PipelineStep, StepError } from "./step.js";
 
 export const STEP_LIMITS = {
@@ -24,10 +25,14 @@ export const STEP_LIMITS = {
   maxExpandedYamlBytes: 2 * 1024 * 1024,
 } as const;
 
-/** The jobs a build creates for these steps: one per step, `parallelism` of them for a parallel one. */
+/** The jobs a build creates for these steps: one per step, `parallelism` of them for a parallel one, a matrix's. */
 export function jobCount(steps: readonly PipelineStep[]): number {
   let jobs = 0;
   for (const step of steps) {
+    if (step.type === "script" && step.matrix) {
+      jobs += matrixJobCount(step);
+      continue;
+    }
     const parallelism = step.type === "script" || step.type === "trigger" ? step.parallelism : undefined;
     jobs += parallelism === undefined ? 1 : Math.max(1, Math.floor(parallelism));
   }
@@ -44,7 +49,7 @@ export function stepCountProblems(steps: readonly PipelineStep[], field: string)
     return [
       {
         field,
-        code: `makes ${jobs} jobs per build, counting parallelism; a build may hold at most ${STEP_LIMITS.maxBuildJobs}`,
+        code: `makes ${jobs} jobs per build, counting parallelism and matrices; a build may hold at most ${STEP_LIMITS.maxBuildJobs}`,
       },
     ];
   }
