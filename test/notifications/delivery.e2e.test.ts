@@ -1,10 +1,6 @@
-import { join } from "node:path";
-import { getFreePort, type ManagedProcess, spawnManaged } from "@conveyor/deploy";
-import { NotificationsService } from "@conveyor/proto/notifications";
-import { createServiceClient } from "@conveyor/runtime";
-import { jetstreamManager } from "@nats-io/jetstream";
-import { connect } from "@nats-io/transport-node";
-import { unique } from "../support/stack-env.js";
+import type { Client } from "@connectrpc/connect";
+import type { NotificationsService } from "@conveyor/proto/notifications";
+import { startNotificationsProcess } from "../support/notifications-process.js";
 import { eventually, startReceiver } from "../support/webhook-receiver.js";
 
 // A notifications process of this suite's own, beside the stack's (its own database, so its own durable consumers:
@@ -12,65 +8,28 @@ import { eventually, startReceiver } from "../support/webhook-receiver.js";
 // machine's internal services. Loopback is refused by address, by a name resolving to it and through a redirect
 // (docs/security.md#outbound-requests); and a process killed while a receiver holds a delivery's request lets its
 // claim lapse, the restarted process sends it again with the same delivery id, which the receiver shows once.
-const repoRoot = join(__dirname, "..", "..");
-const database = `notify_${unique("t").replace(/-/g, "_")}`;
 const organizationId = process.env.CONVEYOR_ORG_ID ?? "";
-let proc: ManagedProcess | undefined;
-let port = 0;
-let healthPort = 0;
-
-async function startNotifications(): Promise<void> {
-  proc = spawnManaged({
-    name: "notifications-suite",
-    command: process.execPath,
-    args: ["--enable-source-maps", join(repoRoot, "services/notifications/dist/main.js")],
-    env: {
-      ...process.env,
-      HOST: "127.0.0.1",
-      PORT: String(port),
-      HEALTH_PORT: String(healthPort),
-      MONGODB_DATABASE: database,
-      OUTBOUND_ALLOW_HOSTS: "127.0.0.2",
-      NOTIFY_LEASE_S: "5",
-      NOTIFY_RETRY_BASE_MS: "200",
-      NOTIFY_DISPATCH_INTERVAL_MS: "200",
-      LOG_LEVEL: "warn",
-      NODE_ENV: "production",
-    },
-    cwd: repoRoot,
-    logFile: join(process.env.CONVEYOR_TEST_DATA_DIR ?? "/tmp", `${database}.log`),
-    detached: false,
-  });
-  await eventually(
-    "the suite's notifications process",
-    async () => (await fetch(`http://127.0.0.1:${healthPort}/readyz`).catch(() => null))?.status === 200,
-    60_000,
-  );
-}
+let notifications: Awaited<ReturnType<typeof startNotificationsProcess>>;
 
 let internal: Awaited<ReturnType<typeof startReceiver>>;
 let allowed: Awaited<ReturnType<typeof startReceiver>>;
-let client: ReturnType<typeof createServiceClient<typeof NotificationsService>>;
+let client: Client<typeof NotificationsService>;
 
 beforeAll(async () => {
-  port = await getFreePort();
-  healthPort = await getFreePort();
   internal = await startReceiver("127.0.0.1");
   allowed = await startReceiver("127.0.0.2");
-  await startNotifications();
-  client = createServiceClient(NotificationsService, `http://127.0.0.1:${port}`);
+  notifications = await startNotificationsProcess({
+    OUTBOUND_ALLOW_HOSTS: "127.0.0.2",
+    NOTIFY_LEASE_S: "5",
+    NOTIFY_RETRY_BASE_MS: "200",
+    NOTIFY_DISPATCH_INTERVAL_MS: "200",
+  });
+  client = notifications.client;
 }, 90_000);
 
 afterAll(async () => {
-  await proc?.stop(5_000);
+  await notifications?.remove();
   await Promise.all([internal.close(), allowed.close()]);
-  // The suite's database is a deployment of its own: its durable consumers go with it.
-  const nc = await connect({ servers: process.env.NATS_URL ?? "" });
-  const jsm = await jetstreamManager(nc);
-  for (const kind of ["builds", "agents"]) {
-    await jsm.consumers.delete("CI_EVENTS", `notifications-${database}-${kind}`).catch(() => undefined);
-  }
-  await nc.close();
 });
 
 /** Creates a webhook (a ping is sent) and waits until its delivery is finished; returns it and the webhook. */
@@ -115,9 +74,8 @@ describe("a restart mid-delivery", () => {
     });
     allowed.tokens.set("/held", res.token);
     await eventually("the held request", () => allowed.at("/held").length === 1);
-    proc?.killNow();
-    await proc?.exited;
-    await startNotifications();
+    await notifications.kill();
+    await notifications.start();
     await eventually("the delivery sent again after its claim lapsed", () => allowed.at("/held").length === 2, 30_000);
     const [first, second] = allowed.at("/held");
     expect(second?.delivery).toBe(first?.delivery);
