@@ -25,8 +25,7 @@ describe("build-level notify", () => {
           `      webhook_url: ${SLACK}`,
           "      channels: ['#ci', '@ann']",
           "      message: Broken",
-          "  - github_commit_status: {context: my/ctx}",
-          "  - github_check: {name: Tests}",
+          "  - github_commit_status: {context: my/ctx, blocked_builds_as_pending: true}",
         ].join("\n"),
       ),
     ).toEqual({
@@ -35,8 +34,7 @@ describe("build-level notify", () => {
         { type: "email", address: "dev@example.com", if: 'build.state == "failed"' },
         { type: "slack", url: SLACK, channels: [] },
         { type: "slack", url: SLACK, channels: ["#ci", "@ann"], message: "Broken" },
-        { type: "github_commit_status", options: { context: "my/ctx" } },
-        { type: "github_check", options: { name: "Tests" } },
+        { type: "github_commit_status", options: { context: "my/ctx", blocked_builds_as_pending: true } },
       ],
     });
     expect(notifyOf("")).toEqual({ notify: [] });
@@ -50,6 +48,22 @@ describe("build-level notify", () => {
       "Basecamp",
     ],
     ["notify:\n  - pagerduty_change_event: abc", "configuration.notify[0].pagerduty_change_event", "PagerDuty"],
+    ["notify:\n  - github_check: {name: Tests}", "configuration.notify[0].github_check", "GitHub checks"],
+    [
+      "notify:\n  - github_commit_status: {context: a, colour: red}",
+      "configuration.notify[0].github_commit_status.colour",
+      "not a github_commit_status option",
+    ],
+    [
+      "notify:\n  - github_commit_status: {context: [a]}",
+      "configuration.notify[0].github_commit_status.context",
+      "must be a string",
+    ],
+    [
+      "notify:\n  - github_commit_status: {blocked_builds_as_pending: 'yes'}",
+      "configuration.notify[0].github_commit_status.blocked_builds_as_pending",
+      "true or false",
+    ],
     ["notify:\n  - teams: https://x", "configuration.notify[0].teams", "not a notification this server knows"],
     ["notify:\n  - slack: '#general'", "configuration.notify[0].slack", "Slack incoming-webhook URL"],
     ["notify:\n  - slack: {channels: ['#ci']}", "configuration.notify[0].slack.webhook_url", "is required"],

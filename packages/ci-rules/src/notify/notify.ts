@@ -1,7 +1,8 @@
 /**
  * Pipeline YAML's `notify:` (docs/notifications.md#notify), at build level (beside `steps:`) and on command steps.
- * Which forms are served: build level `webhook`, `email`, `slack`; step level `slack`; `github_commit_status` and
- * `github_check` at both levels are kept as written for the commit statuses (docs/statuses.md). Every other form
+ * Which forms are served: build level `webhook`, `email`, `slack`; step level `slack`; `github_commit_status` at both
+ * levels, its `context` and (build level) `blocked_builds_as_pending` checked, for the commit statuses
+ * (docs/statuses.md). Every other form (`github_check`,
  * (`basecamp_campfire`, `pagerduty_change_event`, …) is refused naming it, never accepted and ignored. Pure.
  */
 import { conditionProblem } from "../conditionals/conditionals.js";
@@ -31,7 +32,7 @@ export type NotifyRule = RuleBase &
     | { type: "webhook"; url: string }
     | { type: "email"; address: string }
     | { type: "slack"; url: string; channels: string[]; message?: string }
-    | { type: "github_commit_status" | "github_check"; options: Record<string, unknown> }
+    | { type: "github_commit_status"; options: Record<string, unknown> }
   );
 
 /** Bounds of `notify:` (docs/limits.md). */
@@ -39,8 +40,8 @@ export const NOTIFY_LIMITS = { rules: 20, channels: 20, chars: 2048, message: 40
 
 /** The forms each level takes. */
 const SERVED: Record<NotifyLevel, readonly string[]> = {
-  build: ["webhook", "email", "slack", "github_commit_status", "github_check"],
-  step: ["slack", "github_commit_status", "github_check"],
+  build: ["webhook", "email", "slack", "github_commit_status"],
+  step: ["slack", "github_commit_status"],
 };
 
 /** Buildkite's forms this project does not serve, and why (the 422 says it). */
@@ -48,6 +49,7 @@ const NOT_SERVED: Record<string, string> = {
   basecamp_campfire: "is not supported: Basecamp notifications are not sent by this server",
   pagerduty_change_event: "is not supported: PagerDuty change events are not sent by this server",
   origin_check: "is not supported: Cursor Origin checks are not sent by this server",
+  github_check: "is not supported: GitHub checks are not created by this server (github_commit_status is)",
 };
 
 const EMAIL = /^[^\s@<>]+@[^\s@<>]+\.[^\s@<>]+$/;
@@ -136,10 +138,20 @@ function readRule(val: Val, field: string, level: NotifyLevel, p: Problems): Not
     case "slack":
       return withIf(readSlack(given, at, p));
     default: {
-      // github_commit_status / github_check: kept as written for the commit statuses.
+      // github_commit_status: its options checked, then kept as written for the commit statuses (docs/statuses.md).
       if (!isUnset(given) && !isMapping(given.v)) return p.add(at, `must be a mapping, got ${describeValue(given.v)}`);
       const options = isMapping(given.v) ? { ...given.v } : {};
-      return withIf({ type: kind as "github_commit_status" | "github_check", options });
+      const takes = level === "build" ? ["context", "blocked_builds_as_pending"] : ["context"];
+      const unknown = Object.keys(options).find((k) => !takes.includes(k));
+      if (unknown !== undefined)
+        return p.add(`${at}.${unknown}`, `is not a ${kind} option (it takes ${takes.join(", ")})`);
+      if (options.context !== undefined && (typeof options.context !== "string" || options.context.length > 255)) {
+        return p.add(`${at}.context`, "must be a string of at most 255 characters");
+      }
+      if (options.blocked_builds_as_pending !== undefined && typeof options.blocked_builds_as_pending !== "boolean") {
+        return p.add(`${at}.blocked_builds_as_pending`, "must be true or false");
+      }
+      return withIf({ type: "github_commit_status", options });
     }
   }
 }

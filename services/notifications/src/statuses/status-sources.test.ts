@@ -89,6 +89,7 @@ describe("the status sources over RPC", () => {
       organizationId: "org-1",
       pipelineId: "p-1",
       branch: "main",
+      state: "passed",
       source: "webhook",
       message: "Fix it",
       pullRequest: { id: "12", base: "main", labels: ["ci"] },
@@ -98,6 +99,7 @@ describe("the status sources over RPC", () => {
     expect(await sources.conditionHolds(build, read, 'build.pull_request.labels includes "ci"')).toBe(true);
     expect(await sources.conditionHolds(build, read, 'organization.slug == "acme"')).toBe(true);
     expect(await sources.conditionHolds(build, read, 'build.branch == "dev"')).toBe(false);
+    expect(await sources.conditionHolds(build, read, 'build.state == "passed"')).toBe(true);
     expect(await sources.conditionHolds(build, read, "build.nope ==")).toBe(false);
   });
 });

@@ -101,6 +101,7 @@ export function buildContextOf(build: Build, pipeline: StatusPipeline, organizat
     id: build.id,
     number: build.number,
     branch: build.branch,
+    state: build.state,
     commit: build.commit,
     message: build.message,
     source: build.source,
