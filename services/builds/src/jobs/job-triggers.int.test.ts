@@ -234,7 +234,7 @@ describe("trigger steps", () => {
       "the creator may not build the target",
       "locked",
       (t: { refusedTo: Set<string> }, p: Pipeline) => t.refusedTo.add(p.id),
-      'Ann may not create builds of "locked", so this trigger cannot',
+      'No pipeline "locked" exists in this organization that Ann may create builds of, so this trigger cannot create its build',
     ],
     [
       "the target is in another cluster and no rule allows it",
@@ -243,7 +243,13 @@ describe("trigger steps", () => {
       '"far" is in another cluster: a pipeline.trigger_build.pipeline rule from "parent" to "far" must allow this trigger',
     ],
     ["the target is archived", "old", () => undefined, 'The build on "old" could not be created: Pipeline is archived'],
-    ["the target does not exist", "nowhere", () => undefined, 'No pipeline "nowhere" exists in this organization'],
+    [
+      // The same words as when the creator may not build it: the log is no oracle of what exists.
+      "the target does not exist",
+      "nowhere",
+      () => undefined,
+      'No pipeline "nowhere" exists in this organization that Ann may create builds of, so this trigger cannot create its build',
+    ],
   ])(
     "fails the trigger with the reason in its log when %s, creating nothing",
     async (_label, slug, arrangeIt, reason) => {

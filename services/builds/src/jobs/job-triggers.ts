@@ -19,10 +19,19 @@ export interface TriggerLookups {
   ruleAllows(organizationId: string, sourcePipelineId: string, targetPipelineId: string): Promise<boolean>;
 }
 
+/**
+ * Why a trigger finds no pipeline to build: the same words whether none has the slug or the build's creator may not
+ * build the one that has it, so a trigger's log tells nobody of a pipeline they cannot see (docs/security.md).
+ */
+export function noPipelineToTrigger(slug: string, parent: Pick<Build, "creator">): string {
+  const who = parent.creator ? ` that ${parent.creator.name || parent.creator.email} may create builds of` : "";
+  return `No pipeline "${slug}" exists in this organization${who}, so this trigger cannot create its build`;
+}
+
 /** Why a trigger job may not create a build of `target`, or null when it may. */
 async function refusal(job: Job, parent: Build, target: Pipeline, lookups: TriggerLookups): Promise<string | null> {
   if (parent.creator && !(await lookups.mayBuild(job.organizationId, parent.creator.id, target.id)))
-    return `${parent.creator.name || parent.creator.email} may not create builds of "${target.slug}", so this trigger cannot`;
+    return noPipelineToTrigger(target.slug, parent);
   if (
     crossesClusters(job.clusterId, target.clusterId) &&
     !(await lookups.ruleAllows(job.organizationId, parent.pipelineId, target.id))
@@ -87,7 +96,7 @@ export function createJobTriggers(
     let child = await repo.findBuildById(id);
     if (!child) {
       const target = await lookups.pipeline(job.organizationId, job.trigger.pipeline);
-      if (!target) return fail(job, `No pipeline "${job.trigger.pipeline}" exists in this organization to trigger`);
+      if (!target) return fail(job, noPipelineToTrigger(job.trigger.pipeline, parent));
       const refused = await refusal(job, parent, target, lookups);
       if (refused) return fail(job, refused);
       try {
