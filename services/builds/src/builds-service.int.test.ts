@@ -547,6 +547,35 @@ describe("jobs on MongoDB", () => {
     expect(await codeOf(client.updateJob({ jobId: randomUUID() }))).toBe(Code.NotFound);
   });
 
+  it("reprioritizes a command job no agent has taken, within its build, and dispatch lists it by its new priority", async () => {
+    const p = pipeline([script("a"), script("b"), { type: "waiter" }, script("c")]);
+    const { build } = await client.createBuild({ pipeline: p, commit: "abc", branch: "main" });
+    const number = build?.number ?? 0;
+    const [a, b, wait, c] = (build?.jobs ?? []).map((j) => j.id);
+    const order = async () =>
+      (await client.listDispatchableJobs({})).jobs.map((j) => j.id).filter((id) => id === a || id === b);
+    expect(await order()).toEqual([a, b]);
+    const raised = await client.updateJob({ jobId: b ?? "", priority: 5, pipelineId: p.id, number });
+    expect(raised.job?.priority).toBe(5);
+    expect(await order()).toEqual([b, a]);
+    // A waiting job may be; a waiter may not; nor a job named under another build or pipeline.
+    expect((await client.updateJob({ jobId: c ?? "", priority: -3 })).job?.priority).toBe(-3);
+    expect(await codeOf(client.updateJob({ jobId: wait ?? "", priority: 1 }))).toBe(Code.FailedPrecondition);
+    expect(await codeOf(client.updateJob({ jobId: a ?? "", priority: 9, pipelineId: p.id, number: number + 1 }))).toBe(
+      Code.NotFound,
+    );
+    expect(await codeOf(client.updateJob({ jobId: a ?? "", priority: 9, pipelineId: randomUUID(), number }))).toBe(
+      Code.NotFound,
+    );
+    for (const priority of [1_000_001, -1_000_001]) {
+      expect(await codeOf(client.updateJob({ jobId: a ?? "", priority }))).toBe(Code.InvalidArgument);
+    }
+    // Once an agent has it, its priority no longer changes.
+    await runOn(a ?? "", "agent-p");
+    expect(await codeOf(client.updateJob({ jobId: a ?? "", priority: 9 }))).toBe(Code.FailedPrecondition);
+    expect((await client.getJob({ jobId: a ?? "" })).job?.priority).toBe(0);
+  });
+
   it("returns a job with its organization, pipeline, build number and queue", async () => {
     const p = pipeline([
       script("linux", { agent_query_rules: ["os=linux", "queue=linux-large"] }),

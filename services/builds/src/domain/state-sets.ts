@@ -77,6 +77,9 @@ export const SLOT_HOLDING_STATES: readonly JobState[] = ["scheduled", ...ACTIVE_
 /** States of a concurrency group's job that has not started yet. */
 export const GROUP_WAITING_STATES: readonly JobState[] = ["pending", "waiting", "limiting", "limited"];
 
+/** States of a command job no agent has taken yet, whose dispatch priority may still change (REST's reprioritize). */
+export const REPRIORITIZABLE_JOB_STATES: readonly JobState[] = [...GROUP_WAITING_STATES, "scheduled"];
+
 // Build states.
 
 /** States in which a build may be canceled on request (a build waiting at a block step may be too). */

@@ -5,7 +5,7 @@ import type { AgentSnapshot, Job } from "../domain/job.js";
 import { jobEnvironment } from "../domain/job-env.js";
 import { stampsFor } from "../domain/job-stamps.js";
 import { applyJobEvent, isFinishedJobState, type JobEvent } from "../domain/state-machine.js";
-import { STARTED_ON_AGENT_STATES } from "../domain/state-sets.js";
+import { REPRIORITIZABLE_JOB_STATES, STARTED_ON_AGENT_STATES } from "../domain/state-sets.js";
 import type { BuildWithJobs, Reconcile } from "../lifecycle/reconcile.js";
 import type { JobUpdate } from "../store/build-repository.js";
 import type { JobRetries } from "./job-retries.js";
@@ -21,6 +21,8 @@ export function movedOn(err: unknown): boolean {
 
 /** The longest timeout a job may be given: a week. */
 const MAX_TIMEOUT_MINUTES = 7 * 24 * 60;
+/** The largest dispatch priority either way (docs/limits.md). */
+export const MAX_PRIORITY = 1_000_000;
 
 /** Details of a transition beyond the event itself. */
 export interface TransitionOptions {
@@ -148,6 +150,31 @@ export function createJobTransitions(ctx: BuildsContext, reconcile: Reconcile, r
           // A running job's deadline moves with its timeout, counted from when it started.
           const deadlineAt = job.startedAt ? new Date(job.startedAt.getTime() + minutes * 60_000) : null;
           const updated = await repo.updateJob(job.id, job.state, { timeoutInMinutes: minutes, deadlineAt });
+          if (updated) return updated;
+        }
+        throw new Error(`job ${jobId} kept changing under ${MAX_ATTEMPTS} attempts`);
+      });
+    },
+
+    /**
+     * Changes the dispatch priority of a command job no agent has taken yet (REST's reprioritize): dispatch reads
+     * the jobs' `priority` (docs/compatibility.md#jobs), so it takes effect from the next round of dispatch.
+     */
+    async setPriority(jobId: string, priority: number): Promise<Job> {
+      if (!Number.isInteger(priority) || Math.abs(priority) > MAX_PRIORITY)
+        throw invalidFields([
+          { field: "priority", code: `must be an integer from -${MAX_PRIORITY} to ${MAX_PRIORITY}` },
+        ]);
+      const found = jobId === "" ? null : await repo.findJob(jobId);
+      if (!found) throw notFound("job");
+      return withLock(found.buildId, async () => {
+        for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
+          const job = await repo.findJob(jobId);
+          if (!job) throw notFound("job");
+          if (job.type !== "script" || !REPRIORITIZABLE_JOB_STATES.includes(job.state))
+            throw failedPrecondition("Only command jobs no agent has taken yet can be reprioritized");
+          if (job.priority === priority) return job;
+          const updated = await repo.updateJob(job.id, job.state, { priority });
           if (updated) return updated;
         }
         throw new Error(`job ${jobId} kept changing under ${MAX_ATTEMPTS} attempts`);

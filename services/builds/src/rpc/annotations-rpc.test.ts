@@ -218,4 +218,40 @@ describe("AnnotationsService", () => {
     );
     expect(await list()).toEqual(before);
   });
+
+  it("lets a person (REST) annotate a build and a job of it whatever the job's state, never a job of another build", async () => {
+    const { client, list } = setup();
+    const { annotation } = await client.annotateBuild({ buildId: "b-1", byPerson: true, body: "by hand", priority: 7 });
+    expect(annotation).toMatchObject({ scope: "build", jobId: "", priority: 7, context: "default" });
+    const onJob = await client.annotateBuild({
+      buildId: "b-1",
+      jobId: "j-done",
+      byPerson: true,
+      scope: "job",
+      body: "x",
+    });
+    expect(onJob.annotation).toMatchObject({ scope: "job", jobId: "j-done" });
+    expect(await list({ jobId: "j-done" })).toHaveLength(1);
+    const other = client.annotateBuild({ buildId: "b-1", jobId: "j-9", byPerson: true, scope: "job", body: "x" });
+    expect((await failure(other)).code).toBe(Code.NotFound);
+  });
+
+  it("removes an annotation by its id only within its build and, when named, its job", async () => {
+    const { client, list } = setup();
+    const own = (await client.annotateBuild({ buildId: "b-1", byPerson: true, body: "build's" })).annotation;
+    const jobs = (await client.annotateBuild({ buildId: "b-1", jobId: "j-2", byPerson: true, scope: "job", body: "j" }))
+      .annotation;
+    const byId = (buildId: string, jobId: string, annotationId: string) =>
+      client.removeAnnotation({ buildId, jobId, annotationId, context: "ignored", scope: "ignored" });
+    expect((await failure(byId("b-2", "", own?.id ?? ""))).code).toBe(Code.NotFound);
+    expect((await failure(byId("b-1", "j-2", own?.id ?? ""))).code).toBe(Code.NotFound);
+    expect((await failure(byId("b-1", "j-1", jobs?.id ?? ""))).code).toBe(Code.NotFound);
+    expect((await failure(byId("b-1", "", "no-such-id"))).code).toBe(Code.NotFound);
+    expect(await list()).toHaveLength(1);
+    await byId("b-1", "j-2", jobs?.id ?? "");
+    await byId("b-1", "", own?.id ?? "");
+    expect(await list()).toEqual([]);
+    expect(await list({ jobId: "j-2" })).toEqual([]);
+    expect((await failure(byId("b-1", "", own?.id ?? ""))).code).toBe(Code.NotFound);
+  });
 });

@@ -88,6 +88,22 @@ export function createAnnotationRpcs(deps: AnnotationsDeps): ServiceImpl<typeof 
     throw new ConnectError("the annotation kept changing while it was written: try again", Code.Aborted);
   };
 
+  /** A person names a job of the build (REST): any state, but of that build. */
+  const requireJobOf = async (jobId: string, buildId: string) => {
+    const job = await builds.findJob(jobId);
+    if (job?.buildId !== buildId) throw notFound("job");
+  };
+
+  /** REST's removal by UUID: an annotation of the build, and of the job when one is named (its job-scoped ones). */
+  const removeById = async (buildId: string, jobId: string, id: string) => {
+    const found = await annotations.findById(id);
+    if (!found || found.buildId !== buildId || (jobId !== "" && found.jobId !== jobId)) throw notFound("annotation");
+    const key = `${buildId}/${found.jobId ?? ""}/${found.context}`;
+    const removed = await withLock(key, () => annotations.remove(buildId, found.jobId, found.context));
+    if (!removed) throw notFound("annotation");
+    return {};
+  };
+
   return {
     async annotateBuild(req) {
       const change = annotateChange({
@@ -103,7 +119,8 @@ export function createAnnotationRpcs(deps: AnnotationsDeps): ServiceImpl<typeof 
         throw invalid("A job-scoped annotation needs the job it belongs to");
       const build = req.buildId === "" ? null : await builds.findBuildById(req.buildId);
       if (!build) throw notFound("build");
-      if (req.jobId !== "") await requireRunningJob(builds, req.jobId, build.id);
+      if (req.jobId !== "" && req.byPerson) await requireJobOf(req.jobId, build.id);
+      else if (req.jobId !== "") await requireRunningJob(builds, req.jobId, build.id);
       const owner = change.value.scope === "job" ? req.jobId : null;
       const annotation = await withLock(`${build.id}/${owner ?? ""}/${change.value.context}`, () =>
         write(build.id, owner, change.value),
@@ -112,6 +129,7 @@ export function createAnnotationRpcs(deps: AnnotationsDeps): ServiceImpl<typeof 
     },
 
     async removeAnnotation(req) {
+      if (req.annotationId !== "") return removeById(req.buildId, req.jobId, req.annotationId);
       const target = annotationTarget(req.context, req.scope);
       if (!target.ok) throw invalid(target.problem);
       if (target.value.scope === "job" && req.jobId === "")

@@ -12,6 +12,7 @@ import type { JobTransitions } from "../jobs/job-transitions.js";
 import type { createBuildMetaData } from "../meta-data/build-meta-data.js";
 import { buildMessage, jobMessage } from "./build-message.js";
 import type { JobActionRpcs } from "./job-actions-rpc.js";
+import type { StepRpcs } from "./steps-rpc.js";
 
 /** One table from the proto's job events to the domain's. */
 const EVENT_TYPES: Partial<Record<JobEventType, Exclude<JobEvent["type"], "finish">>> = {
@@ -58,6 +59,7 @@ type JobRpcs = Omit<
   | "rebuildBuild"
   | "receiveWebhook"
   | keyof JobActionRpcs
+  | keyof StepRpcs
 >;
 
 /** The RPCs on jobs: transitions, dispatch, logs and build meta-data. */
@@ -172,12 +174,17 @@ export function createJobRpcs(
     },
 
     async updateJob(req) {
-      if (req.timeoutInMinutes === undefined) {
-        const job = req.jobId === "" ? null : await repo.findJob(req.jobId);
-        if (!job) throw notFound("job");
-        return { job: jobMessage(job) };
+      const job = req.jobId === "" ? null : await repo.findJob(req.jobId);
+      if (!job) throw notFound("job");
+      if (req.pipelineId !== "") {
+        // REST names the job within its build: a job of another build is not found.
+        const build = await repo.findBuildById(job.buildId);
+        if (build?.pipelineId !== req.pipelineId || build.number !== req.number) throw notFound("job");
       }
-      return { job: jobMessage(await transitions.setTimeout(req.jobId, req.timeoutInMinutes)) };
+      let updated = job;
+      if (req.priority !== undefined) updated = await transitions.setPriority(req.jobId, req.priority);
+      if (req.timeoutInMinutes !== undefined) updated = await transitions.setTimeout(req.jobId, req.timeoutInMinutes);
+      return { job: jobMessage(updated) };
     },
 
     async countQueueJobs(req) {

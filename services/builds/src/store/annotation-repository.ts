@@ -8,6 +8,8 @@ export type AnnotationOwner = string | null;
 /** Persistence of build annotations. */
 export interface AnnotationRepository {
   find(buildId: string, jobId: AnnotationOwner, context: string): Promise<Annotation | null>;
+  /** One annotation by its id (REST names it by its UUID). */
+  findById(id: string): Promise<Annotation | null>;
   /** Inserts an annotation; false when its (build, job, context) is taken already. */
   insert(annotation: Annotation): Promise<boolean>;
   /** Changes an annotation only if its version is still `version`; returns it changed, or null. */
@@ -44,6 +46,10 @@ export async function createMongoAnnotationRepository(db: Db): Promise<Annotatio
   return {
     async find(buildId, jobId, context) {
       const doc = await annotations.findOne({ ...owner(buildId, jobId), context });
+      return doc && fromDoc(doc);
+    },
+    async findById(id) {
+      const doc = await annotations.findOne({ _id: id });
       return doc && fromDoc(doc);
     },
     async insert(annotation) {

@@ -50,6 +50,7 @@ export type JobUpdate = Partial<
     | "deadlineAt"
     | "triggeredBuild"
     | "unblockFields"
+    | "priority"
   >
 >;
 

@@ -13,6 +13,10 @@ export function createMemoryAnnotationRepository(): AnnotationRepository & { all
       const found = [...rows.values()].find((a) => same(a, buildId, jobId, context));
       return found ? { ...found } : null;
     },
+    async findById(id) {
+      const found = rows.get(id);
+      return found ? { ...found } : null;
+    },
     async insert(annotation) {
       const taken = [...rows.values()].some((a) => same(a, annotation.buildId, annotation.jobId, annotation.context));
       if (taken) return false;
