@@ -33,6 +33,7 @@ import { createJobTriggers, type JobTriggers, type TriggerLookups } from "./jobs
 import { createJobUnblock, type JobUnblock } from "./jobs/job-unblock.js";
 import type { LogChunkNotices } from "./jobs/log-chunk-notices.js";
 import { createPipelineUpload, type PipelineUpload } from "./jobs/pipeline-upload.js";
+import { createStepActions, type StepActions } from "./jobs/step-actions.js";
 import { type BuildCancel, createBuildCancel } from "./lifecycle/build-cancel.js";
 import { createReconcile, type Reconcile } from "./lifecycle/reconcile.js";
 import { type BuildMetaData, createBuildMetaData } from "./meta-data/build-meta-data.js";
@@ -169,6 +170,7 @@ export interface BuildsParts {
   triggers: JobTriggers;
   gate: ConcurrencyGate;
   webhooks: WebhookInbox;
+  steps: StepActions;
   duties: BuildsDuties;
 }
 
@@ -228,6 +230,7 @@ export function createBuildsParts(deps: BuildsDeps): BuildsParts {
     triggers,
     gate,
     webhooks,
+    steps: createStepActions(ctx, transitions),
     duties: {
       relayOutbox: () => ctx.outbox.relay(),
       republishCounts: () => ctx.republishCounts(),

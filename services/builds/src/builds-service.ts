@@ -12,9 +12,10 @@ import { createBuildRpcs } from "./rpc/builds-rpc.js";
 import { createJobActionRpcs } from "./rpc/job-actions-rpc.js";
 import { createJobRpcs } from "./rpc/jobs-rpc.js";
 import { createReadBuildsRpc } from "./rpc/read-builds-rpc.js";
+import { createStepRpcs } from "./rpc/steps-rpc.js";
 import { createWebhookRpcs } from "./rpc/webhooks-rpc.js";
 
-/** The builds service: creation, the state machine, cancel, rebuild, lists, jobs, logs, meta-data, webhooks. */
+/** The builds service: creation, the state machine, cancel, rebuild, lists, jobs, steps, logs, meta-data, webhooks. */
 export function createBuildsService(parts: BuildsParts): ServiceImpl<typeof BuildsService> {
   const { ctx } = parts;
   const buildRpcs = createBuildRpcs(ctx, parts);
@@ -24,6 +25,7 @@ export function createBuildsService(parts: BuildsParts): ServiceImpl<typeof Buil
     ...createJobRpcs(ctx, parts),
     ...createJobActionRpcs(ctx, parts),
     ...createWebhookRpcs(parts.webhooks),
+    ...createStepRpcs(parts.steps),
   };
 }
 

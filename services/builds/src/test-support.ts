@@ -100,6 +100,7 @@ export function aJob(overrides: Partial<Job> = {}): Job {
     unblockedBy: null,
     unblockFields: null,
     triggeredBuild: null,
+    stepUpdateIds: [],
     deadlineAt: null,
     createdAt: T0,
     scheduledAt: T0,

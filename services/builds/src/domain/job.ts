@@ -91,6 +91,8 @@ export interface Job extends PlannedJob {
   unblockFields: Record<string, string> | null;
   /** Trigger jobs: the build they created, once it exists. */
   triggeredBuild: { id: string; number: number; pipelineSlug: string } | null;
+  /** The idempotency uuids of the step updates applied to this job (domain/steps.ts), the latest last. */
+  stepUpdateIds: string[];
   /** When a running job times out (started + its timeout); null without a timeout. */
   deadlineAt: Date | null;
   createdAt: Date;
@@ -139,6 +141,7 @@ export function storedJob(p: PlannedJob, place: JobPlace, at: Date): Job {
     unblockedBy: null,
     unblockFields: null,
     triggeredBuild: null,
+    stepUpdateIds: [],
     deadlineAt: null,
     createdAt: at,
     scheduledAt: p.state === "scheduled" ? at : null,

@@ -9,6 +9,7 @@ import type { CurrentPipelines } from "../creation/current-pipelines.js";
 import { buildInputProblems } from "../domain/build-input.js";
 import { FINISHED_FILTER_STATES } from "../domain/state-sets.js";
 import { BUILD_STATES, type BuildState } from "../domain/types.js";
+import { requireRunningJob } from "../jobs/running-job.js";
 import type { BuildCancel } from "../lifecycle/build-cancel.js";
 import type { BuildListFilter } from "../store/build-list-query.js";
 import { buildAnswer, NO_JOBS, pageVersion, visibleJobs } from "./build-answer.js";
@@ -151,6 +152,8 @@ export function createBuildRpcs(
 
     async cancelBuild(req) {
       const found = await requireBuild(req.pipelineId, req.number);
+      // A job canceling its own build (`buildkite-agent build cancel`) reaches it only while it runs.
+      if (req.jobId !== "") await requireRunningJob(ctx.repo, req.jobId, found.id);
       const result = await withLock(found.id, () => cancel.cancelOnRequest(req.pipelineId, req.number, req.reason));
       return { build: buildMessage(result.build, visibleJobs(result.jobs, false)) };
     },

@@ -41,7 +41,8 @@ type LaterJobFields =
   | "deadlineAt"
   | "triggeredBuild"
   | "unblockFields"
-  | "clusterId";
+  | "clusterId"
+  | "stepUpdateIds";
 
 /**
  * How a job is stored: the Job, with its id as _id, its JSON fields as text, and the fields added later optional.
@@ -144,6 +145,7 @@ export function fromJobDoc(d: JobDoc): Job {
     deadlineAt: d.deadlineAt ?? null,
     triggeredBuild: d.triggeredBuild ?? null,
     unblockFields: d.unblockFields ?? null,
+    stepUpdateIds: d.stepUpdateIds ?? [],
     agent: d.agent ? { ...d.agent, metaData: d.agent.metaData ?? [] } : null,
     clusterId: d.clusterId ?? null,
   };

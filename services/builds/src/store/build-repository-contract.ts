@@ -51,6 +51,9 @@ export type JobUpdate = Partial<
     | "triggeredBuild"
     | "unblockFields"
     | "priority"
+    | "name"
+    | "label"
+    | "stepUpdateIds"
   >
 >;
 
