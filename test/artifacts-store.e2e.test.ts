@@ -50,6 +50,7 @@ async function world(endpoint: string, config: Partial<ArtifactsContext["config"
     config: {
       defaultRetentionDays: 30,
       maxArtifactsPerJob: 4,
+      maxArtifactsPerBuild: 6,
       uploadTtlS: 600,
       abandonAfterS: 3600,
       downloadTtlS: 60,
@@ -145,6 +146,15 @@ describe.each([
       artifacts: [upload("s", "x")],
     });
     expect(await post(stale.uploads[0] as never, "x")).toBe(403);
+
+    // The build's bound (6) over all its jobs: it holds 5; a third job's two would pass it, and are refused without
+    // using that job's own quota, so its one more fits.
+    const third = { ...w.job, jobId: newId() };
+    const pastBuild = await w.client
+      .createArtifactBatch({ ...third, batchId: newId(), artifacts: ["p", "q"].map((p) => upload(p, "x")) })
+      .catch((err: { code: Code }) => err.code);
+    expect(pastBuild).toBe(Code.PermissionDenied);
+    await w.client.createArtifactBatch({ ...third, batchId: newId(), artifacts: [upload("p", "x")] });
   });
 
   it("expires and deletes artifacts, removing their objects in bounded, repeatable sweeps", async () => {

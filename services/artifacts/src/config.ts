@@ -17,6 +17,8 @@ export interface ArtifactsConfig {
   readonly defaultRetentionDays: number;
   /** The most artifacts one job may create (more is 403, as Buildkite's quota). */
   readonly maxArtifactsPerJob: number;
+  /** The most artifacts all the jobs of one build may create together (more is 403 too). */
+  readonly maxArtifactsPerBuild: number;
   /** How long an upload form stays valid. */
   readonly uploadTtlS: number;
   /** An artifact still new this long after its creation was abandoned: a sweep marks it error. */
@@ -41,7 +43,7 @@ function readS3Config(env: Env): S3Config {
 }
 
 /**
- * Parses the S3 settings and ARTIFACT_RETENTION_DAYS, ARTIFACTS_MAX_PER_JOB, ARTIFACT_UPLOAD_TTL_S,
+ * Parses the S3 settings and ARTIFACT_RETENTION_DAYS, ARTIFACTS_MAX_PER_JOB, ARTIFACTS_MAX_PER_BUILD, ARTIFACT_UPLOAD_TTL_S,
  * ARTIFACT_ABANDON_AFTER_S, ARTIFACT_DOWNLOAD_TTL_S, ARTIFACTS_SWEEP_INTERVAL_S and ARTIFACTS_SWEEP_BATCH.
  */
 export function readArtifactsConfig(env: Env): ArtifactsConfig {
@@ -51,6 +53,7 @@ export function readArtifactsConfig(env: Env): ArtifactsConfig {
     s3: readS3Config(env),
     defaultRetentionDays: r.int("ARTIFACT_RETENTION_DAYS", 180, { min: 1, max: MAX_RETENTION_DAYS }),
     maxArtifactsPerJob: r.int("ARTIFACTS_MAX_PER_JOB", 10_000, { min: 1, max: 1_000_000 }),
+    maxArtifactsPerBuild: r.int("ARTIFACTS_MAX_PER_BUILD", 100_000, { min: 1, max: 10_000_000 }),
     uploadTtlS,
     // Never before the upload forms expire: an upload still allowed must not find its record already failed.
     abandonAfterS: r.int("ARTIFACT_ABANDON_AFTER_S", 24 * 3600, { min: uploadTtlS }),

@@ -30,6 +30,7 @@ export function artifactsWorld(config: Partial<ArtifactsContext["config"]> = {})
     config: {
       defaultRetentionDays: 30,
       maxArtifactsPerJob: 1000,
+      maxArtifactsPerBuild: 100_000,
       uploadTtlS: 3600,
       abandonAfterS: 86_400,
       downloadTtlS: 60,

@@ -53,6 +53,27 @@ describe("artifact batches", () => {
     await w.client.createArtifactBatch({ ...w.job, batchId: newId(), artifacts: [upload("c")] });
   });
 
+  it("bounds a build's artifacts over all its jobs, and a batch the build refuses takes nothing of its job's quota", async () => {
+    const w = artifactsWorld({ maxArtifactsPerJob: 3, maxArtifactsPerBuild: 4 });
+    await w.client.createArtifactBatch({ ...w.job, batchId: newId(), artifacts: [upload("a"), upload("b")] });
+    const second = { ...w.job, jobId: newId() };
+    await w.client.createArtifactBatch({ ...second, batchId: newId(), artifacts: [upload("c"), upload("d")] });
+    // A third job's first artifact would be the build's fifth.
+    const third = { ...w.job, jobId: newId() };
+    const over = await failure(w.client.createArtifactBatch({ ...third, batchId: newId(), artifacts: [upload("e")] }));
+    expect(over.code).toBe(Code.PermissionDenied);
+    expect(over.rawMessage).toMatch(/jobs of a build may upload at most 4 artifacts/);
+    expect(w.memory.docs.size).toBe(4);
+    // Another build's jobs have their own count; the refused job's quota is whole (3 fit in another build's room).
+    const elsewhere = { ...third, buildId: newId() };
+    const res = await w.client.createArtifactBatch({
+      ...elsewhere,
+      batchId: newId(),
+      artifacts: [upload("e"), upload("f"), upload("g")],
+    });
+    expect(res.artifacts).toHaveLength(3);
+  });
+
   it("completes a batch whose first attempt stored only some records", async () => {
     const w = artifactsWorld();
     const batchId = newId();

@@ -85,6 +85,16 @@ export function createBatchRpcs(ctx: ArtifactsContext) {
             Code.PermissionDenied,
           );
         }
+        // And the build's, so that its jobs together stay bounded too (docs/limits.md).
+        if (
+          !(await repo.reserveQuota(`build:${req.buildId.toLowerCase()}`, fresh.length, config.maxArtifactsPerBuild))
+        ) {
+          await repo.releaseQuota(jobId, fresh.length);
+          throw new ConnectError(
+            `Artifact quota exceeded: the jobs of a build may upload at most ${config.maxArtifactsPerBuild} artifacts`,
+            Code.PermissionDenied,
+          );
+        }
         await repo.insertMany(fresh);
       }
       for (const d of fresh) stored.set(d._id, d);

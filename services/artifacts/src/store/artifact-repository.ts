@@ -53,8 +53,13 @@ export interface ArtifactRepository {
   /** Inserts records durably (journaled); records whose id exists already are left as they are. */
   insertMany(docs: readonly ArtifactDoc[]): Promise<void>;
   findByIds(ids: readonly string[]): Promise<ArtifactDoc[]>;
-  /** Counts `n` more artifacts against a job's quota, unless that would exceed `limit`; false when refused. */
-  reserveQuota(jobId: string, n: number, limit: number): Promise<boolean>;
+  /**
+   * Counts `n` more artifacts against a quota (a job's id, or `build:<id>` for a build's), unless that would exceed
+   * `limit`; false when refused.
+   */
+  reserveQuota(key: string, n: number, limit: number): Promise<boolean>;
+  /** Gives back `n` a reservation took (when another quota refused the same batch). */
+  releaseQuota(key: string, n: number): Promise<void>;
   /**
    * Moves the records named (of one job, when given) from one of `from` to `to`, setting `set` too; returns how many
    * moved. Every move is conditioned on the current state, so concurrent moves never both win.
@@ -152,18 +157,21 @@ export async function createMongoArtifactRepository(db: Db): Promise<ArtifactRep
       }
     },
     findByIds: (ids) => artifacts.find({ _id: { $in: [...ids] } }).toArray(),
-    async reserveQuota(jobId, n, limit) {
+    async reserveQuota(key, n, limit) {
       if (n <= 0) return true;
       if (n > limit) return false;
       try {
         // One conditional increment: the upsert inserts a first count, and a count that would pass the limit
         // matches nothing, so the upsert tries a second document with the same _id and fails as a duplicate.
-        await quotas.updateOne({ _id: jobId, count: { $lte: limit - n } }, { $inc: { count: n } }, { upsert: true });
+        await quotas.updateOne({ _id: key, count: { $lte: limit - n } }, { $inc: { count: n } }, { upsert: true });
         return true;
       } catch (err) {
         if (isDuplicateKeyError(err)) return false;
         throw err;
       }
+    },
+    async releaseQuota(key, n) {
+      if (n > 0) await quotas.updateOne({ _id: key, count: { $gte: n } }, { $inc: { count: -n } });
     },
     async transition(ids, from, to, set, jobId) {
       if (ids.length === 0) return 0;

@@ -26,11 +26,15 @@ export function createMemoryArtifactRepository() {
       for (const d of list) if (!docs.has(d._id)) docs.set(d._id, copy(d));
     },
     findByIds: async (ids) => ids.flatMap((id) => (docs.has(id) ? [copy(docs.get(id) as ArtifactDoc)] : [])),
-    async reserveQuota(jobId, n, limit) {
-      const count = quotas.get(jobId) ?? 0;
+    async reserveQuota(key, n, limit) {
+      const count = quotas.get(key) ?? 0;
       if (count + n > limit) return false;
-      quotas.set(jobId, count + n);
+      quotas.set(key, count + n);
       return true;
+    },
+    async releaseQuota(key, n) {
+      const count = quotas.get(key) ?? 0;
+      if (count >= n) quotas.set(key, count - n);
     },
     async transition(ids, from, to, set, jobId) {
       let moved = 0;
