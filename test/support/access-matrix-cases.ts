@@ -42,6 +42,7 @@ const paramsOf = (template: string) => [...template.matchAll(/\{(\w+)\}/g)].map(
 const isTeamRoute = (template: string) => template.includes("/teams/{team}");
 const isScheduleRoute = (template: string) => template.includes("/schedules/{id}");
 const isSourceProviderRoute = (template: string) => template.includes("/source_providers/{id}");
+const isWebhookRoute = (template: string) => template.includes("/webhooks/{id}");
 const isPipelineRoute = (template: string) =>
   /^\/v2\/organizations\/\{org\}\/pipelines\/\{(pipeline|slug)\}/.test(template);
 
@@ -59,7 +60,9 @@ function ownValues(world: World, template: string): Record<string, string> {
       ? a.scheduleId
       : isSourceProviderRoute(template)
         ? a.sourceProviderId
-        : a.build.artifactId,
+        : isWebhookRoute(template)
+          ? a.webhookId
+          : a.build.artifactId,
     team: a.teamId,
     user: team ? world.plain.id : a.adminId,
     suite: a.suiteId,
@@ -93,7 +96,9 @@ function misplacedValues(
             message: "No source provider found",
             what: "another organization's source provider",
           }
-        : { value: q.build.artifactId, message: "No artifact found", what: "another job's artifact" },
+        : isWebhookRoute(template)
+          ? { value: world.b.webhookId, message: "No webhook found", what: "another organization's webhook" }
+          : { value: q.build.artifactId, message: "No artifact found", what: "another job's artifact" },
     team: { value: b.teamId, message: "No team found", what: "another organization's team" },
     user: team
       ? { value: world.outsider.id, message: "No team member found", what: "an organization member not in the team" }
@@ -121,6 +126,8 @@ function bodyOf(world: World, operationId: string): unknown {
     createBuild: { commit: "HEAD", branch: "main", message: "refused" },
     createPipelineSchedule: { label: "Refused", cronline: "@daily" },
     createSourceProvider: { kind: "github", token: "refused-token" },
+    createNotificationWebhook: { webhook_url: "https://refused.example/hook", events: ["ping"] },
+    updateNotificationWebhook: { description: "changed by a refused request" },
     updatePipelineSchedule: { label: "changed by a refused request" },
     addTeamMember: { user_id: world.outsider.id, role: "member" },
     updateTeamMember: { role: "maintainer" },

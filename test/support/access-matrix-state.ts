@@ -37,6 +37,8 @@ export async function snapshot(world: World): Promise<Record<string, unknown>> {
     "A rules": read(`${orgA}/rules`, a.adminSecret, "uuid"),
     "A source providers": read(`${orgA}/source_providers`, a.adminSecret, "id", "kind"),
     "B source providers": read(`${orgB}/source_providers`, b.adminSecret, "id", "kind"),
+    "A webhooks": read(`${orgA}/webhooks`, a.adminSecret, "id", "events", "description"),
+    "B webhooks": read(`${orgB}/webhooks`, b.adminSecret, "id", "events", "description"),
     "B rules": read(`${orgB}/rules`, b.adminSecret, "uuid"),
     "A tokens": read(
       `/v2/packages/organizations/${a.slug}/registries/${a.registrySlug}/tokens`,

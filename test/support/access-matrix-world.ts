@@ -48,6 +48,8 @@ export interface OrgWorld {
   registrationSecret: string;
   /** A source-provider connection of the organization (docs/statuses.md#connections). */
   sourceProviderId: string;
+  /** A notification webhook of the organization (docs/notifications.md#organization-webhooks). */
+  webhookId: string;
 }
 
 export interface World {
@@ -156,6 +158,16 @@ async function arrangeSourceProvider(org: { slug: string; secret: string }): Pro
   return res.body.id;
 }
 
+/** A notification webhook of the organization (to an address that is refused: nothing is sent), over REST. */
+async function arrangeWebhook(org: { slug: string; secret: string }): Promise<string> {
+  const res = await send("POST", `/v2/organizations/${org.slug}/webhooks`, org.secret, {
+    webhook_url: "http://169.254.169.254/access-matrix",
+    events: ["build.finished"],
+  });
+  if (res.status !== 201) throw new Error(`webhook: ${res.status} ${res.text}`);
+  return res.body.id;
+}
+
 /** A schedule of a pipeline that never builds during a run (once a year); returns its id. */
 async function arrangeSchedule(org: { slug: string; secret: string }, p: Pipe): Promise<string> {
   const path = `/v2/organizations/${org.slug}/pipelines/${p.slug}/schedules`;
@@ -201,6 +213,7 @@ async function arrangeOrg(privacy: TeamPrivacy): Promise<OrgWorld> {
     ...(await arrangeRegistryToken(org.slug, org.secret, org.id)),
     ...(await arrangeAgent(org.id, clusterId)),
     sourceProviderId: await arrangeSourceProvider(org),
+    webhookId: await arrangeWebhook(org),
   };
 }
 
