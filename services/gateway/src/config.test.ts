@@ -1,4 +1,4 @@
-import { readGatewayConfig } from "./config.js";
+import { parseTrustProxy, readGatewayConfig } from "./config.js";
 
 describe("the gateway's artifact URL settings", () => {
   it("signs for the store's endpoint by default, S3_PUBLIC_URL when set, and the gateway with ARTIFACTS_PROXY", () => {
@@ -60,5 +60,29 @@ describe("the gateway's live stream limits", () => {
     });
     expect(() => readGatewayConfig({ LIVE_STREAMS_PER_PERSON: "0" })).toThrow("LIVE_STREAMS_PER_PERSON");
     expect(() => readGatewayConfig({ LIVE_STREAMS: "many" })).toThrow("LIVE_STREAMS");
+  });
+});
+
+describe("the gateway's TRUST_PROXY setting", () => {
+  it("believes no proxy by default, every one with true, the nearest hops with a number, or the addresses given", () => {
+    expect(readGatewayConfig({}).trustProxy).toBe(false);
+    expect(parseTrustProxy("false")).toBe(false);
+    expect(parseTrustProxy("true")).toBe(true);
+    expect(parseTrustProxy("2")).toBe(2);
+    expect(parseTrustProxy("10.0.0.0/8, 127.0.0.1,::1,fd00::/8")).toEqual([
+      "10.0.0.0/8",
+      "127.0.0.1",
+      "::1",
+      "fd00::/8",
+    ]);
+    expect(readGatewayConfig({ TRUST_PROXY: "192.168.1.10" }).trustProxy).toEqual(["192.168.1.10"]);
+  });
+
+  it("refuses what is none of those, naming it", () => {
+    expect(() => parseTrustProxy("0")).toThrow(/0 hops is not between 1 and 100/);
+    expect(() => parseTrustProxy("10.0.0.0/8,proxy.example.com")).toThrow(
+      /"proxy.example.com" is not an address or CIDR/,
+    );
+    expect(() => parseTrustProxy("yes")).toThrow(/TRUST_PROXY/);
   });
 });

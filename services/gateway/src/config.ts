@@ -46,6 +46,36 @@ export interface GatewayConfig {
   readonly clientLimits: Readonly<ClientLimits>;
   /** Live build pages' streams this gateway holds open, per person and in all (web/live/stream-limits.ts). */
   readonly liveStreams: Readonly<{ perPerson: number; total: number }>;
+  /** Which proxies' X-Forwarded-For and X-Forwarded-Proto are believed (Fastify's trustProxy; see parseTrustProxy). */
+  readonly trustProxy: TrustProxy;
+}
+
+/** Fastify's trustProxy as TRUST_PROXY gives it: off, every proxy, the nearest N hops, or these addresses/CIDRs. */
+export type TrustProxy = boolean | number | readonly string[];
+
+/**
+ * TRUST_PROXY: unset or `false` believes no proxy (the client address is the connection's); `true` every one; a
+ * number that many hops nearest the gateway; otherwise comma-separated addresses and CIDRs of the proxies in front.
+ * Behind a load balancer or ingress it must be set, or every person shares the proxy's address (and the sign-in
+ * limits per address, and the agents' recorded addresses, are the proxy's).
+ */
+export function parseTrustProxy(value: string | undefined): TrustProxy {
+  const v = (value ?? "").trim();
+  if (v === "" || v === "false") return false;
+  if (v === "true") return true;
+  if (/^\d+$/.test(v)) {
+    const hops = Number(v);
+    if (hops < 1 || hops > 100) throw new Error(`TRUST_PROXY: ${v} hops is not between 1 and 100`);
+    return hops;
+  }
+  const list = v.split(",").map((part) => part.trim());
+  const bad = list.find((part) => !/^[0-9a-fA-F:.]+(\/\d{1,3})?$/.test(part));
+  if (bad !== undefined) {
+    throw new Error(
+      `TRUST_PROXY: "${bad}" is not an address or CIDR (give true, false, a number of hops, or addresses and CIDRs separated by commas)`,
+    );
+  }
+  return list;
 }
 
 /** Where signed artifact URLs point (see README, Artifacts). */
@@ -116,5 +146,6 @@ export function readGatewayConfig(env: Env): GatewayConfig {
       perPerson: r.int("LIVE_STREAMS_PER_PERSON", 20, { min: 1 }),
       total: r.int("LIVE_STREAMS", 1000, { min: 1 }),
     }),
+    trustProxy: parseTrustProxy(r.optionalString("TRUST_PROXY")),
   });
 }

@@ -1,6 +1,11 @@
 import type { Logger } from "@conveyor/runtime";
 import cors from "@fastify/cors";
-import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from "fastify";
+import Fastify, {
+  type FastifyBaseLogger,
+  type FastifyInstance,
+  type FastifyServerOptions,
+  LogController,
+} from "fastify";
 import { registerAgentApi } from "../agent-api/agent-api.js";
 import { type AgentCredentialCache, createAgentCredentialCache } from "../agent-api/agent-credentials.js";
 import { createAnswerCache } from "../answer-cache/answer-cache.js";
@@ -8,7 +13,7 @@ import { createPipelineAccess } from "../auth/pipeline-access.js";
 import { createPrincipalCache, identityLookup, type PrincipalCache } from "../auth/principal-cache.js";
 import { createSessionCache } from "../auth/session-cache.js";
 import type { GatewayClients } from "../clients/gateway-clients.js";
-import type { GatewayConfig } from "../config.js";
+import type { GatewayConfig, TrustProxy } from "../config.js";
 import { registerErrorHandling } from "../errors/error-handler.js";
 import { registerObjectProxy } from "../object-proxy/object-proxy.js";
 import { metaRoutes } from "../public/meta-routes.js";
@@ -32,7 +37,7 @@ export interface AppDeps {
     GatewayConfig,
     "publicUrl" | "webUrl" | "tokenCacheTtlMs" | "bodyLimitBytes" | "agentCredentialTtlMs" | "agentLogs" | "artifacts"
   > &
-    Partial<Pick<GatewayConfig, "clientLimits" | "renderCacheBytes">>;
+    Partial<Pick<GatewayConfig, "clientLimits" | "renderCacheBytes" | "trustProxy">>;
   clients: GatewayClients;
   logger?: Logger;
   /** Counts REST requests per organization (main.ts shares its counts with the other gateways); none: no limit. */
@@ -52,6 +57,12 @@ export interface GatewayApp {
   agentCredentials: AgentCredentialCache;
 }
 
+/** request.ip and request.protocol from X-Forwarded-* only for the proxies TRUST_PROXY names. */
+function proxyOptions(trust: TrustProxy | undefined): Pick<FastifyServerOptions, "trustProxy"> {
+  if (trust === undefined || trust === false) return {};
+  return { trustProxy: (Array.isArray(trust) ? [...trust] : trust) as FastifyServerOptions["trustProxy"] };
+}
+
 /**
  * Builds the gateway (no listening, no side effects). The app's own scope holds what every request gets (request ids,
  * client limits, CORS, JSON bodies, the error handler, the request log) and the public routes; the REST API (/v2)
@@ -65,6 +76,7 @@ export async function buildApp(deps: AppDeps): Promise<GatewayApp> {
   const app: FastifyInstance = Fastify({
     ...(deps.logger ? { loggerInstance: deps.logger as FastifyBaseLogger } : { logger: false }),
     bodyLimit: deps.config.bodyLimitBytes,
+    ...proxyOptions(deps.config.trustProxy),
     ...requestIdOptions,
     ...limits,
     // Requests are logged by registerRequestLog (one line each, the URL redacted), not by Fastify.
