@@ -81,6 +81,7 @@ export function agentCases(
   for (const op of ops) {
     const path = op.path
       .replace("{id}", op.path.startsWith("/v3/builds") ? a.build.id : a.build.jobId)
+      .replace("{step}", "matrix")
       .replace("{context}", "matrix");
     const base = { kind: "agent-credential" as const, operationId: op.operationId, method: op.method, path };
     const body = op.method === "GET" || op.method === "DELETE" ? undefined : {};
@@ -98,6 +99,7 @@ const KEY = { key: "matrix" };
 const AGENT_BODIES: Record<string, unknown> = {
   agentHeaderTimes: { header_times: { "0": "2026-01-01T00:00:00Z" } },
   agentUpdateJob: { timeout_in_minutes: "5" },
+  agentStepUpdate: { attribute: "label", value: "refused" },
   agentSetMetaData: { key: "matrix", value: "refused" },
   agentSetMetaDataBatch: { items: [{ key: "matrix", value: "refused" }] },
   agentGetMetaDataByJob: KEY,
@@ -125,10 +127,12 @@ export function agentJobCases(world: World, ops: Array<{ method: string; path: s
     "another organization's agent": `Token ${world.b.agentSecret}`,
   };
   const cases: Case[] = [];
-  for (const op of ops.filter((o) => o.path.includes("{id}"))) {
-    const onBuild = op.path.startsWith("/v3/builds");
+  for (const op of ops.filter((o) => o.path.includes("{id}") || o.path.startsWith("/v3/steps/{step}"))) {
+    // A step is looked for in the build of the job the credential holds: with none, no build is found.
+    const onBuild = op.path.startsWith("/v3/builds") || op.path.startsWith("/v3/steps");
     const path = op.path
       .replace("{id}", onBuild ? world.a.build.id : world.a.build.jobId)
+      .replace("{step}", "matrix")
       .replace("{context}", "matrix");
     const body = op.method === "GET" || op.method === "DELETE" ? undefined : (AGENT_BODIES[op.operationId] ?? {});
     const query = op.operationId === "agentLogChunk" ? "?sequence=1&offset=0&size=1" : "";

@@ -13,6 +13,7 @@ import { jobRoutes } from "./job-routes.js";
 import { metaDataRoutes } from "./meta-data-routes.js";
 import { createOrganizationLookup, type OrganizationLookup } from "./organizations.js";
 import { pipelineUploadRoutes } from "./pipeline-upload-routes.js";
+import { stepRoutes } from "./step-routes.js";
 
 /** What the agent API's route modules receive. */
 export interface AgentApiDeps {
@@ -76,5 +77,6 @@ export async function registerAgentApi(
     agentControlRoutes(scope, deps);
     pipelineUploadRoutes(scope, deps);
     artifactAgentRoutes(scope, deps);
+    stepRoutes(scope, deps);
   });
 }

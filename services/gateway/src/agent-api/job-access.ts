@@ -56,6 +56,26 @@ export function createJobAccess(clients: Pick<GatewayClients, "builds" | "agents
       if (job?.buildId !== buildId) throw NO_BUILD();
       return { buildId };
     },
+
+    /**
+     * The job a call from inside a job acts through (`buildkite-agent step …`, `build cancel`): a job token's own job;
+     * for an agent's access token, the job the agent holds. With `buildId` (the agent sends BUILDKITE_BUILD_ID), it
+     * must be that job's build: another build is not found. Whether the job still runs is the builds service's check.
+     */
+    async callingJob(request: FastifyRequest, buildId?: string): Promise<{ jobId: string; buildId: string }> {
+      const credential = credentialOf(request);
+      if (credential.kind === CredentialKind.JOB) {
+        if (buildId && credential.buildId !== buildId) throw NO_BUILD();
+        return { jobId: credential.jobId, buildId: credential.buildId };
+      }
+      const { agent } = await clients.agents.getAgent({
+        organizationId: credential.organizationId,
+        id: credential.agentId,
+      });
+      const job = agent?.currentJobId ? await findJob(clients, agent.currentJobId) : undefined;
+      if (!job || (buildId && job.buildId !== buildId)) throw NO_BUILD();
+      return { jobId: job.id, buildId: job.buildId };
+    },
   };
 }
 
