@@ -12,6 +12,8 @@ export interface NotificationsConfig {
   readonly keepFinishedMs: number;
   /** The most webhooks one organization may have. */
   readonly maxWebhooksPerOrganization: number;
+  /** The most deliveries one organization may have pending; past it new ones are recorded failed. */
+  readonly maxPendingPerOrganization: number;
   /** The services a webhook's body is read from. */
   readonly serviceUrls: { identity: string; pipelines: string; builds: string };
   /** The gateway's API and pages, for the links in what is sent (PUBLIC_URL, WEB_URL). */
@@ -26,7 +28,7 @@ export interface NotificationsConfig {
 /**
  * Parses NOTIFY_RETRY_FOR_S, NOTIFY_RETRY_BASE_MS, NOTIFY_RETRY_MAX_MS, NOTIFY_MAX_ATTEMPTS, NOTIFY_LEASE_S,
  * NOTIFY_MAX_IN_FLIGHT, NOTIFY_PER_ORGANIZATION, NOTIFY_PER_HOST, NOTIFY_DISPATCH_INTERVAL_MS, NOTIFY_KEEP_HOURS and
- * NOTIFY_MAX_WEBHOOKS, IDENTITY_URL, PIPELINES_URL, BUILDS_URL, PUBLIC_URL, WEB_URL, SMTP_URL and SMTP_FROM once.
+ * NOTIFY_MAX_WEBHOOKS, NOTIFY_MAX_PENDING, IDENTITY_URL, PIPELINES_URL, BUILDS_URL, PUBLIC_URL, WEB_URL, SMTP_URL and SMTP_FROM once.
  */
 export function readNotificationsConfig(env: Env): NotificationsConfig {
   const r = createEnvReader(env);
@@ -57,5 +59,6 @@ export function readNotificationsConfig(env: Env): NotificationsConfig {
     dispatchEveryMs: r.int("NOTIFY_DISPATCH_INTERVAL_MS", 1_000, { min: 50, max: 60_000 }),
     keepFinishedMs: r.int("NOTIFY_KEEP_HOURS", 168, { min: 1, max: 24 * 365 }) * 3_600_000,
     maxWebhooksPerOrganization: r.int("NOTIFY_MAX_WEBHOOKS", 50, { min: 1, max: 1000 }),
+    maxPendingPerOrganization: r.int("NOTIFY_MAX_PENDING", 10_000, { min: 1, max: 1_000_000 }),
   });
 }

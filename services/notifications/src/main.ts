@@ -93,6 +93,7 @@ void runService(
         deliveries,
         now: ctx.now,
         retryForMs: config.retryForMs,
+        maxPendingPerOrganization: config.maxPendingPerOrganization,
         stored: nudge,
       });
       await consumeNotificationEvents(nats, record, logger, backend.mongodbDatabase);

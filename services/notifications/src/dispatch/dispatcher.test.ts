@@ -48,6 +48,7 @@ function world() {
     deliveries,
     now,
     retryForMs: 60_000,
+    maxPendingPerOrganization: 3,
   });
   const event = (state: string, number = 1, buildId = "b1") =>
     toBinary(
@@ -94,6 +95,18 @@ describe("the event recorder", () => {
       event: "build.scheduled",
       build: { id: "b" },
     });
+  });
+
+  it("stores deliveries past the organization's pending bound as failed, saying so", async () => {
+    const w = world();
+    for (let i = 0; i < 4; i++) await w.webhooks.insert(w.hook(), 50);
+    await w.record(w.event("scheduled"), "ci.builds.build_created", 1);
+    await w.record(w.event("scheduled", 2, "b2"), "ci.builds.build_created", 2);
+    const docs = [...w.deliveries.docs.values()];
+    expect(docs.filter((d) => d.status === "pending")).toHaveLength(4);
+    expect(docs.filter((d) => d.status === "failed").map((d) => d.error)).toEqual(
+      Array(4).fill("not sent: the organization has 3 deliveries pending (NOTIFY_MAX_PENDING)"),
+    );
   });
 
   it("stores nothing for events no webhook hears", async () => {

@@ -6,10 +6,15 @@ import { decodeNotificationEvent, type NotificationEvent, organizationOf } from 
 
 export interface EventRecorderDeps {
   handlers: readonly EventHandler[];
-  deliveries: Pick<DeliveryRepository, "insert">;
+  deliveries: Pick<DeliveryRepository, "insert" | "pendingCount">;
   now: () => Date;
   /** How long a delivery is tried before it is given up. */
   retryForMs: number;
+  /**
+   * The most deliveries one organization may have pending: past it, new ones are stored already failed, saying so
+   * (a receiver down for long, with many builds, must not grow the collection without bound).
+   */
+  maxPendingPerOrganization: number;
   /** Told when deliveries were stored, so this process's dispatcher looks at once. */
   stored?: () => void;
 }
@@ -86,10 +91,22 @@ export function createEventRecorder(deps: EventRecorderDeps) {
     if (!event) return 0;
     const eventKey = createHash("sha256").update(subject).update("\0").update(data).digest("hex");
     const intents = (await Promise.all(deps.handlers.map((h) => h.intents(event)))).flat();
+    if (intents.length === 0) return 0;
     const now = deps.now();
+    const source = sourceOf(event);
+    const max = deps.maxPendingPerOrganization;
+    const full = (await deps.deliveries.pendingCount(source.organizationId, max)) >= max;
     let stored = 0;
     for (const intent of intents) {
-      if (await deps.deliveries.insert(deliveryOf(intent, sourceOf(event), eventKey, now, deps.retryForMs))) stored++;
+      const doc = deliveryOf(intent, source, eventKey, now, deps.retryForMs);
+      if (full) {
+        Object.assign(doc, {
+          status: "failed",
+          finishedAt: now,
+          error: `not sent: the organization has ${max} deliveries pending (NOTIFY_MAX_PENDING)`,
+        });
+      }
+      if (await deps.deliveries.insert(doc)) stored++;
     }
     if (stored > 0) deps.stored?.();
     return stored;

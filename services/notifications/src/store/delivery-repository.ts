@@ -64,6 +64,8 @@ export interface DeliveryRepository {
   insert(doc: DeliveryDoc): Promise<boolean>;
   /** Pending deliveries due at `now` that nobody holds, the most overdue first. */
   due(now: Date, limit: number): Promise<DeliveryDoc[]>;
+  /** How many of an organization's deliveries are pending (counted up to `limit`). */
+  pendingCount(organizationId: string, limit: number): Promise<number>;
   /** Whether a pending delivery with the same order key and an earlier sequence exists. */
   hasEarlierPending(orderKey: string, seq: number): Promise<boolean>;
   /** Takes a due delivery nobody holds, until `leaseUntil`; null when another replica took it first. */
@@ -101,6 +103,7 @@ export async function createMongoDeliveryRepository(db: Db): Promise<DeliveryRep
     col.createIndex({ orderKey: 1, seq: 1 }),
     col.createIndex({ webhookId: 1, createdAt: -1 }),
     col.createIndex({ finishedAt: 1 }),
+    col.createIndex({ organizationId: 1, status: 1 }),
   ]);
   return {
     async insert(doc) {
@@ -118,6 +121,7 @@ export async function createMongoDeliveryRepository(db: Db): Promise<DeliveryRep
         .sort({ nextAttemptAt: 1 })
         .limit(limit)
         .toArray(),
+    pendingCount: (organizationId, limit) => col.countDocuments({ organizationId, status: "pending" }, { limit }),
     async hasEarlierPending(orderKey, seq) {
       return (
         (await col.findOne({ orderKey, seq: { $lt: seq }, status: "pending" }, { projection: { _id: 1 } })) !== null

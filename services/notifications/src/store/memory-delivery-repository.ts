@@ -18,6 +18,10 @@ export function createMemoryDeliveryRepository(): DeliveryRepository & { docs: M
         .slice(0, limit)
         .map(copy);
     },
+    async pendingCount(organizationId, limit) {
+      const n = [...docs.values()].filter((d) => d.organizationId === organizationId && d.status === "pending").length;
+      return Math.min(n, limit);
+    },
     async hasEarlierPending(orderKey, seq) {
       return [...docs.values()].some((d) => d.orderKey === orderKey && d.seq < seq && d.status === "pending");
     },

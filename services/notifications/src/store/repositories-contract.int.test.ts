@@ -112,6 +112,9 @@ describe.each(deliveryImplementations)("the DeliveryRepository %s", (_name, make
     await repo.insert(delivery("first", { orderKey: "k", seq: 1 }));
     await repo.insert(delivery("second", { orderKey: "k", seq: 2, createdAt: later(1) }));
     await repo.insert(delivery("other", { orderKey: "j", seq: 0, webhookId: "w-2" }));
+    expect(await repo.pendingCount("o-1", 10)).toBe(3);
+    expect(await repo.pendingCount("o-1", 2)).toBe(2);
+    expect(await repo.pendingCount("o-2", 10)).toBe(0);
     expect(await repo.hasEarlierPending("k", 2)).toBe(true);
     expect(await repo.hasEarlierPending("k", 1)).toBe(false);
     expect(await repo.hasEarlierPending("j", 5)).toBe(true);
