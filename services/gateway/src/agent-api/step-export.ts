@@ -14,8 +14,11 @@ const STEP_TYPES: Record<string, string> = {
   trigger: "trigger",
 };
 
-const refuse = (field: string, code: string) =>
-  new HttpError(422, "Validation Failed", { message: "Validation Failed", errors: [{ field, code }] });
+/** A 422 naming the field, in its message too: the agent prints only the message. */
+export const refuse = (field: string, code: string) => {
+  const message = `Validation Failed: ${field} ${code}`;
+  return new HttpError(422, message, { message, errors: [{ field, code }] });
+};
 
 /** The step as `step get` shows it: its id, key (null without one), label, type, state, outcome and command. */
 export function stepObject(step: Pick<Step, "id" | "key" | "label" | "type" | "state" | "outcome" | "definitionJson">) {

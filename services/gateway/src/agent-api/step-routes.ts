@@ -6,7 +6,7 @@ import { responses, typed } from "../route-declarations/declare.js";
 import { Id, text } from "../route-declarations/params.js";
 import type { AgentApiDeps } from "./agent-api.js";
 import { Empty } from "./agent-routes.js";
-import { checkStepUpdate, stepExport, stepObject } from "./step-export.js";
+import { checkStepUpdate, refuse, stepExport, stepObject } from "./step-export.js";
 
 /** A step by its id or key (keys are the pipeline's, up to the path segment's bound). */
 const StepParams = Type.Object({ step: Id });
@@ -51,8 +51,8 @@ function onlyDeclared(schema: { properties: Record<string, unknown> }): preValid
     if (typeof body !== "object" || body === null || Array.isArray(body)) return;
     const unknown = Object.keys(body).filter((k) => !known.includes(k));
     if (unknown.length > 0)
-      throw new HttpError(422, "Validation Failed", {
-        message: "Validation Failed",
+      throw new HttpError(422, `Validation Failed: ${unknown.slice(0, 20).join(", ").slice(0, 200)} not taken`, {
+        message: `Validation Failed: ${unknown.slice(0, 20).join(", ").slice(0, 200)} not taken`,
         errors: unknown.slice(0, 20).map((field) => ({ field: field.slice(0, 100), code: "is not taken" })),
       });
   };
@@ -133,10 +133,7 @@ export function stepRoutes(app: FastifyInstance, deps: AgentApiDeps): void {
     },
     async (request) => {
       if (request.body.force)
-        throw new HttpError(422, "Validation Failed", {
-          message: "Validation Failed",
-          errors: [{ field: "force", code: "is not served: cancel without --force (jobs on agents stop as they do)" }],
-        });
+        throw refuse("force", "is not served: cancel without --force (jobs on agents stop as they do)");
       const { jobId } = await jobAccess.callingJob(request, request.body.build_id);
       const { step } = await clients.builds.cancelStep({ ref: { jobId, step: request.params.step } });
       return { uuid: step?.id ?? "" };
