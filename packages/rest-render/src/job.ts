@@ -90,7 +90,7 @@ export function renderJob(job: Job, build: BuildUrls, detail: JobDetail): JobBod
     expired_at: job.state === "expired" ? isoTime(job.finishedAt) : null,
     parallel_group_index: job.parallelGroupIndex ?? null,
     parallel_group_total: job.parallelGroupTotal ?? null,
-    matrix: null,
+    matrix: Object.keys(job.matrix).length > 0 ? { ...job.matrix } : null,
     priority: { number: job.priority },
     cluster_id: orNull(job.clusterId),
     cluster_url: clusterUrl,
@@ -174,7 +174,8 @@ export const JobSchema = Type.Object({
   expired_at: NullableTimestamp,
   parallel_group_index: NullableInt,
   parallel_group_total: NullableInt,
-  matrix: Type.Null(),
+  /** A matrix job's combination, dimension → value ("" for the list form); null for other jobs. */
+  matrix: Nullable(Type.Record(Str, Str)),
   priority: Type.Object({ number: Int }),
   cluster_id: NullableStr,
   cluster_url: NullableStr,

@@ -78,6 +78,8 @@ export function aJob(overrides: Partial<Job> = {}): Job {
     priority: 0,
     parallelGroupIndex: null,
     parallelGroupTotal: null,
+    matrix: null,
+    matrixIndex: null,
     concurrency: null,
     concurrencyGroup: null,
     trigger: null,

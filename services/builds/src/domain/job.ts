@@ -4,7 +4,7 @@
  * The repository's storage form (JobDoc), its updates (JobUpdate) and what dispatch reads (DispatchableJob) are
  * derived from it; the proto Job and the REST Job are views of it.
  */
-import type { PipelineStep, TriggerStep } from "@conveyor/ci-rules";
+import type { MatrixPermutation, PipelineStep, TriggerStep } from "@conveyor/ci-rules";
 import type { UserSnapshot } from "./build.js";
 import type { JobModel } from "./types.js";
 
@@ -33,6 +33,12 @@ export interface JobDefinition {
   /** 0-based index and count of a `parallelism` step's jobs; null for steps without `parallelism`. */
   parallelGroupIndex: number | null;
   parallelGroupTotal: number | null;
+  /**
+   * A matrix step's job: its combination (dimension → value, "" for the list form) and its place among the step's
+   * jobs (docs/compatibility.md#build-matrix); null for other jobs.
+   */
+  matrix: MatrixPermutation | null;
+  matrixIndex: number | null;
   concurrency: number | null;
   concurrencyGroup: string | null;
   trigger: PlannedTrigger | null;
@@ -105,10 +111,13 @@ export interface Job extends PlannedJob {
   unblockedAt: Date | null;
 }
 
-/** A build's jobs in their order: by step, then parallel index, then age (retries after what they retried). */
+/**
+ * A build's jobs in their order: by step, then parallel or matrix index, then age (retries after what they retried).
+ */
 export const jobOrder = (a: Job, b: Job): number =>
   a.stepPosition - b.stepPosition ||
   (a.parallelGroupIndex ?? -1) - (b.parallelGroupIndex ?? -1) ||
+  (a.matrixIndex ?? -1) - (b.matrixIndex ?? -1) ||
   a.createdAt.getTime() - b.createdAt.getTime();
 
 /** The queue a job's agent query rules name: the value of its `queue=` rule, else "default". */

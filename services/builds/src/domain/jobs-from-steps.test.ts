@@ -101,6 +101,8 @@ describe("planJobs: job types and fields", () => {
       priority: 5,
       parallelGroupIndex: null,
       parallelGroupTotal: null,
+      matrix: null,
+      matrixIndex: null,
       concurrency: 1,
       concurrencyGroup: "web/test",
       trigger: null,
@@ -559,5 +561,113 @@ describe("effectiveTimeout", () => {
     expect(effectiveTimeout(90, { default: 20, maximum: 60 })).toBe(60);
     expect(effectiveTimeout(undefined, { default: null, maximum: 60 })).toBe(60);
     expect(effectiveTimeout(undefined, { default: 120, maximum: 60 })).toBe(60);
+  });
+});
+
+describe("planJobs: matrix steps (docs/compatibility.md#build-matrix)", () => {
+  const matrixStep = script("{{matrix.os}} on {{matrix.arch}}", {
+    key: "build",
+    command: "make OS={{matrix.os}}",
+    env: { ARCH: "{{matrix.arch}}" },
+    agent_query_rules: ["queue=builder-{{matrix.arch}}"],
+    soft_fail: [3],
+    matrix: {
+      setup: { os: ["linux", "windows"], arch: ["amd64", "arm64"] },
+      adjustments: [
+        { with: { os: "windows", arch: "arm64" }, skip: true },
+        { with: { os: "linux", arch: "arm64" }, soft_fail: true },
+        { with: { os: "plan9", arch: "mips" } },
+      ],
+    },
+  });
+
+  it("makes one job per combination, interpolated, in order, sharing the step's key", () => {
+    const jobs = plan([matrixStep]);
+    expect(
+      jobs.map((j) => [j.id, j.matrix, j.matrixIndex, j.label, j.command, j.env, j.queue, j.agentQueryRules]),
+    ).toEqual([
+      [
+        "j1",
+        { os: "linux", arch: "amd64" },
+        0,
+        "linux on amd64",
+        "make OS=linux",
+        { ARCH: "amd64" },
+        "builder-amd64",
+        ["queue=builder-amd64"],
+      ],
+      [
+        "j2",
+        { os: "linux", arch: "arm64" },
+        1,
+        "linux on arm64",
+        "make OS=linux",
+        { ARCH: "arm64" },
+        "builder-arm64",
+        ["queue=builder-arm64"],
+      ],
+      [
+        "j3",
+        { os: "windows", arch: "amd64" },
+        2,
+        "windows on amd64",
+        "make OS=windows",
+        { ARCH: "amd64" },
+        "builder-amd64",
+        ["queue=builder-amd64"],
+      ],
+      [
+        "j4",
+        { os: "plan9", arch: "mips" },
+        3,
+        "plan9 on mips",
+        "make OS=plan9",
+        { ARCH: "mips" },
+        "builder-mips",
+        ["queue=builder-mips"],
+      ],
+    ]);
+    for (const job of jobs) {
+      expect(job).toMatchObject({
+        stepKey: "build",
+        stepPosition: 0,
+        parallelGroupIndex: null,
+        parallelGroupTotal: null,
+      });
+      expect(job.step).not.toHaveProperty("matrix");
+    }
+  });
+
+  it("an adjustment's soft_fail replaces the step's for its combination only", () => {
+    expect(plan([matrixStep]).map((j) => j.softFail)).toEqual([[3], true, [3], [3]]);
+  });
+
+  it("all of a matrix step's jobs start together, and a wait after it waits for every one", () => {
+    expect(graph(plan([matrixStep, wait(), script("after")]))).toEqual({
+      j1: ["scheduled", []],
+      j2: ["scheduled", []],
+      j3: ["scheduled", []],
+      j4: ["scheduled", []],
+      j5: ["waiting", ["j1", "j2", "j3", "j4"]],
+      j6: ["waiting", ["j5"]],
+    });
+  });
+
+  it("depends_on the matrix step's key waits for all of its jobs", () => {
+    const jobs = plan([matrixStep, script("deploy", { depends_on: [{ step: "build", allow_failure: false }] })]);
+    expect(jobs[4]?.dependsOn).toEqual(["j1", "j2", "j3", "j4"]);
+  });
+
+  it("a skipped matrix step's jobs are all skipped", () => {
+    expect(plan([{ ...matrixStep, skip: true }]).map((j) => j.state)).toEqual([
+      "skipped",
+      "skipped",
+      "skipped",
+      "skipped",
+    ]);
+  });
+
+  it("other jobs have no matrix", () => {
+    expect(plan([script("a")]).map((j) => [j.matrix, j.matrixIndex])).toEqual([[null, null]]);
   });
 });

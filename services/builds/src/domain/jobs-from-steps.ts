@@ -4,7 +4,7 @@
  * already scheduled or blocked.
  */
 import type { PipelineStep, TriggerStep } from "@conveyor/ci-rules";
-import { evaluateCondition, matchesBranchFilter } from "@conveyor/ci-rules";
+import { evaluateCondition, expandMatrix, matchesBranchFilter } from "@conveyor/ci-rules";
 import { advance } from "./advance-jobs.js";
 import { type PlannedJob, type PlannedTrigger, queueOf } from "./job.js";
 import type { BrokenReason, BuildContext, JobModel, JobState, JobType } from "./types.js";
@@ -42,7 +42,7 @@ export function effectiveTimeout(own: number | undefined, timeouts: PlanOptions[
  * `scheduled` (block/input steps `blocked`, waiters `passed`).
  *
  * Jobs: a script step makes a `script` job, ×`parallelism` (index 0..n-1 of n; without `parallelism` both are
- * null); a trigger step a `trigger` job (×`parallelism` too); a wait step a `waiter`; block and input steps a
+ * null), or one per combination of its `matrix` (`matrix` and `matrixIndex` set, parallel fields null); a trigger step a `trigger` job (×`parallelism` too); a wait step a `waiter`; block and input steps a
  * `manual` job (`blockedState` from the step, default "passed"; input: `isInput`).
  *
  * Omitted steps (their jobs never run, and never hold up other jobs):
@@ -102,47 +102,71 @@ const JOB_TYPES: Record<PipelineStep["type"], JobType> = {
   manual: "manual",
 };
 
+/**
+ * The jobs of one step: one, `parallelism` of them, or one per combination of its `matrix` (each job's `step` is the
+ * step as that combination runs it: tokens replaced, the adjustment's soft_fail; docs/compatibility.md#build-matrix).
+ */
 function jobsOf(step: PipelineStep, stepIndex: number, omitted: Omission, opts: PlanOptions): PlannedJob[] {
+  const matrixJobs = step.type === "script" ? expandMatrix(step) : null;
+  if (matrixJobs) {
+    return matrixJobs.map((m, index) => ({
+      ...jobOf(m.step, stepIndex, omitted, opts, null),
+      matrix: m.permutation,
+      matrixIndex: index,
+    }));
+  }
   const parallelism = step.type === "script" || step.type === "trigger" ? step.parallelism : undefined;
   const total = parallelism === undefined ? null : Math.max(1, Math.floor(parallelism));
-  const state: JobState = omitted?.state ?? "pending";
-  const name = stepName(step);
   const jobs: PlannedJob[] = [];
   for (let index = 0; index < (total ?? 1); index++) {
-    jobs.push({
-      id: opts.newId(),
-      type: JOB_TYPES[step.type],
-      stepPosition: stepIndex,
-      stepKey: step.key ?? null,
-      state,
-      dependsOn: [],
-      allowDependencyFailure: step.allow_dependency_failure ?? false,
-      continueOnFailure: step.type === "waiter" ? (step.continue_on_failure ?? false) : false,
-      blockedState: step.type === "manual" ? (step.blocked_state ?? "passed") : null,
-      isInput: step.type === "manual" ? (step.is_input ?? false) : false,
-      softFail: step.type === "script" || step.type === "trigger" ? copySoftFail(step.soft_fail) : null,
-      exitStatus: null,
-      softFailed: false,
-      brokenReason: omitted?.state === "broken" ? omitted.reason : null,
-      retried: false,
-      name,
-      label: name,
-      command: step.type === "script" ? step.command : null,
-      agentQueryRules: step.type === "script" ? [...step.agent_query_rules] : [],
-      queue: step.type === "script" ? queueOf(step.agent_query_rules) : null,
-      env: step.type === "script" ? { ...step.env } : {},
-      artifactPaths: step.type === "script" ? (step.artifact_paths ?? null) : null,
-      timeoutInMinutes: step.type === "script" ? effectiveTimeout(step.timeout_in_minutes, opts.timeouts) : null,
-      priority: step.type === "script" ? (step.priority ?? 0) : 0,
-      parallelGroupIndex: total === null ? null : index,
-      parallelGroupTotal: total,
-      concurrency: step.type === "script" || step.type === "trigger" ? (step.concurrency ?? null) : null,
-      concurrencyGroup: step.type === "script" ? (step.concurrency_group ?? null) : null,
-      trigger: step.type === "trigger" ? plannedTrigger(step) : null,
-      step,
-    });
+    jobs.push(jobOf(step, stepIndex, omitted, opts, total === null ? null : { index, total }));
   }
   return jobs;
+}
+
+function jobOf(
+  step: PipelineStep,
+  stepIndex: number,
+  omitted: Omission,
+  opts: PlanOptions,
+  parallel: { index: number; total: number } | null,
+): PlannedJob {
+  const state: JobState = omitted?.state ?? "pending";
+  const name = stepName(step);
+  return {
+    id: opts.newId(),
+    type: JOB_TYPES[step.type],
+    stepPosition: stepIndex,
+    stepKey: step.key ?? null,
+    state,
+    dependsOn: [],
+    allowDependencyFailure: step.allow_dependency_failure ?? false,
+    continueOnFailure: step.type === "waiter" ? (step.continue_on_failure ?? false) : false,
+    blockedState: step.type === "manual" ? (step.blocked_state ?? "passed") : null,
+    isInput: step.type === "manual" ? (step.is_input ?? false) : false,
+    softFail: step.type === "script" || step.type === "trigger" ? copySoftFail(step.soft_fail) : null,
+    exitStatus: null,
+    softFailed: false,
+    brokenReason: omitted?.state === "broken" ? omitted.reason : null,
+    retried: false,
+    name,
+    label: name,
+    command: step.type === "script" ? step.command : null,
+    agentQueryRules: step.type === "script" ? [...step.agent_query_rules] : [],
+    queue: step.type === "script" ? queueOf(step.agent_query_rules) : null,
+    env: step.type === "script" ? { ...step.env } : {},
+    artifactPaths: step.type === "script" ? (step.artifact_paths ?? null) : null,
+    timeoutInMinutes: step.type === "script" ? effectiveTimeout(step.timeout_in_minutes, opts.timeouts) : null,
+    priority: step.type === "script" ? (step.priority ?? 0) : 0,
+    parallelGroupIndex: parallel?.index ?? null,
+    parallelGroupTotal: parallel?.total ?? null,
+    matrix: null,
+    matrixIndex: null,
+    concurrency: step.type === "script" || step.type === "trigger" ? (step.concurrency ?? null) : null,
+    concurrencyGroup: step.type === "script" ? (step.concurrency_group ?? null) : null,
+    trigger: step.type === "trigger" ? plannedTrigger(step) : null,
+    step,
+  };
 }
 
 function stepName(step: PipelineStep): string {

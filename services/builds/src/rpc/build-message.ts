@@ -81,6 +81,7 @@ export function jobMessage(j: Job): MessageInitShape<typeof JobSchema> {
     priority: j.priority,
     parallelGroupIndex: j.parallelGroupIndex ?? undefined,
     parallelGroupTotal: j.parallelGroupTotal ?? undefined,
+    matrix: j.matrix ?? {},
     exitStatus: j.exitStatus ?? undefined,
     signal: j.signal ?? "",
     signalReason: j.signalReason ?? "",

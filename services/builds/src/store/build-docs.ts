@@ -24,7 +24,7 @@ export type BuildDoc = Omit<Build, "id" | "env" | "metaData" | "pipeline" | "pul
   };
 
 /** Job fields stored as JSON text: maps and nested step data, for the same reason. */
-type JsonJobFields = "env" | "softFail" | "step" | "trigger";
+type JsonJobFields = "env" | "softFail" | "step" | "trigger" | "matrix";
 /** Job fields added after the first jobs were stored: absent on older documents, read as their empty value. */
 type LaterJobFields =
   | "queue"
@@ -57,6 +57,8 @@ export type JobDoc = Omit<Job, "id" | "stepPosition" | JsonJobFields | LaterJobF
     softFailJson: string;
     stepJson: string;
     triggerJson: string | null;
+    /** A matrix job's combination (its dimension names may be "", which documents cannot hold); absent on others. */
+    matrixJson?: string | null;
     /** How many header times the job holds (their compare-and-set); absent on jobs given none since it was kept. */
     headerTimesHeld?: number | null;
   };
@@ -108,7 +110,7 @@ export function fromBuildDoc(d: BuildDoc): Build {
 
 /** A job as stored. */
 export function toJobDoc(j: Job): JobDoc {
-  const { id, stepPosition, env, softFail, step, trigger, ...rest } = j;
+  const { id, stepPosition, env, softFail, step, trigger, matrix, ...rest } = j;
   return {
     ...rest,
     _id: id,
@@ -117,12 +119,23 @@ export function toJobDoc(j: Job): JobDoc {
     softFailJson: JSON.stringify(softFail),
     stepJson: JSON.stringify(step),
     triggerJson: trigger ? JSON.stringify(trigger) : null,
+    matrixJson: matrix ? JSON.stringify(matrix) : null,
   };
 }
 
 /** A stored job, with the defaults of fields older documents lack. */
 export function fromJobDoc(d: JobDoc): Job {
-  const { _id, stepIndex, envJson, softFailJson, stepJson, triggerJson, headerTimesHeld: _held, ...rest } = d;
+  const {
+    _id,
+    stepIndex,
+    envJson,
+    softFailJson,
+    stepJson,
+    triggerJson,
+    matrixJson,
+    headerTimesHeld: _held,
+    ...rest
+  } = d;
   return {
     ...rest,
     id: _id,
@@ -131,6 +144,8 @@ export function fromJobDoc(d: JobDoc): Job {
     softFail: JSON.parse(softFailJson) as Job["softFail"],
     step: JSON.parse(stepJson) as Job["step"],
     trigger: triggerJson ? (JSON.parse(triggerJson) as Job["trigger"]) : null,
+    matrix: matrixJson ? (JSON.parse(matrixJson) as Job["matrix"]) : null,
+    matrixIndex: d.matrixIndex ?? null,
     queue: d.queue !== undefined ? d.queue : d.type === "script" ? queueOf(d.agentQueryRules) : null,
     signal: d.signal ?? null,
     signalReason: d.signalReason ?? null,
