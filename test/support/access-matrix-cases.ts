@@ -70,6 +70,7 @@ function ownValues(world: World, template: string): Record<string, string> {
     registry: a.registrySlug,
     token: a.registryTokenId,
     agent: a.agentId,
+    annotation: a.build.annotationId,
   };
 }
 
@@ -108,6 +109,7 @@ function misplacedValues(
     registry: { value: b.registrySlug, message: "No registry found", what: "another organization's registry" },
     token: { value: world.otherRegistryTokenId, message: "No token found", what: "another registry's token" },
     agent: { value: b.agentId, message: "No agent found", what: "another organization's agent" },
+    annotation: { value: q.build.annotationId, message: "No annotation found", what: "another build's annotation" },
   };
 }
 
@@ -143,6 +145,9 @@ function bodyOf(world: World, operationId: string): unknown {
     createRegistryToken: { description: "refused" },
     updateRegistryToken: { description: "changed by a refused request" },
     pauseAgent: { note: "refused", timeout_in_minutes: 5 },
+    createAnnotation: { body: "refused", context: "refused" },
+    createAnnotationForJob: { body: "refused", context: "refused" },
+    reprioritizeJob: { priority: 7 },
     stopAgent: { force: false },
   };
   // The spellings of one operation (…Slash, …Plural) take its body.

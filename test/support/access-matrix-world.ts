@@ -25,6 +25,8 @@ export interface BuildRef {
   number: number;
   jobId: string;
   artifactId: string;
+  /** A job-scoped annotation of its job, made over REST. */
+  annotationId: string;
 }
 
 /** One organization's resources, as path parameter values. */
@@ -92,11 +94,23 @@ async function arrangeBuild(org: { id: string; slug: string; secret: string }, p
   });
   if (res.status !== 201) throw new Error(`build: ${res.status} ${res.text}`);
   const build = { id: res.body.id as string, number: res.body.number as number, jobId: res.body.jobs[0].id as string };
-  return { ...build, artifactId: await arrangeArtifact(org.id, p.id, build) };
+  const annotated = await send(
+    "POST",
+    `/v2/organizations/${org.slug}/pipelines/${p.slug}/builds/${build.number}/jobs/${build.jobId}/annotations`,
+    org.secret,
+    { body: "access matrix", context: "matrix" },
+  );
+  if (annotated.status !== 201) throw new Error(`annotation: ${annotated.status} ${annotated.text}`);
+  const annotationId = annotated.body.id as string;
+  return { ...build, annotationId, artifactId: await arrangeArtifact(org.id, p.id, build) };
 }
 
 /** An artifact of the job, uploaded to the store through its signed form and reported finished. */
-async function arrangeArtifact(organizationId: string, pipelineId: string, build: Omit<BuildRef, "artifactId">) {
+async function arrangeArtifact(
+  organizationId: string,
+  pipelineId: string,
+  build: Omit<BuildRef, "artifactId" | "annotationId">,
+) {
   const content = Buffer.from(`matrix ${build.id}\n`);
   const { artifacts, uploads } = await artifactsClient.createArtifactBatch({
     organizationId,

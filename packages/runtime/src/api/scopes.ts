@@ -7,6 +7,8 @@ export const ALL_SCOPES = [
   "read_artifacts",
   "write_artifacts",
   "read_organizations",
+  "read_user",
+  "read_accounts",
   "view_teams",
   "write_teams",
   "read_rules",

@@ -246,6 +246,11 @@ describe("AnnotationsService", () => {
     expect((await failure(byId("b-2", "", own?.id ?? ""))).code).toBe(Code.NotFound);
     expect((await failure(byId("b-1", "j-2", own?.id ?? ""))).code).toBe(Code.NotFound);
     expect((await failure(byId("b-1", "j-1", jobs?.id ?? ""))).code).toBe(Code.NotFound);
+    // A job of another build is named first: "No job found", whatever the annotation.
+    expect(await failure(byId("b-1", "j-9", jobs?.id ?? ""))).toMatchObject({
+      code: Code.NotFound,
+      message: "No job found",
+    });
     expect((await failure(byId("b-1", "", "no-such-id"))).code).toBe(Code.NotFound);
     expect(await list()).toHaveLength(1);
     await byId("b-1", "j-2", jobs?.id ?? "");

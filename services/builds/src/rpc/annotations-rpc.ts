@@ -96,6 +96,7 @@ export function createAnnotationRpcs(deps: AnnotationsDeps): ServiceImpl<typeof 
 
   /** REST's removal by UUID: an annotation of the build, and of the job when one is named (its job-scoped ones). */
   const removeById = async (buildId: string, jobId: string, id: string) => {
+    if (jobId !== "") await requireJobOf(jobId, buildId);
     const found = await annotations.findById(id);
     if (!found || found.buildId !== buildId || (jobId !== "" && found.jobId !== jobId)) throw notFound("annotation");
     const key = `${buildId}/${found.jobId ?? ""}/${found.context}`;

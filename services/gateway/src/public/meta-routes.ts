@@ -12,7 +12,10 @@ function prefersHtml(accept: string | undefined): boolean {
   return html !== -1 && (json === -1 || html < json);
 }
 
-/** GET / (Buildkite's unauthenticated hello, or a browser's way to its dashboard) and GET /healthz (liveness for probes and the launcher). */
+/**
+ * GET / (Buildkite's unauthenticated hello, or a browser's way to its dashboard), GET /healthz (liveness for probes
+ * and the launcher) and GET /v2/meta (Buildkite's unauthenticated meta; docs/compatibility.md#organizations-members-and-the-token).
+ */
 export function metaRoutes(app: FastifyInstance): void {
   typed(app).get(
     "/",
@@ -42,5 +45,20 @@ export function metaRoutes(app: FastifyInstance): void {
       },
     },
     async () => ({ status: "ok" }),
+  );
+  typed(app).get(
+    "/v2/meta",
+    {
+      config: { public: true },
+      schema: {
+        operationId: "getMeta",
+        summary: "Buildkite's meta: the addresses outbound requests come from (none published: an empty list)",
+        tags,
+        response: { 200: Type.Object({ webhook_ips: Type.Array(Type.String()) }) },
+      },
+    },
+    // Outbound requests (notifications, commit statuses) leave from wherever the operator runs the services: this
+    // deployment publishes no fixed addresses (docs/compatibility.md#organizations-members-and-the-token).
+    async () => ({ webhook_ips: [] }),
   );
 }

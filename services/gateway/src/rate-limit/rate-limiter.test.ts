@@ -110,6 +110,27 @@ describe("counting on one gateway", () => {
     expect(rl.hit("org:1")).toMatchObject({ allowed: false, current: 5, remaining: 0 });
   });
 
+  it("peeks at a key's window without counting, its peers' counts included, and at nothing for an unknown key", () => {
+    const c = clock(T0 + 20_000);
+    const rl = limiter(10, "a", c.now);
+    expect(rl.peek("org:1")).toEqual({
+      allowed: true,
+      limit: 10,
+      current: 0,
+      remaining: 10,
+      reset: 40,
+      resetAt: T0 + MINUTE,
+    });
+    rl.hit("org:1");
+    rl.hit("org:1");
+    rl.applyPeerCounts({ gateway: "b", window: T0, counts: { "org:1": 3 } });
+    expect(rl.peek("org:1")).toMatchObject({ current: 5, remaining: 5 });
+    expect(rl.peek("org:1")).toMatchObject({ current: 5 });
+    expect(rl.hit("org:1")).toMatchObject({ current: 6 });
+    c.advance(MINUTE);
+    expect(rl.peek("org:1")).toMatchObject({ current: 0, resetAt: T0 + 2 * MINUTE });
+  });
+
   it("counts each key apart", () => {
     const rl = limiter(1);
     expect(rl.hit("org:1").allowed).toBe(true);

@@ -176,6 +176,22 @@ export function createRateLimiter(opts: RateLimiterOptions) {
       };
     },
 
+    /** Where `key` stands in the current window, without counting a request (GET …/rate_limit). */
+    peek(key: string): RateLimitDecision & { resetAt: number } {
+      const t = now();
+      const window = windowStart(t, windowMs);
+      const s = keys.get(key);
+      const current = s ? (s.window === window ? s.own : 0) + peerTotal(s, window) : 0;
+      return {
+        allowed: current <= opts.limit,
+        limit: opts.limit,
+        current,
+        remaining: Math.max(0, opts.limit - current),
+        reset: secondsUntilReset(t, windowMs),
+        resetAt: window + windowMs,
+      };
+    },
+
     /** Takes in a peer's counts: the latest count per key and peer wins, for the window it names. */
     applyPeerCounts(msg: CountsMessage): void {
       if (msg.gateway === opts.gatewayId) return;

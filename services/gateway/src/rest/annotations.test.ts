@@ -1,7 +1,14 @@
 import { create } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError } from "@connectrpc/connect";
-import { type Annotation, AnnotationSchema, type ListAnnotationsRequest } from "@conveyor/proto/annotations";
+import {
+  type AnnotateBuildRequest,
+  type Annotation,
+  AnnotationSchema,
+  type ListAnnotationsRequest,
+  type RemoveAnnotationRequest,
+} from "@conveyor/proto/annotations";
+import { BuildSchema } from "@conveyor/proto/builds";
 import { Role } from "@conveyor/proto/identity";
 import { PipelineSchema } from "@conveyor/proto/pipelines";
 import type { FastifyInstance } from "fastify";
@@ -32,6 +39,7 @@ const annotations: Annotation[] = ["deploy", "tests.unit", "lint"].map((context,
 
 let app: FastifyInstance;
 const requests: ListAnnotationsRequest[] = [];
+const writes: Array<AnnotateBuildRequest | RemoveAnnotationRequest> = [];
 
 beforeAll(async () => {
   ({ app } = await buildTestApp(
@@ -51,7 +59,27 @@ beforeAll(async () => {
           return { pipeline: web };
         },
       },
+      builds: {
+        getBuild(req) {
+          if (req.number !== 1) throw new ConnectError("No build found", Code.NotFound);
+          return { build: create(BuildSchema, { id: "b-1", number: 1, pipelineId: web.id }) };
+        },
+      },
       annotations: {
+        annotateBuild(req) {
+          writes.push(req);
+          if (req.jobId !== "" && req.jobId !== JOB) throw new ConnectError("No job found", Code.NotFound);
+          if (req.priority === 11) throw new ConnectError("Priority must be from 1 to 10", Code.InvalidArgument);
+          const first = annotations[0] as Annotation;
+          return {
+            annotation: create(AnnotationSchema, { ...first, scope: req.scope, context: req.context || "default" }),
+          };
+        },
+        removeAnnotation(req) {
+          writes.push(req);
+          if (req.annotationId !== annotations[0]?.id) throw new ConnectError("No annotation found", Code.NotFound);
+          return {};
+        },
         listAnnotations(req) {
           requests.push(req);
           if (req.number !== 1) throw new ConnectError("No build found", Code.NotFound);
@@ -67,6 +95,7 @@ beforeAll(async () => {
 afterAll(() => app.close());
 beforeEach(() => {
   requests.length = 0;
+  writes.length = 0;
 });
 
 const get = (url: string, secret = "reader") =>
@@ -127,5 +156,72 @@ describe("GET …/builds/{number}/annotations", () => {
     expect(forbidden.statusCode).toBe(403);
     expect(forbidden.json()).toEqual({ message: "Your access token doesn't have the read_builds scope" });
     expect(requests.filter((r) => r.number === 1 && r.jobId === "")).toEqual([]);
+  });
+});
+
+describe("POST and DELETE …/annotations", () => {
+  const send = (method: "POST" | "DELETE", url: string, payload?: unknown, secret = "writer") =>
+    app.inject({ method, url, headers: { authorization: `Bearer ${secret}` }, ...(payload ? { payload } : {}) });
+
+  it("creates a build's annotation (201) with every field go-buildkite sends, as a person", async () => {
+    const body = { body: "**hi**", style: "info", context: "ctx", append: true, priority: 7 };
+    const res = await send("POST", `${BASE}/1/annotations`, body);
+    expect(res.statusCode).toBe(201);
+    expect(res.json()).toMatchObject({ id: annotations[0]?.id, context: "ctx", scope: "build" });
+    expect(writes[0]).toMatchObject({
+      buildId: "b-1",
+      jobId: "",
+      byPerson: true,
+      body: "**hi**",
+      style: "info",
+      context: "ctx",
+      append: true,
+      priority: 7,
+      scope: "build",
+    });
+  });
+
+  it("creates a job's job-scoped annotation, leaving out an absent priority", async () => {
+    const res = await send("POST", `${BASE}/1/jobs/${JOB}/annotations`, { body: "x" });
+    expect(res.statusCode).toBe(201);
+    expect(res.json()).toMatchObject({ scope: "job", context: "default" });
+    expect(writes[0]).toMatchObject({ jobId: JOB, scope: "job", byPerson: true, append: false });
+    expect((writes[0] as AnnotateBuildRequest).priority).toBeUndefined();
+  });
+
+  it("refuses unknown fields, a missing body and bad values with a 422, calling nothing", async () => {
+    const unknown = await send("POST", `${BASE}/1/annotations`, { body: "x", scope: "job" });
+    expect(unknown.statusCode).toBe(422);
+    expect(unknown.json()).toEqual({
+      message: "Validation Failed",
+      errors: [{ field: "scope", code: "is not taken" }],
+    });
+    expect((await send("POST", `${BASE}/1/annotations`, { style: "info" })).statusCode).toBe(422);
+    expect((await send("POST", `${BASE}/1/annotations`, { body: "x", append: "yes" })).statusCode).toBe(422);
+    expect(writes).toEqual([]);
+    const bad = await send("POST", `${BASE}/1/annotations`, { body: "x", priority: 11 });
+    expect([bad.statusCode, bad.json().message]).toEqual([422, "Priority must be from 1 to 10"]);
+  });
+
+  it("deletes by UUID (204), and answers 404 for another annotation, build or job", async () => {
+    const id = annotations[0]?.id ?? "";
+    expect((await send("DELETE", `${BASE}/1/annotations/${id}`)).statusCode).toBe(204);
+    expect(writes[0]).toMatchObject({ buildId: "b-1", jobId: "", annotationId: id });
+    expect((await send("DELETE", `${BASE}/1/jobs/${JOB}/annotations/${id}`)).statusCode).toBe(204);
+    expect(writes[1]).toMatchObject({ jobId: JOB, annotationId: id });
+    expect((await send("DELETE", `${BASE}/1/annotations/other`)).json()).toEqual({ message: "No annotation found" });
+    expect((await send("DELETE", `${BASE}/2/annotations/${id}`)).json()).toEqual({ message: "No build found" });
+  });
+
+  it("needs write_builds", async () => {
+    const res = await send("POST", `${BASE}/1/annotations`, { body: "x" }, "reader");
+    expect([res.statusCode, res.json().message]).toEqual([
+      403,
+      "Your access token doesn't have the write_builds scope",
+    ]);
+    expect((await send("DELETE", `${BASE}/1/annotations/${annotations[0]?.id}`, undefined, "reader")).statusCode).toBe(
+      403,
+    );
+    expect(writes).toEqual([]);
   });
 });

@@ -9,6 +9,7 @@ import {
   JobSchema,
   type RetryJobRequest,
   type UnblockJobRequest,
+  type UpdateJobRequest,
 } from "@conveyor/proto/builds";
 import { OrganizationSchema, PipelineAccessLevel, Role } from "@conveyor/proto/identity";
 import { type Pipeline, PipelineSchema } from "@conveyor/proto/pipelines";
@@ -95,6 +96,7 @@ function fakes() {
     retry: [] as RetryJobRequest[],
     unblock: [] as UnblockJobRequest[],
     env: [] as GetJobEnvRequest[],
+    update: [] as UpdateJobRequest[],
   };
   const known = (number: number, jobId: string) => {
     if (number !== 7) throw new ConnectError("No build found", Code.NotFound);
@@ -159,6 +161,16 @@ function fakes() {
             unblockedBy: req.user,
           }),
         };
+      },
+      updateJob(req) {
+        calls.update.push(req);
+        known(req.number, req.jobId);
+        if (req.jobId === PASSED)
+          throw new ConnectError(
+            "Only command jobs no agent has taken yet can be reprioritized",
+            Code.FailedPrecondition,
+          );
+        return { job: job({ ...attempt, priority: req.priority ?? 0 }) };
       },
       getJobEnv(req) {
         calls.env.push(req);
@@ -554,5 +566,55 @@ describe("the new job and build fields in a build", () => {
       build_number: 3,
       build_pipeline_slug: "upstream",
     });
+  });
+});
+
+describe("PUT …/jobs/{id}/reprioritize", () => {
+  it("asks the builds service for the priority of the job named within its build and answers the job", async () => {
+    const res = await call("PUT", `${BASE}/${FAILED}/reprioritize`, "admin", { priority: 50 });
+    expect(res.statusCode).toBe(200);
+    expect(res.json()).toMatchObject({ id: ATTEMPT, priority: { number: 50 } });
+    expect(calls.update).toEqual([
+      expect.objectContaining({ jobId: FAILED, pipelineId: web.id, number: 7, priority: 50 }),
+    ]);
+  });
+
+  it("answers the builds service's refusal and unknown jobs and builds", async () => {
+    const taken = await call("PUT", `${BASE}/${PASSED}/reprioritize`, "admin", { priority: 1 });
+    expect([taken.statusCode, taken.json().message]).toEqual([
+      422,
+      "Only command jobs no agent has taken yet can be reprioritized",
+    ]);
+    const unknown = await call("PUT", `${BASE}/nope/reprioritize`, "admin", { priority: 1 });
+    expect([unknown.statusCode, unknown.json().message]).toEqual([404, "No job found"]);
+  });
+
+  it("refuses a missing, fractional, out-of-bounds priority and unknown fields with a 422, asking nothing", async () => {
+    for (const body of [
+      {},
+      { priority: 1.5 },
+      { priority: "1" },
+      { priority: 1_000_001 },
+      { priority: 1, note: "x" },
+    ]) {
+      const res = await call("PUT", `${BASE}/${FAILED}/reprioritize`, "admin", body);
+      expect([JSON.stringify(body), res.statusCode]).toEqual([JSON.stringify(body), 422]);
+    }
+    const named = await call("PUT", `${BASE}/${FAILED}/reprioritize`, "admin", { priority: 1, note: "x" });
+    expect(named.json()).toEqual({ message: "Validation Failed", errors: [{ field: "note", code: "is not taken" }] });
+    expect(calls.update).toEqual([]);
+  });
+
+  it("needs write_builds and build access to the pipeline", async () => {
+    const scope = await call("PUT", `${BASE}/${FAILED}/reprioritize`, "reader", { priority: 1 });
+    expect(scope.statusCode).toBe(403);
+    const readOnly = await call(
+      "PUT",
+      `/v2/organizations/teams/pipelines/readable/builds/7/jobs/${FAILED}/reprioritize`,
+      "member",
+      { priority: 1 },
+    );
+    expect(readOnly.statusCode).toBe(403);
+    expect(calls.update).toEqual([]);
   });
 });

@@ -10,6 +10,7 @@ import { JobSchema, renderJob } from "../render/job.js";
 import { StringMap } from "../render/schemas.js";
 import { responses, typed } from "../route-declarations/declare.js";
 import { BOUNDS, JobParams, text } from "../route-declarations/params.js";
+import { onlyFields } from "../route-declarations/unknown-fields.js";
 import type { RouteDeps } from "./route-deps.js";
 
 /** The most values one field may carry. */
@@ -34,12 +35,23 @@ const UnblockBodySchema = Type.Union([
 ]);
 
 const EnvSchema = Type.Object({ env: StringMap });
+
+/** The largest dispatch priority either way (docs/limits.md; the builds service holds the same bound). */
+const MAX_PRIORITY = 1_000_000;
+const ReprioritizeFields = {
+  priority: Type.Integer({
+    minimum: -MAX_PRIORITY,
+    maximum: MAX_PRIORITY,
+    description: "the job's new dispatch priority: higher is dispatched first",
+  }),
+};
 const tags = ["jobs"];
 
 /**
  * What people do to one job of a build (Buildkite's jobs API, go-buildkite's JobsService): retry it
  * (`PUT …/retry`, the new attempt back), unblock a block or input step with values for its fields
- * (`PUT …/unblock`), and read the environment it runs with (`GET …/env`, scope read_job_env).
+ * (`PUT …/unblock`), change the dispatch priority of one no agent has taken yet (`PUT …/reprioritize`), and read
+ * the environment it runs with (`GET …/env`, scope read_job_env).
  */
 export function jobRoutes(app: FastifyInstance, deps: RouteDeps): void {
   const path = "/v2/organizations/:org/pipelines/:pipeline/builds/:number/jobs/:job";
@@ -123,6 +135,32 @@ export function jobRoutes(app: FastifyInstance, deps: RouteDeps): void {
         fields,
         callerTeams: teams.flatMap((team) => [team.id, team.slug]),
         readOnly: !canBuild,
+      });
+      return render(res.job, access, pipeline, number);
+    },
+  );
+
+  route.put(
+    `${path}/reprioritize`,
+    {
+      config: { scope: "write_builds" },
+      preValidation: onlyFields(Object.keys(ReprioritizeFields)),
+      schema: {
+        operationId: "reprioritizeJob",
+        summary: "Change the dispatch priority of a command job no agent has taken yet",
+        tags,
+        params: JobParams,
+        body: Type.Object(ReprioritizeFields),
+        response: responses(200, JobSchema),
+      },
+    },
+    async (request) => {
+      const { access, pipeline, number } = await target(request, "build");
+      const res = await deps.clients.builds.updateJob({
+        jobId: request.params.job,
+        pipelineId: pipeline.id,
+        number,
+        priority: request.body.priority,
       });
       return render(res.job, access, pipeline, number);
     },

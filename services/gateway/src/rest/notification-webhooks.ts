@@ -12,6 +12,7 @@ import {
 } from "../render/notification-webhook.js";
 import { noContent, responses, typed } from "../route-declarations/declare.js";
 import { Id, OrgParams, Slug, text } from "../route-declarations/params.js";
+import { refuseUnknownFields } from "../route-declarations/unknown-fields.js";
 import type { RouteDeps } from "./route-deps.js";
 
 const WebhookParams = Type.Object({ org: Slug, id: Id });
@@ -51,16 +52,6 @@ const UpdateBodySchema = Type.Object(
   { additionalProperties: false },
 );
 
-/** A field these routes do not take is refused (422 naming it), never ignored. */
-function refuseUnknownFields(body: unknown, known: readonly string[]): void {
-  if (typeof body !== "object" || body === null || Array.isArray(body)) return;
-  const unknown = Object.keys(body).filter((k) => !known.includes(k));
-  if (unknown.length === 0) return;
-  throw new HttpError(422, "Validation Failed", {
-    message: "Validation Failed",
-    errors: unknown.slice(0, 20).map((field) => ({ field, code: "is not taken" })),
-  });
-}
 const KNOWN_FIELDS = Object.keys(fields);
 
 /**

@@ -4,6 +4,7 @@ import { registerRateLimit } from "../rate-limit/rate-limit-hook.js";
 import type { RateLimiter } from "../rate-limit/rate-limiter.js";
 import { requireDocumentedRoutes } from "../route-declarations/declare.js";
 import { accessTokenRoutes } from "./access-token.js";
+import { accountRoutes } from "./account.js";
 import { agentRestRoutes } from "./agents.js";
 import { annotationRoutes } from "./annotations.js";
 import { artifactRoutes, registerArtifactQueryToken } from "./artifacts.js";
@@ -45,6 +46,7 @@ export async function registerRestApi(app: FastifyInstance, opts: RestApiOptions
     if (opts.rateLimiter) registerRateLimit(scope, opts.rateLimiter);
     const { deps } = opts;
     accessTokenRoutes(scope, deps);
+    accountRoutes(scope, opts.rateLimiter);
     organizationRoutes(scope, deps);
     memberRoutes(scope, deps);
     pipelineRoutes(scope, deps);

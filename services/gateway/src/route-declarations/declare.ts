@@ -71,6 +71,7 @@ const PARAM_THINGS: Record<string, string> = {
   token: "token",
   agent: "agent",
   context: "annotation",
+  annotation: "annotation",
 };
 
 type JsonSchema = {
