@@ -91,6 +91,33 @@ describe("organization notification webhooks", () => {
     expect(read.text).not.toContain(hook.token);
   });
 
+  it("send job events with REST's job and build", async () => {
+    const path = `/jobs-${unique("h")}`;
+    await createWebhook(path, { events: ["job.scheduled", "job.finished"], token_mode: "signature" });
+    const pipeline = await send("POST", `${base}/pipelines`, stack.apiToken, {
+      name: unique("jobs"),
+      repository: "/tmp/nothing",
+      cluster_id: stack.clusterId,
+      configuration: "steps:\n  - label: Only\n    command: echo hi\n",
+    });
+    const build = await send("POST", `${base}/pipelines/${pipeline.body.slug}/builds`, stack.apiToken, {
+      commit: "HEAD",
+      branch: "main",
+    });
+    await eventually("job.scheduled", () => receiver.at(path).some((r) => r.event === "job.scheduled"));
+    await send("PUT", `${base}/pipelines/${pipeline.body.slug}/builds/${build.body.number}/cancel`, stack.apiToken);
+    await eventually("job.finished", () => receiver.at(path).some((r) => r.event === "job.finished"));
+    const [jobId] = build.body.jobs.map((j: { id: string }) => j.id);
+    const finished = receiver.at(path).find((r) => r.event === "job.finished");
+    expect(finished?.verified).toBe(true);
+    expect(finished?.body).toMatchObject({
+      event: "job.finished",
+      job: { id: jobId, label: "Only", state: "canceled" },
+      build: { id: build.body.id, number: build.body.number },
+      pipeline: { slug: pipeline.body.slug },
+    });
+  });
+
   it("tries a failing receiver again until it answers, with the same delivery id and a token", async () => {
     const path = `/flaky-${unique("h")}`;
     receiver.setAnswer((p, n) => (p === path && n <= 2 ? 503 : 200));
