@@ -404,7 +404,7 @@ describe("step type inference", () => {
     ["manual", "manual"],
     ["input", "manual"],
   ])("explicit type: %s → %s", (type, expected) => {
-    expect(first(step(`type: ${type}\nlabel: x`)).type).toBe(expected);
+    expect(first(step(`type: ${type}\nkey: x`)).type).toBe(expected);
   });
 
   it("explicit type: trigger needs `trigger`", () => {
@@ -418,15 +418,19 @@ describe("step type inference", () => {
     expect(steps(step("type: group\ngroup: G\nsteps: [wait]"))).toEqual([{ type: "waiter", group: { label: "G" } }]);
   });
 
-  it("explicit type wins over keys", () => {
-    const s = first(step("type: input\ncommand: make"));
-    expect(s).toEqual({ type: "manual", label: "", is_input: true });
+  it("explicit type wins over keys, and the other kind's attributes are refused", () => {
+    expect(first(step("type: input\nkey: k"))).toEqual({ type: "manual", label: "", key: "k", is_input: true });
+    expect(errorAt(step("type: input\ncommand: make"), "configuration.steps[0].command")).toMatch(
+      /^is not an attribute of an input step/,
+    );
   });
 
-  it("follows go-pipeline's order when several keys are present", () => {
-    expect(first(step("command: make\ntrigger: other")).type).toBe("script");
-    expect(first(step("wait: ~\nblock: b")).type).toBe("waiter");
-    expect(first(step("block: b\ntrigger: t")).type).toBe("manual");
+  it("follows go-pipeline's order when several keys are present, refusing the other kind's key", () => {
+    expect(errorAt(step("command: make\ntrigger: other"), "configuration.steps[0].trigger")).toMatch(
+      /^is not an attribute of a command step/,
+    );
+    expect(errorAt(step("wait: ~\nblock: b"), "configuration.steps[0].block")).toMatch(/ a wait step/);
+    expect(errorAt(step("block: b\ntrigger: t"), "configuration.steps[0].trigger")).toMatch(/ a block step/);
   });
 
   it("refuses an unknown explicit type", () => {
@@ -1402,13 +1406,17 @@ describe("command step", () => {
     });
   });
 
-  it("ignores unknown attributes", () => {
-    expect(script(step("command: x\nsignature: {value: abc}\nfoo: bar"))).toEqual({
-      type: "script",
-      name: "",
-      command: "x",
-      agent_query_rules: [],
-    });
+  it("refuses attributes a command step does not have, and Buildkite's that are not supported, naming them", () => {
+    expect(errors(step("command: x\nsignature: {value: abc}\nfoo: bar"))).toEqual([
+      {
+        field: "configuration.steps[0].signature",
+        code: "is not supported by this server: steps are not signed, and jobs carry no signature for the agent",
+      },
+      {
+        field: "configuration.steps[0].foo",
+        code: expect.stringMatching(/^is not an attribute of a command step \(it has key, /),
+      },
+    ]);
   });
 
   it("reports every problem at once", () => {
@@ -1842,10 +1850,10 @@ describe("group step", () => {
     ).toMatch(/^cannot be used in a group that has `if`/);
   });
 
-  it("ignores branches on the group itself", () => {
-    expect(steps("steps:\n  - group: g\n    branches: main\n    steps: [wait]\n")).toEqual([
-      { type: "waiter", group: { label: "g" } },
-    ]);
+  it("refuses branches on the group itself (Buildkite's groups have none)", () => {
+    expect(
+      errorAt("steps:\n  - group: g\n    branches: main\n    steps: [wait]\n", "configuration.steps[0].branches"),
+    ).toMatch(/^is not an attribute of a group step/);
   });
 
   it("uses the full path in errors", () => {

@@ -10,7 +10,7 @@
  *   each step's (`(group) && (step)`), and its `allow_dependency_failure` and `skip` apply to steps that do not set
  *   them. A group's key is a key like a step's (unique, not UUID-shaped) and `depends_on` may name it, meaning all of
  *   its steps. A step with `branches:` inside a group with `if:` is refused, as `branches` + `if` is on one step.
- *   Groups cannot be nested. `branches:` on a group is ignored; `notify:` is refused on anything but a command step.
+ *   Groups cannot be nested. `branches:` on a group is refused; `notify:` is refused on anything but a command step.
  * - Input steps are block steps with `is_input: true`; `block:`/`input:` give the label, else `label`/`name`.
  * - `retry.automatic: true` is `[{exit_status: "*", signal: "*", signal_reason: "*", limit: 2}]` (B7), `false` is
  *   `[]`; a rule without `exit_status` matches any ("*"), and without `limit` gets 2.
@@ -18,7 +18,8 @@
  * - Scalars in string positions (labels, env values, agent tags, matrix values) keep their source text, as go-yaml
  *   does for string fields: `VERSION: 1.10` is "1.10", not "1.1".
  * - Booleans accept true/false and the strings "true"/"false" (as Buildkite's schema does), nothing else.
- * - Plugin-only steps have `command: ""`. Unknown attributes are ignored; wrong types are errors.
+ * - Plugin-only steps have `command: ""`. An attribute a step does not have is refused naming it
+ *   (./step-attributes.ts): nothing is accepted and ignored. Wrong types are errors.
  * - The nested forms of Buildkite's schema are accepted: `- wait: {continue_on_failure: true}`,
  *   `- block: {prompt: ...}`, `- command: {command: ...}`, `- trigger: {trigger: slug, ...}`.
  */
@@ -27,6 +28,7 @@ import { branchFilterProblem } from "../branch-filter.js";
 import type { NotifyRule } from "../notify/notify.js";
 import { readBuildNotify, readStepNotify } from "../notify/notify.js";
 import type { PipelineStep, StepCommon, StepError, StepsResult } from "./step.js";
+import { type AttributeKind, checkAttributes } from "./step-attributes.js";
 import {
   checkDependencies,
   describeValue,
@@ -85,6 +87,15 @@ const KIND_BY_KEY: Array<[string, Kind]> = [
   ["trigger", "trigger"],
   ["group", "group"],
 ];
+
+const ATTRIBUTE_KIND: Record<Kind, AttributeKind> = {
+  script: "command",
+  waiter: "wait",
+  block: "block",
+  input: "input",
+  trigger: "trigger",
+  group: "group",
+};
 
 const SCALAR_STEPS: Record<string, Exclude<Kind, "group">> = {
   wait: "waiter",
@@ -262,6 +273,7 @@ function parseStep(val: Val, field: string, ctx: Ctx, group: GroupInfo | undefin
     }
   }
 
+  checkAttributes(body, field, ATTRIBUTE_KIND[kind], p);
   const stepNotify = readStepNotify(body, field, kind, p, ctx.uploaded);
   if (kind === "group") {
     if (group) {
