@@ -1302,6 +1302,43 @@ describe("metrics", () => {
     expect(bad.err && fieldErrorsOf(bad.err)).toEqual([{ field: "organization_id", code: "must be a UUID" }]);
   });
 
+  it("counts one cluster's agents and jobs when asked (a cluster's registration token)", async () => {
+    const s = await setup();
+    await s.agent();
+    await s.job();
+    const second = (await s.client.createCluster({ organizationId: s.orgId, name: "Second" })).cluster?.id ?? "";
+    const { token } = await s.client.createAgentToken({ organizationId: s.orgId, clusterId: second });
+    await s.agent({ metaData: ["queue=deploy"] }, token?.id);
+    await s.agent({ metaData: ["queue=deploy"] }, token?.id);
+    const first = newId();
+    await s.seed(
+      [
+        { id: first, agentQueryRules: ["queue=deploy"] },
+        { state: "waiting", dependsOn: [first] },
+      ],
+      { clusterId: second },
+      false,
+    );
+
+    const all = await s.client.getMetrics({ organizationId: s.orgId });
+    expect(all.overall).toMatchObject({ agentsTotal: 3, jobsScheduled: 2, jobsWaiting: 1, jobsTotal: 3 });
+    const home = await s.client.getMetrics({ organizationId: s.orgId, clusterId: s.clusterId });
+    expect(home.overall).toMatchObject({ agentsTotal: 1, jobsScheduled: 1, jobsTotal: 1 });
+    expect(Object.keys(home.queues)).toEqual(["default"]);
+    const other = await s.client.getMetrics({ organizationId: s.orgId, clusterId: second });
+    expect(other.overall).toMatchObject({
+      agentsIdle: 2,
+      agentsTotal: 2,
+      jobsScheduled: 1,
+      jobsWaiting: 1,
+      jobsTotal: 2,
+    });
+    expect(other.queues.deploy).toMatchObject({ agentsTotal: 2, jobsScheduled: 1 });
+    expect(other.queues.default).toMatchObject({ agentsTotal: 0, jobsWaiting: 1 });
+    const bad = await failure(s.client.getMetrics({ organizationId: s.orgId, clusterId: "nope" }));
+    expect(bad.err && fieldErrorsOf(bad.err)).toEqual([{ field: "cluster_id", code: "must be a UUID" }]);
+  });
+
   it("reuses an organization's numbers for a second", async () => {
     const s = await setup();
     await s.agent();

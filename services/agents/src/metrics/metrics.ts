@@ -7,7 +7,7 @@ import type { AgentRepository } from "../store/agent-repository.js";
 type Metrics = MessageInitShape<typeof GetMetricsResponseSchema>;
 type QueueMetrics = Required<Omit<MessageInitShape<typeof QueueMetricsSchema>, "$typeName">>;
 
-/** How long one organization's metrics are reused: autoscalers poll every few seconds, per queue. */
+/** How long one organization's (or cluster's) metrics are reused: autoscalers poll every few seconds, per queue. */
 const METRICS_TTL_MS = 1000;
 
 const empty = (): QueueMetrics => ({
@@ -21,7 +21,7 @@ const empty = (): QueueMetrics => ({
 });
 
 /**
- * The metrics endpoint's numbers for an organization: connected agents idle and busy, and unfinished jobs
+ * The metrics endpoint's numbers for an organization, or one of its clusters: connected agents idle and busy, and unfinished jobs
  * scheduled, running and waiting, overall and per queue. Each read is one index-served query per side, and an
  * answer is reused for a second, so polling autoscalers cost almost nothing.
  */
@@ -29,10 +29,11 @@ export function createMetrics(deps: { repo: AgentRepository; builds: Pick<Builds
   const cache = new LRUCache<string, Metrics>({
     max: 10_000,
     ttl: METRICS_TTL_MS,
-    fetchMethod: async (organizationId) => {
+    fetchMethod: async (key) => {
+      const [organizationId = "", clusterId = ""] = key.split("/");
       const [agents, jobs] = await Promise.all([
-        deps.repo.countAgents(organizationId),
-        deps.builds.countQueueJobs({ organizationId }),
+        deps.repo.countAgents(organizationId, clusterId || undefined),
+        deps.builds.countQueueJobs({ organizationId, clusterId }),
       ]);
       const overall = empty();
       const queues = new Map<string, QueueMetrics>();
@@ -60,8 +61,9 @@ export function createMetrics(deps: { repo: AgentRepository; builds: Pick<Builds
     },
   });
   return {
-    async get(organizationId: string): Promise<Metrics> {
-      return (await cache.fetch(organizationId)) ?? { overall: empty(), queues: {} };
+    /** The organization's numbers, or with `clusterId` those of its agents and jobs in that cluster. */
+    async get(organizationId: string, clusterId = ""): Promise<Metrics> {
+      return (await cache.fetch(`${organizationId}/${clusterId}`)) ?? { overall: empty(), queues: {} };
     },
   };
 }

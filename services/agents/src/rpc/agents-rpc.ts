@@ -84,7 +84,9 @@ export function createAgentRpcs(deps: AgentRpcsDeps): AgentRpcs {
 
     async getMetrics(req) {
       if (!isUuid(req.organizationId)) throw invalidFields([{ field: "organization_id", code: "must be a UUID" }]);
-      return deps.metrics.get(req.organizationId);
+      if (req.clusterId !== "" && !isUuid(req.clusterId))
+        throw invalidFields([{ field: "cluster_id", code: "must be a UUID" }]);
+      return deps.metrics.get(req.organizationId, req.clusterId);
     },
 
     async listAgents(req) {

@@ -125,7 +125,8 @@ export interface AgentRepository {
     skip: number,
     limit: number,
   ): Promise<AgentDoc[]>;
-  countAgents(organizationId: string): Promise<QueueAgentCount[]>;
+  /** Connected agents of an organization (of one cluster, with `clusterId`), counted by queue and busy or idle. */
+  countAgents(organizationId: string, clusterId?: string): Promise<QueueAgentCount[]>;
   insertJobToken(token: JobTokenDoc): Promise<void>;
   findJobTokenByHash(hash: string): Promise<JobTokenDoc | null>;
   /** Revokes every token of a job. */
@@ -206,12 +207,12 @@ export async function createMongoAgentRepository(db: Db): Promise<AgentRepositor
         .limit(limit)
         .toArray();
     },
-    async countAgents(organizationId) {
+    async countAgents(organizationId, clusterId) {
       // Read with a projection and counted here: one index-served read of the organization's live agents
       // (FerretDB v1's $group takes no expressions, which "busy" needs).
       const rows = await agents
         .find(
-          { organizationId, connectionState: { $in: ["connected", "stopping"] } },
+          { organizationId, ...(clusterId ? { clusterId } : {}), connectionState: { $in: ["connected", "stopping"] } },
           { projection: { _id: 0, queue: 1, currentJobId: 1 } },
         )
         .toArray();

@@ -85,10 +85,11 @@ export function createMemoryAgentRepository(): MemoryAgentRepository {
         .slice(skip, skip + limit)
         .map(copy);
     },
-    async countAgents(organizationId) {
+    async countAgents(organizationId, clusterId) {
       const counts = new Map<string, QueueAgentCount>();
       for (const a of agents.values()) {
         if (a.organizationId !== organizationId) continue;
+        if (clusterId && a.clusterId !== clusterId) continue;
         if (a.connectionState !== "connected" && a.connectionState !== "stopping") continue;
         const busy = a.currentJobId !== null;
         const key = `${busy ? 1 : 0}${a.queue}`;

@@ -190,7 +190,7 @@ export function createJobRpcs(
     async countQueueJobs(req) {
       if (req.organizationId === "") return { queues: [] };
       const states = Object.values(METRIC_STATES).flat();
-      const rows = await repo.countQueueJobs(req.organizationId, states);
+      const rows = await repo.countQueueJobs(req.organizationId, states, req.clusterId || undefined);
       const queues = new Map<string, { queue: string; scheduled: number; running: number; waiting: number }>();
       for (const row of rows) {
         const entry = queues.get(row.queue) ?? { queue: row.queue, scheduled: 0, running: 0, waiting: 0 };

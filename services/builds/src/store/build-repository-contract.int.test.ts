@@ -234,6 +234,19 @@ describe.each(implementations)("the BuildRepository %s", (_name, make) => {
     expect(ids(await repo.jobsOfType("trigger", ["running", "scheduled"], 10))).toEqual(["j-t1"]);
   });
 
+  it("counts one cluster's unfinished agent jobs when asked", async () => {
+    await repo.insertJobs([
+      aJob({ id: "j-1", state: "scheduled", clusterId: "c-1" }),
+      aJob({ id: "j-2", state: "scheduled", clusterId: "c-2" }),
+      aJob({ id: "j-3", state: "running", clusterId: null }),
+    ]);
+    expect(await repo.countQueueJobs("o-1", ["scheduled", "running"], "c-1")).toEqual([
+      { queue: "default", state: "scheduled", count: 1 },
+    ]);
+    const all = await repo.countQueueJobs("o-1", ["scheduled", "running"]);
+    expect(all.reduce((n, r) => n + r.count, 0)).toBe(3);
+  });
+
   it("counts an organization's unfinished agent jobs by queue and state, and a pipeline's counters", async () => {
     await repo.insertJobs([
       aJob({ id: "j-1", state: "scheduled" }),

@@ -193,7 +193,7 @@ export interface BuildRepository {
   /** Jobs assigned to an agent before `before` that it never accepted. */
   staleAssignments(before: Date, limit: number): Promise<Job[]>;
   /** Unfinished agent jobs of an organization, counted by queue and state. */
-  countQueueJobs(organizationId: string, states: readonly JobState[]): Promise<QueueStateCount[]>;
+  countQueueJobs(organizationId: string, states: readonly JobState[], clusterId?: string): Promise<QueueStateCount[]>;
   /** Pipelines with unfinished builds, or builds finished since `since`: those whose counters may be stale. */
   activePipelines(since: Date): Promise<string[]>;
   /** Live counters of a pipeline. */

@@ -278,10 +278,17 @@ export async function createMongoBuildRepository(db: Db): Promise<BuildRepositor
         .toArray();
       return docs.map(fromJobDoc);
     },
-    async countQueueJobs(organizationId, states) {
+    async countQueueJobs(organizationId, states, clusterId) {
       const rows = await jobs
         .aggregate<{ _id: { queue: string | null; state: JobState }; count: number }>([
-          { $match: { organizationId, state: { $in: [...states] }, type: "script" } },
+          {
+            $match: {
+              organizationId,
+              ...(clusterId ? { clusterId } : {}),
+              state: { $in: [...states] },
+              type: "script",
+            },
+          },
           { $group: { _id: { queue: "$queue", state: "$state" }, count: { $sum: 1 } } },
         ])
         .toArray();

@@ -298,10 +298,11 @@ export function createMemoryBuildRepository(): BuildRepository {
         .slice(0, limit)
         .map((d) => fromJobDoc(asStored(d)));
     },
-    async countQueueJobs(organizationId, states) {
+    async countQueueJobs(organizationId, states, clusterId) {
       const counts = new Map<string, { queue: string; state: JobState; count: number }>();
       for (const d of allJobDocs()) {
         if (d.organizationId !== organizationId || !states.includes(d.state) || d.type !== "script") continue;
+        if (clusterId && d.clusterId !== clusterId) continue;
         const queue = d.queue ?? "default";
         const key = JSON.stringify([queue, d.state]);
         const row = counts.get(key) ?? { queue, state: d.state, count: 0 };

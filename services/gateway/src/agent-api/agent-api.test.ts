@@ -5,6 +5,7 @@ import {
   type AuthenticateAgentCredentialResponse,
   CredentialKind,
   type FinishJobRequest,
+  type GetMetricsRequest,
   type RegisterAgentRequest,
 } from "@conveyor/proto/agents";
 import {
@@ -70,6 +71,7 @@ const job = create(JobSchema, {
   buildNumber: 7,
   state: "accepted",
   priority: 3,
+  queue: "deploy.eu",
   runnableAt: timestampFromDate(new Date("2026-03-01T10:00:00.123Z")),
   agent: { id: AGENT, name: "box-1" },
 });
@@ -86,6 +88,7 @@ function fakes() {
     chunks: [] as AppendJobLogRequest[],
     finishes: [] as FinishJobRequest[],
     metaSets: [] as SetBuildMetaDataRequest[],
+    metrics: [] as GetMetricsRequest[],
     authentications: 0,
   };
   const metaData = new Map<string, string>([["greeting", "hello"]]);
@@ -126,30 +129,33 @@ function fakes() {
         calls.finishes.push(req);
         return {};
       },
-      getMetrics: () => ({
-        overall: {
-          agentsIdle: 1,
-          agentsBusy: 1,
-          agentsTotal: 2,
-          jobsScheduled: 3,
-          jobsRunning: 1,
-          jobsWaiting: 2,
-          jobsTotal: 6,
-        },
-        queues: {
-          default: {
+      getMetrics: (req) => {
+        calls.metrics.push(req);
+        return {
+          overall: {
             agentsIdle: 1,
             agentsBusy: 1,
             agentsTotal: 2,
-            jobsScheduled: 1,
+            jobsScheduled: 3,
             jobsRunning: 1,
             jobsWaiting: 2,
-            jobsTotal: 4,
+            jobsTotal: 6,
           },
-          "deploy.eu": { jobsScheduled: 2, jobsTotal: 2 },
-        },
-      }),
-      getAgent: () => ({ agent: { id: AGENT, currentJobId: JOB } }),
+          queues: {
+            default: {
+              agentsIdle: 1,
+              agentsBusy: 1,
+              agentsTotal: 2,
+              jobsScheduled: 1,
+              jobsRunning: 1,
+              jobsWaiting: 2,
+              jobsTotal: 4,
+            },
+            "deploy.eu": { jobsScheduled: 2, jobsTotal: 2 },
+          },
+        };
+      },
+      getAgent: () => ({ agent: { id: AGENT, currentJobId: JOB, queue: "gpu" } }),
       getCluster: () => ({ cluster: { id: "c1", name: "Default" } }),
     },
     builds: {
@@ -302,20 +308,60 @@ describe("the agent's own routes", () => {
         },
       },
       organization: { slug: "acme" },
+      cluster: { name: "Default" },
     });
+    expect(res.headers["buildkite-agent-metrics-poll-duration"]).toBe("5");
+    expect(calls.metrics).toEqual([expect.objectContaining({ organizationId: acme.id, clusterId: "c1" })]);
     expect((await app.inject({ method: "GET", url: "/v3/metrics", headers: token("bkaa_agent") })).statusCode).toBe(
       401,
     );
   });
 
-  it("describes the credential at GET token", async () => {
+  it("reports one queue's metrics in the shape of the whole without queues, as buildkite-agent-metrics -queue reads", async () => {
+    const res = await app.inject({
+      method: "GET",
+      url: "/v3/metrics/queue?name=deploy.eu",
+      headers: token("bkat_reg"),
+    });
+    expect(res.statusCode).toBe(200);
+    expect(res.headers["buildkite-agent-metrics-poll-duration"]).toBe("5");
+    expect(res.json()).toEqual({
+      agents: { idle: 0, busy: 0, total: 0 },
+      jobs: { scheduled: 2, running: 0, waiting: 0, total: 2 },
+      organization: { slug: "acme" },
+      cluster: { name: "Default" },
+    });
+    const unknown = await app.inject({
+      method: "GET",
+      url: "/v3/metrics/queue?name=nowhere",
+      headers: token("bkat_reg"),
+    });
+    expect(unknown.json()).toMatchObject({ agents: { total: 0 }, jobs: { total: 0 } });
+    const nameless = await app.inject({ method: "GET", url: "/v3/metrics/queue", headers: token("bkat_reg") });
+    expect(nameless.statusCode).toBe(400);
+    for (const secret of ["bkaa_agent", "bkaj_job"]) {
+      const refused = await app.inject({
+        method: "GET",
+        url: "/v3/metrics/queue?name=default",
+        headers: token(secret),
+      });
+      expect(refused.statusCode).toBe(401);
+    }
+  });
+
+  it("describes the credential at GET token, with the queue an agent or job works in", async () => {
     const res = await app.inject({ method: "GET", url: "/v3/token", headers: token("bkaj_job") });
     expect(res.json()).toMatchObject({
       token_type: "job",
       organization_slug: "acme",
       cluster_uuid: "c1",
       cluster_name: "Default",
+      organization_queue_key: "deploy.eu",
     });
+    const agent = await app.inject({ method: "GET", url: "/v3/token", headers: token("bkaa_agent") });
+    expect(agent.json()).toMatchObject({ token_type: "agent", organization_queue_key: "gpu" });
+    const registration = await app.inject({ method: "GET", url: "/v3/token", headers: token("bkat_reg") });
+    expect(registration.json()).toMatchObject({ token_type: "registration", organization_queue_key: "" });
   });
 });
 

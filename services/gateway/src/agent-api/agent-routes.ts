@@ -1,7 +1,7 @@
 import { CredentialKind, type QueueMetrics } from "@conveyor/proto/agents";
 import { isoTime } from "@conveyor/runtime";
 import { Type } from "@fastify/type-provider-typebox";
-import type { FastifyInstance } from "fastify";
+import type { FastifyInstance, FastifyRequest } from "fastify";
 import { Int, NullableTimestamp, Str } from "../render/schemas.js";
 import { responses, typed } from "../route-declarations/declare.js";
 import { MAX_INT32, text } from "../route-declarations/params.js";
@@ -57,12 +57,28 @@ const TokenSchema = Type.Object({
 });
 const agentCounts = { idle: Int, busy: Int, total: Int };
 const jobCounts = { scheduled: Int, running: Int, waiting: Int, total: Int };
-/** The spec's Agent metrics. */
+/** The spec's Agent metrics; `cluster` when the registration token is a cluster's. */
 const MetricsSchema = Type.Object({
   agents: Type.Object({ ...agentCounts, queues: Type.Record(Type.String(), Type.Object(agentCounts)) }),
   jobs: Type.Object({ ...jobCounts, queues: Type.Record(Type.String(), Type.Object(jobCounts)) }),
   organization: Type.Object({ slug: Str }),
+  cluster: Type.Optional(Type.Object({ name: Str })),
 });
+/** One queue's metrics (`/v3/metrics/queue`): the shape of the whole without `queues`. */
+const QueueMetricsSchema = Type.Object({
+  agents: Type.Object(agentCounts),
+  jobs: Type.Object(jobCounts),
+  organization: Type.Object({ slug: Str }),
+  cluster: Type.Optional(Type.Object({ name: Str })),
+});
+const QueueQuery = Type.Object({ name: text(255, { minLength: 1, description: "the queue" }) });
+/**
+ * How often autoscalers should poll the metrics, in seconds (`Buildkite-Agent-Metrics-Poll-Duration`, which
+ * buildkite-agent-metrics and Buildkite's agent scaler read): the numbers are kept a second, and change no faster
+ * than agents ping.
+ */
+export const METRICS_POLL_DURATION_S = 5;
+const POLL_HEADER = "buildkite-agent-metrics-poll-duration";
 /** The answer of calls whose body the agent ignores. */
 export const Empty = Type.Object({});
 const tags = ["agent"];
@@ -88,6 +104,21 @@ export function agentRoutes(app: FastifyInstance, deps: AgentApiDeps): void {
   const { clients } = deps;
   const agent = { credential: ["agent"] } as const;
   const route = typed(app);
+
+  /**
+   * The queue a credential works in: an agent's (its `queue` tag, "default" without one), a job's (the queue its
+   * agent rules name); none for a registration token, which any queue's agents use.
+   */
+  const queueOf = async (credential: ReturnType<typeof credentialOf>): Promise<string> => {
+    if (credential.kind === CredentialKind.JOB)
+      return (await clients.builds.getJob({ jobId: credential.jobId })).job?.queue ?? "";
+    if (credential.kind === CredentialKind.AGENT)
+      return (
+        (await clients.agents.getAgent({ organizationId: credential.organizationId, id: credential.agentId })).agent
+          ?.queue ?? ""
+      );
+    return "";
+  };
 
   route.post(
     "/v3/register",
@@ -226,13 +257,14 @@ export function agentRoutes(app: FastifyInstance, deps: AgentApiDeps): void {
     },
     async (request) => {
       const credential = credentialOf(request);
-      const [organization, cluster] = await Promise.all([
+      const [organization, cluster, queue] = await Promise.all([
         deps.organizations.get(credential.organizationId),
         credential.clusterId
           ? clients.agents
               .getCluster({ organizationId: credential.organizationId, id: credential.clusterId })
               .then((r) => r.cluster)
           : undefined,
+        queueOf(credential),
       ]);
       return {
         uuid: credential.kind === CredentialKind.JOB ? credential.jobId : credential.tokenId,
@@ -242,11 +274,31 @@ export function agentRoutes(app: FastifyInstance, deps: AgentApiDeps): void {
         organization_uuid: credential.organizationId,
         cluster_uuid: credential.clusterId,
         cluster_name: cluster?.name ?? "",
+        // Queues are named, not yet objects with ids (docs/compatibility.md#agent-endpoints).
         organization_queue_uuid: "",
-        organization_queue_key: "",
+        organization_queue_key: queue,
       };
     },
   );
+
+  /** A registration token's metrics (its cluster's, for a cluster's token), its organization's slug and cluster. */
+  const metricsOf = async (request: FastifyRequest) => {
+    const credential = credentialOf(request);
+    const [metrics, organization, cluster] = await Promise.all([
+      clients.agents.getMetrics({ organizationId: credential.organizationId, clusterId: credential.clusterId }),
+      deps.organizations.get(credential.organizationId),
+      credential.clusterId
+        ? clients.agents
+            .getCluster({ organizationId: credential.organizationId, id: credential.clusterId })
+            .then((r) => r.cluster)
+        : undefined,
+    ]);
+    return {
+      metrics,
+      organization: { slug: organization?.slug ?? "" },
+      ...(credential.clusterId ? { cluster: { name: cluster?.name ?? "" } } : {}),
+    };
+  };
 
   route.get(
     "/v3/metrics",
@@ -259,13 +311,10 @@ export function agentRoutes(app: FastifyInstance, deps: AgentApiDeps): void {
         response: responses(200, MetricsSchema),
       },
     },
-    async (request) => {
-      const credential = credentialOf(request);
-      const [metrics, organization] = await Promise.all([
-        clients.agents.getMetrics({ organizationId: credential.organizationId }),
-        deps.organizations.get(credential.organizationId),
-      ]);
+    async (request, reply) => {
+      const { metrics, ...about } = await metricsOf(request);
       const queues = Object.entries(metrics.queues);
+      reply.header(POLL_HEADER, String(METRICS_POLL_DURATION_S));
       return {
         agents: {
           ...countAgents(metrics.overall),
@@ -275,8 +324,29 @@ export function agentRoutes(app: FastifyInstance, deps: AgentApiDeps): void {
           ...countJobs(metrics.overall),
           queues: Object.fromEntries(queues.map(([name, m]) => [name, countJobs(m)])),
         },
-        organization: { slug: organization?.slug ?? "" },
+        ...about,
       };
+    },
+  );
+
+  route.get(
+    "/v3/metrics/queue",
+    {
+      config: { credential: ["registration"] },
+      schema: {
+        operationId: "agentQueueMetrics",
+        summary: "Idle and busy agents and queued jobs of one queue (buildkite-agent-metrics -queue)",
+        tags,
+        querystring: QueueQuery,
+        response: responses(200, QueueMetricsSchema),
+      },
+    },
+    async (request, reply) => {
+      const { metrics, ...about } = await metricsOf(request);
+      // A queue with no agents and no unfinished jobs has none of either.
+      const queue = metrics.queues[request.query.name];
+      reply.header(POLL_HEADER, String(METRICS_POLL_DURATION_S));
+      return { agents: countAgents(queue), jobs: countJobs(queue), ...about };
     },
   );
 }
