@@ -169,6 +169,52 @@ describe("builds service on MongoDB", () => {
     expect((again as ConnectError).code).toBe(Code.FailedPrecondition);
   });
 
+  it("stops the jobs of cancel_on_build_failing steps once the build is failing, and only those", async () => {
+    const stop = { cancel_on_build_failing: true };
+    const p = pipeline([
+      script("fails"),
+      script("running", stop),
+      script("queued", stop),
+      script("keeps running"),
+      script("matrix {{matrix}}", { ...stop, matrix: { setup: { "": ["x", "y"] } } }),
+    ]);
+    const { build } = await client.createBuild({ pipeline: p, commit: "abc", branch: "main" });
+    const [fails, running, , other, mx, my] = build?.jobs ?? [];
+    expect([mx?.label, my?.label, mx?.matrix, my?.matrix]).toEqual(["matrix x", "matrix y", { "": "x" }, { "": "y" }]);
+    for (const job of [running, other, mx]) {
+      for (const event of [JobEventType.ASSIGN, JobEventType.ACCEPT, JobEventType.START]) {
+        await client.transitionJob({ jobId: job?.id ?? "", event });
+      }
+    }
+    const before = await client.getBuild({ pipelineId: p.id, number: build?.number ?? 0 });
+    expect(before.build?.jobs.map((j) => j.state)).toEqual([
+      "scheduled",
+      "running",
+      "scheduled",
+      "running",
+      "running",
+      "scheduled",
+    ]);
+
+    const failing = await drive(fails?.id ?? "", 1);
+    expect(failing.build?.state).toBe("failing");
+    const states = Object.fromEntries((failing.build?.jobs ?? []).map((j) => [j.label, j.state]));
+    expect(states).toEqual({
+      fails: "failed",
+      running: "canceling",
+      queued: "canceled",
+      "keeps running": "running",
+      "matrix x": "canceling",
+      "matrix y": "canceled",
+    });
+    // The agents stop theirs; the build goes on failing until the last job ends, then fails.
+    await client.transitionJob({ jobId: running?.id ?? "", event: JobEventType.CANCELED });
+    const stillFailing = await client.transitionJob({ jobId: mx?.id ?? "", event: JobEventType.CANCELED });
+    expect(stillFailing.build?.state).toBe("failing");
+    const done = await client.transitionJob({ jobId: other?.id ?? "", event: JobEventType.FINISH, exitStatus: 0 });
+    expect(done.build?.state).toBe("failed");
+  });
+
   it("shows a build waiting at a block step as blocked with the step's blocked_state", async () => {
     const p = pipeline([script("a"), { type: "manual", label: "Go?", blocked_state: "running" }, script("b")]);
     const { build } = await client.createBuild({ pipeline: p, commit: "abc", branch: "main" });
@@ -561,9 +607,11 @@ describe("jobs on MongoDB", () => {
     // A waiting job may be; a waiter may not; nor a job named under another build or pipeline.
     expect((await client.updateJob({ jobId: c ?? "", priority: -3 })).job?.priority).toBe(-3);
     expect(await codeOf(client.updateJob({ jobId: wait ?? "", priority: 1 }))).toBe(Code.FailedPrecondition);
-    expect(await codeOf(client.updateJob({ jobId: a ?? "", priority: 9, pipelineId: p.id, number: number + 1 }))).toBe(
-      Code.NotFound,
-    );
+    const noBuild = client.updateJob({ jobId: a ?? "", priority: 9, pipelineId: p.id, number: number + 1 });
+    await expect(noBuild).rejects.toThrow("No build found");
+    const other = await client.createBuild({ pipeline: p, commit: "abc", branch: "main" });
+    const elsewhere = client.updateJob({ jobId: a ?? "", priority: 9, pipelineId: p.id, number: other.build?.number });
+    await expect(elsewhere).rejects.toThrow("No job found");
     expect(await codeOf(client.updateJob({ jobId: a ?? "", priority: 9, pipelineId: randomUUID(), number }))).toBe(
       Code.NotFound,
     );

@@ -255,6 +255,10 @@ describe("deriveBuildState: canceling", () => {
     expect(derive([job("canceling"), job("running")])).toEqual(state("canceling"));
   });
 
+  it("stays failing while a job of a failing build stops (cancel_on_build_failing)", () => {
+    expect(derive([job("failed"), job("canceling")])).toEqual(state("failing"));
+  });
+
   it.each<[JobState]>([["accepted"], ["running"], ["canceling"], ["timing_out"]])(
     "is canceling after a cancel request while a job is %s",
     (jobState) => {

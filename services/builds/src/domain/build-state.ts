@@ -12,7 +12,8 @@ import type { DerivedBuildState, JobModel } from "./types.js";
  * 1. No jobs, or every job broken/skipped (every step omitted) → `not_run`, finished.
  * 2. Cancel requested: while a job still runs on an agent (accepted, running, canceling, timing_out) →
  *    `canceling`; otherwise → `canceled`, finished. (Apply `cancelPlan` first, so nothing else is left waiting.)
- * 3. A job is canceling (a single job's cancel) → `canceling` until its agent confirms.
+ * 3. A job is canceling (a single job's cancel) and none failed hard → `canceling` until its agent confirms (a failing
+ *    build stays failing while a job of it stops).
  * 4. Every job finished → `failed` if any job failed hard (failed and not soft-failed, timed_out, expired, or
  *    canceled on its own), else `passed` (soft failures pass), finished.
  * 5. A block step (manual, not input) is `blocked` and no job is scheduled, on an agent or limited → `blocked: true`,
@@ -39,8 +40,10 @@ export function deriveBuildState(all: readonly JobModel[], flags: { cancelReques
       ? { state: "canceling", blocked: false, finished: false }
       : { state: "canceled", blocked: false, finished: true };
   }
-  if (jobs.some((job) => job.state === "canceling")) return { state: "canceling", blocked: false, finished: false };
   const hardFailure = jobs.some(isHardFailure);
+  // A failing build stays failing while a job of it stops (cancel_on_build_failing, a job's own cancel).
+  if (!hardFailure && jobs.some((job) => job.state === "canceling"))
+    return { state: "canceling", blocked: false, finished: false };
   if (jobs.every((job) => isFinishedJobState(job.state))) {
     return { state: hardFailure ? "failed" : "passed", blocked: false, finished: true };
   }

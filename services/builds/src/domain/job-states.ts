@@ -66,7 +66,7 @@ export interface CancelPlan {
  * become canceling until their agent finishes them. Finished jobs and jobs already canceling or timing out are left
  * alone.
  */
-export function cancelPlan(jobs: readonly JobModel[]): CancelPlan {
+export function cancelPlan(jobs: readonly Pick<JobModel, "id" | "state" | "type">[]): CancelPlan {
   const plan: CancelPlan = { cancel: [], canceling: [] };
   for (const job of jobs) {
     switch (job.state) {

@@ -1,6 +1,7 @@
 import { notFound, SUBJECTS } from "@conveyor/runtime";
 import { type BuildsContext, MAX_ATTEMPTS } from "../builds-context.js";
 import type { Build } from "../domain/build.js";
+import { cancelOnFailingPlan } from "../domain/cancel-on-failing.js";
 import type { Job } from "../domain/job.js";
 import { stampsFor } from "../domain/job-stamps.js";
 import { advance, deriveBuildState } from "../domain/state-machine.js";
@@ -14,8 +15,8 @@ export interface BuildWithJobs {
 export type Reconcile = (buildId: string) => Promise<BuildWithJobs>;
 
 /**
- * Brings a build in line with its jobs: schedules jobs whose dependencies finished, then derives the build's
- * state. Every write is conditioned on what was read (job state, build version); on a lost race it reads again.
+ * Brings a build in line with its jobs: schedules jobs whose dependencies finished, stops the jobs of
+ * `cancel_on_build_failing` steps once the build is failing, then derives the build's state. Every write is conditioned on what was read (job state, build version); on a lost race it reads again.
  * Callers hold the build's lock.
  */
 export function createReconcile(
@@ -31,6 +32,23 @@ export function createReconcile(
   } = {},
 ): Reconcile {
   const { repo, now } = ctx;
+
+  /** Cancels (or sets canceling) what cancelOnFailingPlan names; true when it changed anything. */
+  const stopOnFailing = async (build: Build, jobs: readonly Job[], at: Date): Promise<boolean> => {
+    const plan = cancelOnFailingPlan(jobs);
+    if (plan.cancel.length + plan.canceling.length === 0) return false;
+    await ctx.markCounts(build.pipelineId);
+    let changed = false;
+    for (const job of jobs) {
+      const to = plan.cancel.includes(job.id) ? "canceled" : plan.canceling.includes(job.id) ? "canceling" : null;
+      if (!to) continue;
+      const updated = await repo.updateJob(job.id, job.state, { state: to, ...stampsFor(job, to, at) });
+      if (updated) await ctx.publishJob(updated, job.state);
+      changed = true;
+    }
+    return changed;
+  };
+
   return async (buildId) => {
     for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
       const build = await repo.findBuildById(buildId);
@@ -61,6 +79,8 @@ export function createReconcile(
       for (const [job, previous] of changedJobs) await ctx.publishJob(job, previous);
       if (raced) continue;
       if (changedJobs.length > 0) jobs = await repo.jobsOf([buildId]);
+      // A failing build stops the jobs of its `cancel_on_build_failing` steps; then it is read again.
+      if (await stopOnFailing(build, jobs, at)) continue;
 
       const derived = deriveBuildState(jobs, { cancelRequested: build.cancelRequested });
       const startedAt = build.startedAt ?? earliest(jobs.map((j) => j.startedAt));
