@@ -174,13 +174,11 @@ export function createJobRpcs(
     },
 
     async updateJob(req) {
+      // REST names the job within its build: no such build is "No build found", a job of another build not found.
+      const build = req.pipelineId === "" ? null : await repo.findBuild(req.pipelineId, req.number);
+      if (req.pipelineId !== "" && !build) throw notFound("build");
       const job = req.jobId === "" ? null : await repo.findJob(req.jobId);
-      if (!job) throw notFound("job");
-      if (req.pipelineId !== "") {
-        // REST names the job within its build: a job of another build is not found.
-        const build = await repo.findBuildById(job.buildId);
-        if (build?.pipelineId !== req.pipelineId || build.number !== req.number) throw notFound("job");
-      }
+      if (!job || (build && job.buildId !== build.id)) throw notFound("job");
       let updated = job;
       if (req.priority !== undefined) updated = await transitions.setPriority(req.jobId, req.priority);
       if (req.timeoutInMinutes !== undefined) updated = await transitions.setTimeout(req.jobId, req.timeoutInMinutes);
