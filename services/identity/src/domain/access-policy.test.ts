@@ -1,6 +1,7 @@
 import { PipelineAccessLevel, Role, TeamMemberRole, TeamPrivacy } from "@conveyor/proto/identity";
 import {
   accessOfLevel,
+  canCreateTeam,
   canGivePipelineToTeam,
   canManageOrganizationSettings,
   canManageTeam,
@@ -115,6 +116,21 @@ describe("team rules", () => {
     expect(canGivePipelineToTeam(user(Role.ADMIN))).toBe(true);
     expect(canGivePipelineToTeam(user(Role.MEMBER, TeamMemberRole.MEMBER))).toBe(true);
     expect(canGivePipelineToTeam(user(Role.MEMBER))).toBe(false);
+  });
+
+  it("lets only maintainers (and administrators) give pipelines to a team whose members may not create them", () => {
+    expect(canGivePipelineToTeam(user(Role.ADMIN), false)).toBe(true);
+    expect(canGivePipelineToTeam(user(Role.MEMBER, TeamMemberRole.MAINTAINER), false)).toBe(true);
+    expect(canGivePipelineToTeam(user(Role.MEMBER, TeamMemberRole.MEMBER), false)).toBe(false);
+    expect(canGivePipelineToTeam(user(Role.MEMBER, TeamMemberRole.MEMBER), true)).toBe(true);
+    expect(canGivePipelineToTeam(user(Role.MEMBER), true)).toBe(false);
+  });
+
+  it("lets administrators and operator tools create teams, never members", () => {
+    expect(canCreateTeam({ kind: "operator" })).toBe(true);
+    expect(canCreateTeam(user(Role.ADMIN))).toBe(true);
+    expect(canCreateTeam(user(Role.MEMBER, TeamMemberRole.MAINTAINER))).toBe(false);
+    expect(canCreateTeam(user(Role.UNSPECIFIED))).toBe(false);
   });
 
   it("leaves rules and registry tokens to administrators", () => {

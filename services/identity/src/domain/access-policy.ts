@@ -84,7 +84,7 @@ export type Actor =
   /** A user with a role in the organization (UNSPECIFIED when not a member) and, where it matters, in the team. */
   | { kind: "user"; role: Role; teamRole?: TeamMemberRole };
 
-const isTeamMember = (actor: Actor) =>
+export const isTeamMember = (actor: Actor) =>
   actor.kind === "user" && actor.teamRole !== undefined && actor.teamRole !== TeamMemberRole.UNSPECIFIED;
 
 /** Whether the actor may see a team: visible teams to every member, secret ones to administrators and members. */
@@ -102,11 +102,18 @@ export function canManageTeam(actor: Actor): boolean {
 
 /**
  * Whether the actor may give a new pipeline to a team when creating it: administrators any team of the
- * organization, other members only teams they belong to (in any role).
+ * organization, its maintainers, and its other members when the team lets members create pipelines
+ * (`members_can_create_pipelines`, true for teams stored before the setting).
  */
-export function canGivePipelineToTeam(actor: Actor): boolean {
+export function canGivePipelineToTeam(actor: Actor, membersCanCreatePipelines = true): boolean {
   if (actor.kind === "operator" || actor.role === Role.ADMIN) return true;
-  return actor.role === Role.MEMBER && isTeamMember(actor);
+  if (actor.role !== Role.MEMBER || !isTeamMember(actor)) return false;
+  return actor.teamRole === TeamMemberRole.MAINTAINER || membersCanCreatePipelines;
+}
+
+/** Whether the actor may create a team in the organization: administrators (and operator tools). */
+export function canCreateTeam(actor: Actor): boolean {
+  return actor.kind === "operator" || actor.role === Role.ADMIN;
 }
 
 /** Whether the actor may create and delete rules, and create, change and delete registry tokens. */

@@ -11,6 +11,7 @@ import {
   canGivePipelineToTeam,
   canSeeTeam,
   highestLevel,
+  isTeamMember,
   organizationPipelineAccess,
   pipelineAccessLevel,
 } from "../domain/access-policy.js";
@@ -40,8 +41,11 @@ export function createPipelineAccessRpcs(ctx: TeamsContext): PipelineAccessRpcs 
         const actor = team ? await actorOf(req.organizationId, req.actorId, team._id) : undefined;
         if (!team || !actor || !canSeeTeam(actor, privacyOf(team))) {
           problems.push({ field: "teams", code: `has no team ${id} in this organization` });
-        } else if (!canGivePipelineToTeam(actor)) {
-          problems.push({ field: "teams", code: `can only include teams you are a member of, not ${team.name}` });
+        } else if (!canGivePipelineToTeam(actor, team.membersCanCreatePipelines ?? true)) {
+          const code = isTeamMember(actor)
+            ? `can only include teams whose members may create pipelines, or that you maintain, not ${team.name}`
+            : `can only include teams you are a member of, not ${team.name}`;
+          problems.push({ field: "teams", code });
         }
       }
       if (problems.length > 0) throw invalidFields(problems);

@@ -19,6 +19,7 @@ export const teamMessage = (t: TeamDoc) => ({
   description: t.description,
   privacy: privacyOf(t),
   createdAt: toTimestamp(t.createdAt),
+  membersCanCreatePipelines: t.membersCanCreatePipelines ?? true,
 });
 
 /** The Suite message of a stored suite. */

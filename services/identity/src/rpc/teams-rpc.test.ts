@@ -293,4 +293,89 @@ describe("teams service", () => {
     expect(bySlug.get("on")).toBeUndefined();
     expect(bySlug.get("off")).toMatchObject({ level: PipelineAccessLevel.BUILD_AND_READ, edit: false });
   });
+
+  it("lists the teams an actor may see by name, paged, and only a user's with user_id", async () => {
+    const w = await world();
+    const mk = (name: string, privacy = TeamPrivacy.VISIBLE) =>
+      w.teams.createTeam({ organization: w.orgId, actorId: w.admin, name, privacy });
+    const secret = (await mk("Zeta secret", TeamPrivacy.SECRET)).team?.id ?? "";
+    const alpha = (await mk("Alpha")).team?.id ?? "";
+    await w.teams.addTeamMember({ organizationId: w.orgId, actorId: "", teamId: secret, userId: w.mia, role: 2 });
+    const names = async (actorId: string, extra: Record<string, unknown> = {}) =>
+      (await w.teams.listTeams({ organizationId: w.orgId, actorId, ...extra })).teams.map((t) => t.name);
+    const all = await names(w.admin);
+    expect(all[0]).toBe("Alpha");
+    expect(all).toContain("Zeta secret");
+    expect(await names(w.mia)).toContain("Zeta secret");
+    expect(await names(w.max)).not.toContain("Zeta secret");
+    expect(await names(w.admin, { userId: w.mia })).toEqual(["Zeta secret"]);
+    expect(await names(w.max, { userId: w.mia })).toEqual([]);
+    expect(await names(w.admin, { userId: "not-a-uuid" })).toEqual([]);
+    const page = await w.teams.listTeams({ organizationId: w.orgId, actorId: w.admin, perPage: 1, page: 2 });
+    expect([page.teams.length, page.totalCount]).toEqual([1, all.length]);
+    expect((await failure(w.teams.listTeams({ organizationId: w.orgId, actorId: w.stranger }))).code).toBe(
+      Code.NotFound,
+    );
+    expect(alpha).not.toBe("");
+  });
+
+  it("lets administrators create teams, administrators and maintainers change and delete them", async () => {
+    const w = await world();
+    expect((await failure(w.teams.createTeam({ organization: w.orgId, actorId: w.mia, name: "Mine" }))).code).toBe(
+      Code.PermissionDenied,
+    );
+    const { team } = await w.teams.createTeam({
+      organization: w.orgId,
+      actorId: w.admin,
+      name: "Platform",
+      description: "builds things",
+      membersCanCreatePipelines: false,
+    });
+    expect(team).toMatchObject({ slug: "platform", description: "builds things", membersCanCreatePipelines: false });
+    const teamId = team?.id ?? "";
+    const as = (actorId: string) => ({ organizationId: w.orgId, actorId, teamId });
+    await w.teams.addTeamMember({ ...as(""), userId: w.mia, role: TeamMemberRole.MAINTAINER });
+    await w.teams.addTeamMember({ ...as(""), userId: w.max, role: TeamMemberRole.MEMBER });
+    expect((await failure(w.teams.updateTeam({ ...as(w.max), name: "Max's" }))).code).toBe(Code.PermissionDenied);
+    const renamed = await w.teams.updateTeam({ ...as(w.mia), name: "Platform Ops", privacy: TeamPrivacy.SECRET });
+    expect(renamed.team).toMatchObject({ name: "Platform Ops", slug: "platform-ops", privacy: TeamPrivacy.SECRET });
+    expect(renamed.team?.description).toBe("builds things");
+    const { team: other } = await w.teams.createTeam({ organization: w.orgId, actorId: w.admin, name: "Taken" });
+    expect((await failure(w.teams.updateTeam({ ...as(w.admin), name: "Taken" }))).code).toBe(Code.AlreadyExists);
+    expect((await failure(w.teams.updateTeam({ ...as(w.admin), description: "x".repeat(1001) }))).code).toBe(
+      Code.InvalidArgument,
+    );
+    expect((await w.teams.getTeam(as(w.admin))).team?.name).toBe("Platform Ops");
+    expect((await failure(w.teams.deleteTeam(as(w.max)))).code).toBe(Code.PermissionDenied);
+    await w.teams.deleteTeam(as(w.mia));
+    expect((await failure(w.teams.getTeam(as(w.admin)))).code).toBe(Code.NotFound);
+    expect((await w.teams.listUserTeams({ organizationId: w.orgId, userId: w.mia })).teams).toEqual([]);
+    expect((await failure(w.teams.deleteTeam(as(w.admin)))).code).toBe(Code.NotFound);
+    expect(other?.id).toBeDefined();
+  });
+
+  it("lets only maintainers give pipelines to a team whose members may not create them", async () => {
+    const w = await world();
+    const { team } = await w.teams.createTeam({
+      organization: w.orgId,
+      actorId: w.admin,
+      name: "Locked",
+      membersCanCreatePipelines: false,
+    });
+    const teamId = team?.id ?? "";
+    await w.teams.addTeamMember({ organizationId: w.orgId, actorId: "", teamId, userId: w.mia, role: 2 });
+    await w.teams.addTeamMember({ organizationId: w.orgId, actorId: "", teamId, userId: w.max, role: 1 });
+    const check = (actorId: string) =>
+      w.teams.checkPipelineTeams({ organizationId: w.orgId, actorId, teamIds: [teamId] });
+    await check(w.mia);
+    await check(w.admin);
+    expect(fieldErrorsOf((await failure(check(w.max))).err as ConnectError)).toEqual([
+      {
+        field: "teams",
+        code: "can only include teams whose members may create pipelines, or that you maintain, not Locked",
+      },
+    ]);
+    await w.teams.updateTeam({ organizationId: w.orgId, actorId: w.admin, teamId, membersCanCreatePipelines: true });
+    await check(w.max);
+  });
 });

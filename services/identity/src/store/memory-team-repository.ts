@@ -59,6 +59,32 @@ export function createMemoryTeamRepository(): TeamRepository {
         const team = teams.get(id);
         return team && team.organizationId === organizationId ? [copy(team)] : [];
       }),
+    async listTeams(organizationId, filter, skip, limit) {
+      const shown = [...teams.values()]
+        .filter((t) => t.organizationId === organizationId)
+        .filter((t) => !filter.ids || filter.ids.includes(t._id))
+        .filter((t) => filter.secretIds === "all" || t.privacy !== "secret" || filter.secretIds.includes(t._id))
+        .sort((a, b) => cmp(a.name, b.name) || cmp(a._id, b._id));
+      return page(shown, skip, limit);
+    },
+    async updateTeam(organizationId, id, change) {
+      const team = teams.get(id);
+      if (!team || team.organizationId !== organizationId) return null;
+      const { slug } = change;
+      const others = [...teams.values()].filter((t) => t._id !== id && t.organizationId === organizationId);
+      if (slug !== undefined && others.some((t) => t.slug === slug)) throw new DuplicateError("slug");
+      Object.assign(team, copy(change));
+      return copy(team);
+    },
+    async deleteTeam(organizationId, id) {
+      const team = teams.get(id);
+      if (!team || team.organizationId !== organizationId) return false;
+      teams.delete(id);
+      for (const list of [members, teamPipelines, teamSuites] as Array<Array<{ teamId: string }>>) {
+        for (let i = list.length - 1; i >= 0; i--) if (list[i]?.teamId === id) list.splice(i, 1);
+      }
+      return true;
+    },
     async insertSuite(suite) {
       const clash = [...suites.values()].some(
         (s) => s.organizationId === suite.organizationId && s.slug === suite.slug,

@@ -1,6 +1,7 @@
 import type { PipelineLevelName, SuiteLevelName, TeamPrivacyName, TeamRoleName } from "@conveyor/runtime";
+import { isDuplicateKeyError } from "@conveyor/runtime";
 import type { Collection, Db } from "mongodb";
-import { insertUnique, type Page } from "./identity-repository.js";
+import { DuplicateError, insertUnique, type Page } from "./identity-repository.js";
 
 export interface TeamDoc {
   _id: string;
@@ -10,7 +11,20 @@ export interface TeamDoc {
   description: string;
   privacy: TeamPrivacyName;
   createdAt: Date;
+  /** Absent on teams stored before the setting: they allow it. */
+  membersCanCreatePipelines?: boolean;
 }
+
+/** Which teams a list shows: only these ids, and secret ones only when named here (or all). */
+export interface TeamListFilter {
+  ids?: readonly string[];
+  secretIds: readonly string[] | "all";
+}
+
+/** What an update may change of a team. */
+export type TeamChange = Partial<
+  Pick<TeamDoc, "name" | "slug" | "description" | "privacy" | "membersCanCreatePipelines">
+>;
 
 export interface TeamMemberDoc {
   _id: string;
@@ -54,6 +68,12 @@ export interface TeamRepository {
   insertTeam(team: TeamDoc): Promise<void>;
   findTeam(organizationId: string, id: string): Promise<TeamDoc | null>;
   findTeams(organizationId: string, ids: readonly string[]): Promise<TeamDoc[]>;
+  /** A page of an organization's teams by name, as the filter lets through. */
+  listTeams(organizationId: string, filter: TeamListFilter, skip: number, limit: number): Promise<Page<TeamDoc>>;
+  /** Changes a team; null when there is none. A taken slug is a DuplicateError. */
+  updateTeam(organizationId: string, id: string, change: TeamChange): Promise<TeamDoc | null>;
+  /** Removes a team with its memberships and pipeline and suite associations; false when there was none. */
+  deleteTeam(organizationId: string, id: string): Promise<boolean>;
   insertSuite(suite: SuiteDoc): Promise<void>;
   findSuite(organizationId: string, id: string): Promise<SuiteDoc | null>;
 
@@ -102,6 +122,7 @@ export async function createMongoTeamRepository(db: Db): Promise<TeamRepository>
   const teamSuites: Collection<TeamSuiteDoc> = db.collection("team_suites");
   await Promise.all([
     teams.createIndex({ organizationId: 1, slug: 1 }, { unique: true, name: "org_slug_unique" }),
+    teams.createIndex({ organizationId: 1, name: 1, _id: 1 }, { name: "org_teams_by_name" }),
     suites.createIndex({ organizationId: 1, slug: 1 }, { unique: true, name: "org_slug_unique" }),
     members.createIndex({ teamId: 1, userId: 1 }, { unique: true, name: "team_user_unique" }),
     members.createIndex({ teamId: 1, userName: 1, userId: 1 }, { name: "team_members_by_name" }),
@@ -134,6 +155,38 @@ export async function createMongoTeamRepository(db: Db): Promise<TeamRepository>
     insertTeam: (team) => insertUnique(teams, team, "slug"),
     findTeam: (organizationId, id) => teams.findOne({ _id: id, organizationId }),
     findTeams: (organizationId, ids) => teams.find({ _id: { $in: [...ids] }, organizationId }).toArray(),
+    async listTeams(organizationId, filter, skip, limit) {
+      const query = {
+        organizationId,
+        ...(filter.ids ? { _id: { $in: [...filter.ids] } } : {}),
+        ...(filter.secretIds === "all"
+          ? {}
+          : { $or: [{ privacy: { $ne: "secret" as const } }, { _id: { $in: [...filter.secretIds] } }] }),
+      };
+      const [items, total] = await Promise.all([
+        teams.find(query).sort({ name: 1, _id: 1 }).skip(skip).limit(limit).toArray(),
+        teams.countDocuments(query),
+      ]);
+      return { items, total };
+    },
+    async updateTeam(organizationId, id, change) {
+      try {
+        return await teams.findOneAndUpdate({ _id: id, organizationId }, { $set: change }, { returnDocument: "after" });
+      } catch (err) {
+        if (isDuplicateKeyError(err)) throw new DuplicateError("slug", { cause: err });
+        throw err;
+      }
+    },
+    async deleteTeam(organizationId, id) {
+      const removed = (await teams.deleteOne({ _id: id, organizationId })).deletedCount === 1;
+      // Its associations go too; a removal cut off half-way leaves links of a team no lookup finds any more.
+      await Promise.all([
+        members.deleteMany({ teamId: id }),
+        teamPipelines.deleteMany({ teamId: id }),
+        teamSuites.deleteMany({ teamId: id }),
+      ]);
+      return removed;
+    },
     insertSuite: (suite) => insertUnique(suites, suite, "slug"),
     findSuite: (organizationId, id) => suites.findOne({ _id: id, organizationId }),
 
