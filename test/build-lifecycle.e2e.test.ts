@@ -356,7 +356,10 @@ describe("the build lifecycle on real agents", () => {
       retry_type: "automatic",
       retry_source: { job_id: first.id, retry_type: "automatic" },
     });
-    expect(third).toMatchObject({ retry_source: { job_id: second.id, retry_type: "automatic" }, retry_type: null });
+    expect(third).toMatchObject({
+      retry_source: { job_id: second.id, retry_type: "automatic" },
+      retry_type: "automatic",
+    });
     expect(logs.map((l) => /attempt (\d)/.exec(l)?.[1])).toEqual(["0", "1", "2"]);
     // Without include_retried_jobs only the last attempt shows.
     const shown = await getBuild((await scenarios.flaky).slug, build.number);
@@ -585,6 +588,7 @@ describe("the build lifecycle on real agents", () => {
       state: "scheduled",
       retried: false,
       retries_count: 1,
+      retry_type: "manual",
       retry_source: { job_id: badJob.id, retry_type: "manual" },
     });
     const again = await eventually(

@@ -82,7 +82,7 @@ export interface Job extends PlannedJob {
   retriedInJobId: string | null;
   /** How many retries led to this attempt (0 for the first). */
   retriesCount: number;
-  /** How this attempt was retried, once it was. */
+  /** How this attempt was retried, once it was; before that, for a retry attempt, how it was made. */
   retryType: "automatic" | "manual" | null;
   /** The attempt this one retries, and how. */
   retrySource: { jobId: string; retryType: "automatic" | "manual" } | null;

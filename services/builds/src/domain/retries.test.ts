@@ -149,11 +149,25 @@ describe("retryOf", () => {
       signal: null,
       retried: false,
       retriesCount: 2,
+      retryType: "manual",
       retrySource: { jobId: "old", retryType: "manual" },
       createdAt: at,
       startedAt: null,
       finishedAt: null,
     });
+  });
+});
+
+describe("retry_type", () => {
+  it("an automatic retry's attempt and the job it replaced both say automatic", () => {
+    const at = new Date("2026-01-01T00:00:00Z");
+    const { attempt, retried } = retryOf(aJob({ id: "old", state: "failed" }), {
+      id: "new",
+      type: "automatic",
+      at,
+      retriedBy: null,
+    });
+    expect([attempt.retryType, retried.retryType]).toEqual(["automatic", "automatic"]);
   });
 });
 

@@ -95,7 +95,8 @@ export function retryOf(
     retried: false,
     retriedInJobId: null,
     retriesCount: job.retriesCount + 1,
-    retryType: null,
+    // Buildkite shows a retry's type on the attempt it made (REST `retry_type`), as well as on the one it replaced.
+    retryType: opts.type,
     retrySource: { jobId: job.id, retryType: opts.type },
     retriedBy: null,
     agent: null,
