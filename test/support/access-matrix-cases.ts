@@ -148,6 +148,8 @@ function bodyOf(world: World, operationId: string): unknown {
     createAnnotation: { body: "refused", context: "refused" },
     createAnnotationForJob: { body: "refused", context: "refused" },
     reprioritizeJob: { priority: 7 },
+    createTeam: { name: "Access Matrix Refused Team" },
+    updateTeam: { description: "changed by a refused request" },
     stopAgent: { force: false },
   };
   // The spellings of one operation (…Slash, …Plural) take its body.
@@ -186,7 +188,8 @@ function memberExpectations(world: World, op: Operation): MemberCase[] {
   }
   // Source-provider connections are the organization's administrators' alone, to read as to change.
   if (/\/source_providers(\/|$)/.test(op.path)) return [{ ...outsider, expect: forbidden }];
-  const adminOnly = /\/(rules|registries|agents)(\/|$)/.test(op.path);
+  // Teams are created by administrators only (identity's access policy).
+  const adminOnly = /\/(rules|registries|agents)(\/|$)/.test(op.path) || /\/teams$/.test(op.path);
   return write && adminOnly ? [{ ...outsider, expect: forbidden }] : [];
 }
 

@@ -1,9 +1,15 @@
 import type { Timestamp } from "@bufbuild/protobuf/wkt";
-import type { TeamMember, TeamPipeline, TeamSuite } from "@conveyor/proto/identity";
-import { isoTime, PIPELINE_ACCESS_LEVELS, SUITE_ACCESS_LEVELS, TEAM_MEMBER_ROLES } from "@conveyor/runtime";
+import type { Team, TeamMember, TeamPipeline, TeamSuite } from "@conveyor/proto/identity";
+import {
+  isoTime,
+  PIPELINE_ACCESS_LEVELS,
+  SUITE_ACCESS_LEVELS,
+  TEAM_MEMBER_ROLES,
+  TEAM_PRIVACIES,
+} from "@conveyor/runtime";
 import { type Static, Type } from "@sinclair/typebox";
 import { NullableTimestamp, Str, Timestamp as Time } from "./schemas.js";
-import type { Urls } from "./urls.js";
+import { graphqlId, type Urls } from "./urls.js";
 
 /** The names a REST body may give for an enum, in words ("a, b or c"), for its schema's description. */
 function inWords(names: readonly string[]): string {
@@ -77,3 +83,53 @@ export const TeamSuiteSchema = Type.Object({
   created_at: NullableTimestamp,
 });
 export type TeamSuiteBody = Static<typeof TeamSuiteSchema>;
+
+/** The settings a team body may carry that Conveyor has no use for: false is what happens, true is refused. */
+export const UNSUPPORTED_TEAM_SETTINGS = [
+  "members_can_create_suites",
+  "members_can_create_registries",
+  "members_can_destroy_registries",
+  "members_can_destroy_packages",
+] as const;
+
+/** The Team (Buildkite's teams API; go-buildkite's Team): default teams and the settings above are always false. */
+export function renderTeam(t: Team): TeamBody {
+  return {
+    id: t.id,
+    graphql_id: graphqlId("Team", t.id),
+    slug: t.slug,
+    name: t.name,
+    description: t.description,
+    privacy: TEAM_PRIVACIES.nameOf(t.privacy) ?? "visible",
+    default: false,
+    is_default_team: false,
+    default_member_role: "member",
+    members_can_create_pipelines: t.membersCanCreatePipelines,
+    members_can_create_suites: false,
+    members_can_create_registries: false,
+    members_can_destroy_registries: false,
+    members_can_destroy_packages: false,
+    created_at: isoTime(t.createdAt),
+    created_by: null,
+  };
+}
+
+export const TeamSchema = Type.Object({
+  id: Str,
+  graphql_id: Str,
+  slug: Str,
+  name: Str,
+  description: Str,
+  privacy: Str,
+  default: Type.Boolean(),
+  is_default_team: Type.Boolean(),
+  default_member_role: Str,
+  members_can_create_pipelines: Type.Boolean(),
+  members_can_create_suites: Type.Boolean(),
+  members_can_create_registries: Type.Boolean(),
+  members_can_destroy_registries: Type.Boolean(),
+  members_can_destroy_packages: Type.Boolean(),
+  created_at: NullableTimestamp,
+  created_by: Type.Null(),
+});
+export type TeamBody = Static<typeof TeamSchema>;
