@@ -4,6 +4,7 @@ import {
   type IdentityService,
   type RegistriesService,
   Role,
+  type Team,
   TeamMemberRole,
   TeamPrivacy,
   type TeamsService,
@@ -40,6 +41,21 @@ export interface CommandContext {
 }
 
 export type Command = (args: CliArgs, ctx: CommandContext) => Promise<unknown>;
+
+/** The most pages `team list` reads (10,000 teams). */
+const MAX_LIST_PAGES = 100;
+
+/** A team as the team commands print it. */
+const teamJson = (t: Team) => ({
+  id: t.id,
+  organization_id: t.organizationId,
+  slug: t.slug,
+  name: t.name,
+  description: t.description,
+  privacy: TEAM_PRIVACIES.nameOf(t.privacy),
+  members_can_create_pipelines: t.membersCanCreatePipelines,
+  created_at: isoTime(t.createdAt),
+});
 
 const roleName = (role: Role) => (role === Role.ADMIN ? "admin" : "member");
 
@@ -145,17 +161,23 @@ export const COMMANDS: Record<string, CommandSpec> = {
         description: optionalFlag(args, "description") ?? "",
         privacy,
       });
-      return (
-        t && {
-          id: t.id,
-          organization_id: t.organizationId,
-          slug: t.slug,
-          name: t.name,
-          description: t.description,
-          privacy: TEAM_PRIVACIES.nameOf(t.privacy),
-          created_at: isoTime(t.createdAt),
-        }
-      );
+      return t && teamJson(t);
+    },
+  },
+  "team list": {
+    usage: "team list --org SLUG [--user USER_ID]",
+    flags: { org: "string", user: "string" },
+    async run(args, ctx) {
+      const organizationId = await resolveOrganizationId(ctx, requireFlag(args, "org"));
+      const userId = optionalFlag(args, "user") ?? "";
+      const teams: Team[] = [];
+      // Every page, 100 at a time, as the operator (who sees secret teams too).
+      for (let page = 1; page <= MAX_LIST_PAGES; page++) {
+        const res = await ctx.teams().listTeams({ organizationId, userId, page, perPage: 100 });
+        teams.push(...res.teams);
+        if (res.teams.length === 0 || teams.length >= res.totalCount) break;
+      }
+      return teams.map(teamJson);
     },
   },
   "team member add": {
