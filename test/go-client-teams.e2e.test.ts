@@ -137,5 +137,32 @@ describe("go-buildkite decodes our team, rule and registry token routes", () => 
     expect(t.updated).toEqual({ ...t.created, token: "", description: "renamed" });
     expect(t.deleted_status).toBe(200);
     expect(t.missing).toEqual({ status: 404, message: "No token found" });
+
+    const tm = out.teams;
+    expect(tm.created).toMatchObject({
+      name: "Go team",
+      slug: "go-team",
+      description: "from go",
+      privacy: "visible",
+      default: false,
+      members_can_create_pipelines: true,
+      members_can_create_suites: false,
+    });
+    expect(tm.created.created_at).toMatch(ISO);
+    expect(tm.listed.map((x: { id: string }) => x.id).sort()).toEqual([team.id, tm.created.id].sort());
+    expect(tm.listed_page1).toHaveLength(1);
+    // The other member left the team above: a user_id filter of theirs lists nothing.
+    expect(tm.by_user).toEqual([]);
+    expect(tm.got).toEqual(tm.created);
+    // go-buildkite's update sends every boolean: members_can_create_pipelines false, the name kept.
+    expect(tm.updated).toMatchObject({
+      id: tm.created.id,
+      name: "Go team",
+      description: "changed by go",
+      privacy: "secret",
+      members_can_create_pipelines: false,
+    });
+    expect(tm.deleted_status).toBe(204);
+    expect(tm.missing).toEqual({ status: 404, message: "No team found" });
   });
 });

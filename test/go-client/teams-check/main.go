@@ -97,6 +97,16 @@ type result struct {
 		Deleted       int                    `json:"deleted_status"`
 		Missing       apiError               `json:"missing"`
 	} `json:"tokens"`
+	Teams struct {
+		Created     buildkite.Team   `json:"created"`
+		Listed      []buildkite.Team `json:"listed"`
+		ListedPage1 []buildkite.Team `json:"listed_page1"`
+		ByUser      []buildkite.Team `json:"by_user"`
+		Got         buildkite.Team   `json:"got"`
+		Updated     buildkite.Team   `json:"updated"`
+		Deleted     int              `json:"deleted_status"`
+		Missing     apiError         `json:"missing"`
+	} `json:"teams"`
 }
 
 func main() {
@@ -281,6 +291,37 @@ func run() error {
 	resp, err = call("GET", base+"/"+t.Created.ID, nil, &PackageRegistryToken{})
 	if t.Missing, err = failure(resp, err); err != nil {
 		return fmt.Errorf("registry token missing: %w", err)
+	}
+
+	// Teams themselves, as TeamsService calls them.
+	tm := &out.Teams
+	created := buildkite.CreateTeam{Name: "Go team", Description: "from go", Privacy: "visible", MembersCanCreatePipelines: true}
+	if tm.Created, _, err = client.Teams.CreateTeam(ctx, org, created); err != nil {
+		return fmt.Errorf("team create: %w", err)
+	}
+	if tm.Listed, _, err = client.Teams.List(ctx, org, nil); err != nil {
+		return fmt.Errorf("team list: %w", err)
+	}
+	if tm.ListedPage1, _, err = client.Teams.List(ctx, org, &buildkite.TeamsListOptions{ListOptions: buildkite.ListOptions{PerPage: 1}}); err != nil {
+		return fmt.Errorf("team list page: %w", err)
+	}
+	if tm.ByUser, _, err = client.Teams.List(ctx, org, &buildkite.TeamsListOptions{UserID: env["CONVEYOR_USER_ID"]}); err != nil {
+		return fmt.Errorf("team list by user: %w", err)
+	}
+	if tm.Got, err = client.Teams.GetTeam(ctx, org, tm.Created.ID); err != nil {
+		return fmt.Errorf("team get: %w", err)
+	}
+	update := buildkite.CreateTeam{Description: "changed by go", Privacy: "secret"}
+	if tm.Updated, _, err = client.Teams.UpdateTeam(ctx, org, tm.Created.ID, update); err != nil {
+		return fmt.Errorf("team update: %w", err)
+	}
+	if resp, err = client.Teams.DeleteTeam(ctx, org, tm.Created.ID); err != nil {
+		return fmt.Errorf("team delete: %w", err)
+	}
+	tm.Deleted = resp.StatusCode
+	_, err = client.Teams.GetTeam(ctx, org, tm.Created.ID)
+	if tm.Missing, err = failure(nil, err); err != nil {
+		return fmt.Errorf("team missing: %w", err)
 	}
 
 	return json.NewEncoder(os.Stdout).Encode(out)
