@@ -102,6 +102,69 @@ describe("MongoDB team, rule and registry repositories", () => {
     await expect(teams.insertTeamSuite({ ...suite, _id: randomUUID() })).rejects.toBeInstanceOf(DuplicateError);
   });
 
+  it("lists teams by name with secret ones only as allowed, renames under the slug rule, and deletes with links", async () => {
+    const org = randomUUID();
+    const mk = (name: string, privacy: "visible" | "secret") => ({
+      _id: randomUUID(),
+      organizationId: org,
+      slug: name.toLowerCase(),
+      name,
+      description: "",
+      privacy,
+      createdAt: now(),
+    });
+    const [beta, alpha, hush] = [mk("Beta", "visible"), mk("Alpha", "visible"), mk("Hush", "secret")];
+    for (const t of [beta, alpha, hush]) await teams.insertTeam(t);
+    const names = async (filter: Parameters<TeamRepository["listTeams"]>[1], skip = 0, limit = 10) => {
+      const page = await teams.listTeams(org, filter, skip, limit);
+      return [page.items.map((t) => t.name), page.total];
+    };
+    expect(await names({ secretIds: "all" })).toEqual([["Alpha", "Beta", "Hush"], 3]);
+    expect(await names({ secretIds: [] })).toEqual([["Alpha", "Beta"], 2]);
+    expect(await names({ secretIds: [hush._id] })).toEqual([["Alpha", "Beta", "Hush"], 3]);
+    expect(await names({ secretIds: [], ids: [hush._id, beta._id] })).toEqual([["Beta"], 1]);
+    expect(await names({ secretIds: "all" }, 1, 1)).toEqual([["Beta"], 3]);
+
+    const renamed = await teams.updateTeam(org, beta._id, {
+      name: "Gamma",
+      slug: "gamma",
+      membersCanCreatePipelines: false,
+    });
+    expect(renamed).toMatchObject({
+      name: "Gamma",
+      slug: "gamma",
+      membersCanCreatePipelines: false,
+      privacy: "visible",
+    });
+    await expect(teams.updateTeam(org, beta._id, { slug: "alpha" })).rejects.toBeInstanceOf(DuplicateError);
+    expect(await teams.updateTeam(randomUUID(), beta._id, { description: "x" })).toBeNull();
+
+    const at = now();
+    await teams.insertMember({
+      _id: randomUUID(),
+      teamId: hush._id,
+      organizationId: org,
+      userId: "u",
+      userName: "U",
+      role: "maintainer",
+      createdAt: at,
+    });
+    await teams.insertTeamPipeline({
+      _id: randomUUID(),
+      teamId: hush._id,
+      organizationId: org,
+      pipelineId: "p",
+      accessLevel: "read_only",
+      createdAt: at,
+    });
+    expect(await teams.deleteTeam(randomUUID(), hush._id)).toBe(false);
+    expect(await teams.deleteTeam(org, hush._id)).toBe(true);
+    expect(await teams.findTeam(org, hush._id)).toBeNull();
+    expect(await teams.findMember(hush._id, "u")).toBeNull();
+    expect(await teams.findTeamPipeline(hush._id, "p")).toBeNull();
+    expect(await teams.deleteTeam(org, hush._id)).toBe(false);
+  });
+
   it("keeps rules unique per organization, type, source and target, and drops those of a deleted pipeline", async () => {
     const org = randomUUID();
     const [a, b] = [randomUUID(), randomUUID()];
