@@ -1,6 +1,7 @@
 // Scale-out: a stack of its own with two replicas of every backend service and of the gateway (CONVEYOR_REPLICAS=2),
 // balancers in front of them as Kubernetes Services would be, and real agents running builds while one replica of
-// each service in turn is killed with SIGKILL. Every build must pass with every job run exactly once.
+// each service in turn is killed with SIGKILL. Every build must pass with every job run exactly once, and an
+// organization webhook must announce each build's end under one delivery id (docs/notifications.md#delivery).
 import { type ChildProcess, spawn } from "node:child_process";
 import { createWriteStream, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -19,10 +20,11 @@ import {
   startStack,
 } from "@conveyor/deploy";
 import { localRepository } from "./support/real-agent.js";
+import { eventually, startReceiver } from "./support/webhook-receiver.js";
 
 const repoRoot = join(__dirname, "..");
 /** The order in which one replica of each is killed. */
-const KILL_ORDER = ["builds", "agents", "gateway", "identity", "pipelines", "artifacts"] as const;
+const KILL_ORDER = ["builds", "agents", "gateway", "identity", "pipelines", "artifacts", "notifications"] as const;
 const AGENTS = 3;
 /** Builds created while the replicas are killed (five jobs each). */
 const MAX_BUILDS = 20;
@@ -46,6 +48,9 @@ function ownEnv(): NodeJS.ProcessEnv {
     AGENT_HEARTBEAT_INTERVAL_S: "2",
     // A job whose assignment died with an agents replica (assigned, never offered) goes back to the queue after 15 s.
     JOB_ASSIGN_TIMEOUT_S: "15",
+    // The webhook receiver listens on loopback; a delivery whose replica was killed mid-send goes again after 10 s.
+    OUTBOUND_ALLOW_HOSTS: "127.0.0.1",
+    NOTIFY_LEASE_S: "10",
   };
 }
 
@@ -54,6 +59,8 @@ let credentials: Credentials;
 let dataDir: string;
 const agents: ChildProcess[] = [];
 const agentLogs: string[] = [];
+/** The organization webhook's receiver (the second test). */
+let receiver: Awaited<ReturnType<typeof startReceiver>> | undefined;
 
 async function rest(method: string, path: string, body?: unknown) {
   const res = await fetch(`${stack.info.apiUrl}/v2/organizations/${credentials.organization.slug}${path}`, {
@@ -113,6 +120,7 @@ beforeAll(async () => {
 }, 240_000);
 
 afterAll(async () => {
+  await receiver?.close();
   await Promise.all(
     agents.map(
       (a) =>
@@ -133,7 +141,7 @@ describe("two replicas of every service (CONVEYOR_REPLICAS=2)", () => {
   it("runs two of each process behind a balancer on the usual ports, and records them in stack.json", async () => {
     expect(stack.info.replicas).toBe(2);
     expect(stack.replicaSets.map((s) => s.name).sort()).toEqual(
-      ["agents", "artifacts", "builds", "gateway", "identity", "pipelines"].sort(),
+      ["agents", "artifacts", "builds", "gateway", "identity", "notifications", "pipelines"].sort(),
     );
     for (const set of stack.replicaSets) {
       expect(set.processes().map((p) => p.name)).toEqual([`${set.name}-1`, `${set.name}-2`]);
@@ -167,6 +175,15 @@ describe("two replicas of every service (CONVEYOR_REPLICAS=2)", () => {
       "  - label: last",
       '    command: echo "$BUILDKITE_JOB_ID" >> "$MARKS" && test "$(buildkite-agent meta-data get k)" = "$BUILDKITE_BUILD_NUMBER"',
     ].join("\n");
+    // An organization webhook hears every build's end, through the notifications replicas' kills.
+    const hooks = await startReceiver();
+    receiver = hooks;
+    const hook = await rest("POST", "/webhooks", {
+      webhook_url: hooks.url("/finished"),
+      events: ["build.finished"],
+    });
+    expect(hook.status).toBe(201);
+    hooks.tokens.set("/finished", (hook.body as { token: string }).token);
     const created = await rest("POST", "/pipelines", {
       name: `Scale out ${Date.now()}`,
       repository,
@@ -245,6 +262,22 @@ describe("two replicas of every service (CONVEYOR_REPLICAS=2)", () => {
     expect(new Set(runs)).toEqual(new Set(scriptJobs.map((j) => j.id)));
     for (const job of scriptJobs) expect(job.retries_count ?? 0).toBe(0);
 
+    // Each build's end was announced under one delivery id (sent again with it at most, never under another).
+    const numberOf = (r: { body: Record<string, unknown> }) => (r.body.build as { number: number }).number;
+    const finishedOf = () => hooks.at("/finished").filter((r) => r.event === "build.finished");
+    await eventually(
+      "a build.finished delivery of every build",
+      () => {
+        const announced = new Set(finishedOf().map(numberOf));
+        return builds.every((b) => announced.has(b.number));
+      },
+      60_000,
+    );
+    const seen = new Set<string>();
+    const deliveries = finishedOf().filter((r) => !seen.has(r.delivery) && seen.add(r.delivery));
+    expect(deliveries.every((r) => r.verified)).toBe(true);
+    expect(deliveries.map(numberOf).sort((x, y) => x - y)).toEqual(builds.map((b) => b.number).sort((x, y) => x - y));
+
     process.stderr.write(
       `[scale-out] ${builds.length} builds (${answered} answered 201, ${failedCreates} creates cut by a kill), ` +
         `${scriptJobs.length} jobs each run once; killed ${killed.join(", ")}\n`,
@@ -254,6 +287,11 @@ describe("two replicas of every service (CONVEYOR_REPLICAS=2)", () => {
   it("spread calls over both replicas of every service, the restarted ones included", async () => {
     // Connections end after 5 s, so within a few seconds every client has opened new ones through the balancers.
     await sleep(6_000);
+    // Only webhook reads reach the notifications service: make some while connections are retired and opened again.
+    for (const end = Date.now() + 12_000; Date.now() < end; ) {
+      await read("/webhooks");
+      await sleep(250);
+    }
     const balancers = stack.balancers.filter((b) => !b.name.endsWith("-health"));
     expect(balancers.length).toBeGreaterThanOrEqual(KILL_ORDER.length);
     for (const balancer of balancers) {
@@ -280,7 +318,7 @@ describe("two replicas of every service (CONVEYOR_REPLICAS=2)", () => {
     const latest = (
       (await read("/builds?per_page=1")).body as Array<{ number: number; pipeline: { slug: string } }>
     )[0];
-    const reads = ["/pipelines", "/builds?per_page=1", "/agents"];
+    const reads = ["/pipelines", "/builds?per_page=1", "/agents", "/webhooks"];
     if (latest) reads.push(`/pipelines/${latest.pipeline.slug}/builds/${latest.number}/artifacts`);
     const deadline = Date.now() + 40_000;
     let states = await served();
