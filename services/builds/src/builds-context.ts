@@ -33,6 +33,7 @@ import { createJobTriggers, type JobTriggers, type TriggerLookups } from "./jobs
 import { createJobUnblock, type JobUnblock } from "./jobs/job-unblock.js";
 import type { LogChunkNotices } from "./jobs/log-chunk-notices.js";
 import { createPipelineUpload, type PipelineUpload } from "./jobs/pipeline-upload.js";
+import { createPromisedFailures, type PromisedFailures } from "./jobs/promised-failures.js";
 import { createStepActions, type StepActions } from "./jobs/step-actions.js";
 import { type BuildCancel, createBuildCancel } from "./lifecycle/build-cancel.js";
 import { createReconcile, type Reconcile } from "./lifecycle/reconcile.js";
@@ -171,6 +172,7 @@ export interface BuildsParts {
   gate: ConcurrencyGate;
   webhooks: WebhookInbox;
   steps: StepActions;
+  promiseFailure: PromisedFailures;
   duties: BuildsDuties;
 }
 
@@ -231,6 +233,7 @@ export function createBuildsParts(deps: BuildsDeps): BuildsParts {
     gate,
     webhooks,
     steps: createStepActions(ctx, transitions),
+    promiseFailure: createPromisedFailures(ctx, reconcile),
     duties: {
       relayOutbox: () => ctx.outbox.relay(),
       republishCounts: () => ctx.republishCounts(),

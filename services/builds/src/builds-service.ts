@@ -25,7 +25,7 @@ export function createBuildsService(parts: BuildsParts): ServiceImpl<typeof Buil
     ...createJobRpcs(ctx, parts),
     ...createJobActionRpcs(ctx, parts),
     ...createWebhookRpcs(parts.webhooks),
-    ...createStepRpcs(parts.steps),
+    ...createStepRpcs(parts.steps, parts.promiseFailure),
   };
 }
 

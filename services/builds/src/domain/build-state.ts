@@ -2,7 +2,9 @@
  * A build's state, derived from its jobs (docs/compatibility.md#build-states). Deriving rather than storing transitions
  * keeps the build consistent with its jobs whatever order job events arrive in.
  */
+
 import { isFinishedJobState, isHardFailure } from "./job-states.js";
+import { promisesHardFailure } from "./promised-failure.js";
 import { BUILD_STARTED_JOB_STATES, PROGRESSING_JOB_STATES, RUNNING_JOB_STATES } from "./state-sets.js";
 import type { DerivedBuildState, JobModel } from "./types.js";
 
@@ -40,7 +42,8 @@ export function deriveBuildState(all: readonly JobModel[], flags: { cancelReques
       ? { state: "canceling", blocked: false, finished: false }
       : { state: "canceled", blocked: false, finished: true };
   }
-  const hardFailure = jobs.some(isHardFailure);
+  // A running job's promised failure fails the build before it finishes (promised-failure.ts).
+  const hardFailure = jobs.some(isHardFailure) || jobs.some(promisesHardFailure);
   // A failing build stays failing while a job of it stops (cancel_on_build_failing, a job's own cancel).
   if (!hardFailure && jobs.some((job) => job.state === "canceling"))
     return { state: "canceling", blocked: false, finished: false };

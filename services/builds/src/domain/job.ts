@@ -97,6 +97,8 @@ export interface Job extends PlannedJob {
   unblockFields: Record<string, string> | null;
   /** Trigger jobs: the build they created, once it exists. */
   triggeredBuild: { id: string; number: number; pipelineSlug: string } | null;
+  /** Why the job promised its failure, as its command said (promised-failure.ts); absent when it did not. */
+  promisedFailureReason?: string | null;
   /** The idempotency uuids of the step updates applied to this job (domain/steps.ts), the latest last. */
   stepUpdateIds: string[];
   /** When a running job times out (started + its timeout); null without a timeout. */

@@ -50,6 +50,11 @@ export interface JobModel {
   retried: boolean;
   /** The attempt that replaced this one: the jobs that depended on this one wait for that one instead. */
   retriedInJobId?: string | null;
+  /**
+   * The failing exit status a running job promised (`buildkite-agent job promise-failure`, promised-failure.ts): its
+   * build fails from then on, and the job finishes with at least it. Absent or null when none.
+   */
+  promisedExitStatus?: number | null;
   /** A concurrency group's limit and name: a job of a group waits `limited` for a slot instead of `scheduled`. */
   concurrency?: number | null;
   concurrencyGroup?: string | null;

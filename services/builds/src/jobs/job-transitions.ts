@@ -4,6 +4,7 @@ import { type BuildsContext, MAX_ATTEMPTS } from "../builds-context.js";
 import type { AgentSnapshot, Job } from "../domain/job.js";
 import { jobEnvironment } from "../domain/job-env.js";
 import { stampsFor } from "../domain/job-stamps.js";
+import { finishedExitStatus } from "../domain/promised-failure.js";
 import { applyJobEvent, isFinishedJobState, type JobEvent } from "../domain/state-machine.js";
 import { REPRIORITIZABLE_JOB_STATES, STARTED_ON_AGENT_STATES } from "../domain/state-sets.js";
 import type { BuildWithJobs, Reconcile } from "../lifecycle/reconcile.js";
@@ -63,7 +64,11 @@ export function createJobTransitions(ctx: BuildsContext, reconcile: Reconcile, r
         if (opts.agentId !== undefined && job.agent?.id !== opts.agentId) {
           throw failedPrecondition("The job is not assigned to this agent");
         }
-        const result = applyJobEvent(job, event);
+        // A promised failure is the floor of what a finish records (domain/promised-failure.ts).
+        const result = applyJobEvent(
+          job,
+          event.type === "finish" ? { ...event, exitStatus: finishedExitStatus(job, event.exitStatus) } : event,
+        );
         if (!result.ok) {
           // An agent repeats a start or finish when its call failed, for example because the process serving it
           // was killed (several replicas, SIGKILL) after the job's compare-and-set and before the build was

@@ -128,6 +128,29 @@ describe("step RPCs", () => {
       expect(await codeOf(call)).toBe(Code.FailedPrecondition);
   });
 
+  it("takes a running job's promised failure: the build fails at once, the job finishes failed with the promise", async () => {
+    const { client, caller, memory } = await setup();
+    const promised = await client.promiseJobFailure({ jobId: caller.id, exitStatus: 3, reason: "tests failed" });
+    expect(promised.job?.state).toBe("running");
+    const stored = await memory.repos.builds.findJob(caller.id);
+    expect(stored).toMatchObject({ promisedExitStatus: 3, promisedFailureReason: "tests failed" });
+    const build = await memory.repos.builds.findBuildById(stored?.buildId ?? "");
+    expect(build?.state).toBe("failing");
+    // The same promise again changes nothing; another is refused.
+    await client.promiseJobFailure({ jobId: caller.id, exitStatus: 3 });
+    expect(await codeOf(client.promiseJobFailure({ jobId: caller.id, exitStatus: 4 }))).toBe(Code.AlreadyExists);
+    for (const exitStatus of [0, -1, 256])
+      expect(await codeOf(client.promiseJobFailure({ jobId: caller.id, exitStatus }))).toBe(Code.InvalidArgument);
+    const finished = await client.transitionJob({
+      jobId: caller.id,
+      event: JobEventType.FINISH,
+      exitStatus: 0,
+      agentId: "agent-1",
+    });
+    expect(finished.job).toMatchObject({ state: "failed", exitStatus: 3 });
+    expect(await codeOf(client.promiseJobFailure({ jobId: caller.id, exitStatus: 3 }))).toBe(Code.FailedPrecondition);
+  });
+
   it("cancels a build through a running job of it only", async () => {
     const { client, caller, memory } = await setup();
     const other = await memory.seedBuild({ jobs: [{}] });

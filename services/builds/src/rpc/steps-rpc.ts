@@ -4,10 +4,14 @@ import type { BuildsService, StepRef, StepSchema } from "@conveyor/proto/builds"
 import { invalidFields } from "@conveyor/runtime";
 import type { Job } from "../domain/job.js";
 import { stepOutcome, stepState } from "../domain/steps.js";
+import type { PromisedFailures } from "../jobs/promised-failures.js";
 import type { StepActions } from "../jobs/step-actions.js";
 import { jobMessage } from "./build-message.js";
 
-export type StepRpcs = Pick<ServiceImpl<typeof BuildsService>, "getStep" | "updateStep" | "cancelStep">;
+export type StepRpcs = Pick<
+  ServiceImpl<typeof BuildsService>,
+  "getStep" | "updateStep" | "cancelStep" | "promiseJobFailure"
+>;
 
 /** A step's jobs (in order, at least one) as the Step message; its label, key and type are its latest job's. */
 export function stepMessage(jobs: readonly Job[]): MessageInitShape<typeof StepSchema> {
@@ -35,9 +39,13 @@ function ref(r: StepRef | undefined) {
   return { jobId: r?.jobId ?? "", step: r?.step ?? "" };
 }
 
-/** The steps a running job's agent reads, relabels and cancels (`buildkite-agent step …`). */
-export function createStepRpcs(steps: StepActions): StepRpcs {
+/** The steps a running job's agent reads, relabels and cancels (`buildkite-agent step …`), and its promised failure. */
+export function createStepRpcs(steps: StepActions, promiseFailure: PromisedFailures): StepRpcs {
   return {
+    async promiseJobFailure(req) {
+      return { job: jobMessage(await promiseFailure(req.jobId, req.exitStatus, req.reason)) };
+    },
+
     async getStep(req) {
       return { step: stepMessage(await steps.get(ref(req.ref))) };
     },

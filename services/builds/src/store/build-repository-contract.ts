@@ -54,6 +54,8 @@ export type JobUpdate = Partial<
     | "name"
     | "label"
     | "stepUpdateIds"
+    | "promisedExitStatus"
+    | "promisedFailureReason"
   >
 >;
 
