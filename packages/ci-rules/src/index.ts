@@ -9,6 +9,7 @@ export * from "./steps/block-fields.js";
 export * from "./steps/matrix.js";
 export * from "./steps/parse-yaml.js";
 export * from "./steps/step.js";
+export * from "./steps/step-attributes.js";
 export * from "./steps/step-limits.js";
 export * from "./steps/to-yaml.js";
 export * from "./steps/visual-steps.js";

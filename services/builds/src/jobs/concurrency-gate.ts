@@ -16,7 +16,8 @@ const SWEEP_GROUPS = 100;
 
 const groupKey = (organizationId: string, group: string) => JSON.stringify([organizationId, group]);
 
-function groupJob(job: Job): GroupJob {
+/** A job as the gate reads it: its limit, and its step's `concurrency_method` (default ordered). */
+export function groupJob(job: Job): GroupJob {
   const method = job.step.type === "script" ? (job.step.concurrency_method ?? "ordered") : "ordered";
   return { id: job.id, state: job.state, createdAt: job.createdAt, concurrency: job.concurrency ?? 1, method };
 }
