@@ -43,6 +43,7 @@ const isTeamRoute = (template: string) => template.includes("/teams/{team}");
 const isScheduleRoute = (template: string) => template.includes("/schedules/{id}");
 const isSourceProviderRoute = (template: string) => template.includes("/source_providers/{id}");
 const isWebhookRoute = (template: string) => template.includes("/webhooks/{id}");
+const isClusterRoute = (template: string) => template.includes("/clusters/{cluster}");
 const isPipelineRoute = (template: string) =>
   /^\/v2\/organizations\/\{org\}\/pipelines\/\{(pipeline|slug)\}/.test(template);
 
@@ -68,7 +69,8 @@ function ownValues(world: World, template: string): Record<string, string> {
     suite: a.suiteId,
     rule: a.ruleId,
     registry: a.registrySlug,
-    token: a.registryTokenId,
+    token: isClusterRoute(template) ? a.clusterTokenId : a.registryTokenId,
+    cluster: a.clusterId,
     agent: a.agentId,
     annotation: a.build.annotationId,
   };
@@ -107,7 +109,10 @@ function misplacedValues(
     suite: { value: world.looseSuiteId, message: "No team suite found", what: "a suite not in the team" },
     rule: { value: b.ruleId, message: "No rule found", what: "another organization's rule" },
     registry: { value: b.registrySlug, message: "No registry found", what: "another organization's registry" },
-    token: { value: world.otherRegistryTokenId, message: "No token found", what: "another registry's token" },
+    token: isClusterRoute(template)
+      ? { value: b.clusterTokenId, message: "No token found", what: "another organization's cluster token" }
+      : { value: world.otherRegistryTokenId, message: "No token found", what: "another registry's token" },
+    cluster: { value: b.clusterId, message: "No cluster found", what: "another organization's cluster" },
     agent: { value: b.agentId, message: "No agent found", what: "another organization's agent" },
     annotation: { value: q.build.annotationId, message: "No annotation found", what: "another build's annotation" },
   };
@@ -149,6 +154,8 @@ function bodyOf(world: World, operationId: string): unknown {
     createAnnotationForJob: { body: "refused", context: "refused" },
     reprioritizeJob: { priority: 7 },
     createTeam: { name: "Access Matrix Refused Team" },
+    createCluster: { name: "Access Matrix Refused Cluster" },
+    createClusterToken: { description: "refused" },
     updateTeam: { description: "changed by a refused request" },
     stopAgent: { force: false },
   };
@@ -189,7 +196,7 @@ function memberExpectations(world: World, op: Operation): MemberCase[] {
   // Source-provider connections are the organization's administrators' alone, to read as to change.
   if (/\/source_providers(\/|$)/.test(op.path)) return [{ ...outsider, expect: forbidden }];
   // Teams are created by administrators only (identity's access policy).
-  const adminOnly = /\/(rules|registries|agents)(\/|$)/.test(op.path) || /\/teams$/.test(op.path);
+  const adminOnly = /\/(rules|registries|agents|clusters)(\/|$)/.test(op.path) || /\/teams$/.test(op.path);
   return write && adminOnly ? [{ ...outsider, expect: forbidden }] : [];
 }
 

@@ -48,6 +48,8 @@ export interface OrgWorld {
   agentId: string;
   agentSecret: string;
   registrationSecret: string;
+  /** The agent's registration token, a token of the organization's cluster. */
+  clusterTokenId: string;
   /** A source-provider connection of the organization (docs/statuses.md#connections). */
   sourceProviderId: string;
   /** A notification webhook of the organization (docs/notifications.md#organization-webhooks). */
@@ -151,7 +153,12 @@ async function arrangeAgent(organizationId: string, clusterId: string) {
   });
   const body = (await res.json()) as { id: string; access_token: string };
   if (res.status !== 200) throw new Error(`agent register: ${res.status} ${JSON.stringify(body)}`);
-  return { agentId: body.id, agentSecret: body.access_token, registrationSecret: created.secret };
+  return {
+    agentId: body.id,
+    agentSecret: body.access_token,
+    registrationSecret: created.secret,
+    clusterTokenId: created.token?.id ?? "",
+  };
 }
 
 async function arrangeRegistryToken(slug: string, secret: string, organizationId: string) {

@@ -9,6 +9,7 @@ import { agentRestRoutes } from "./agents.js";
 import { annotationRoutes } from "./annotations.js";
 import { artifactRoutes, registerArtifactQueryToken } from "./artifacts.js";
 import { buildRoutes } from "./builds.js";
+import { clusterRoutes } from "./clusters.js";
 import { jobLogRoutes } from "./job-logs.js";
 import { jobRoutes } from "./jobs.js";
 import { memberRoutes } from "./members.js";
@@ -56,6 +57,7 @@ export async function registerRestApi(app: FastifyInstance, opts: RestApiOptions
     annotationRoutes(scope, deps);
     jobRoutes(scope, deps);
     agentRestRoutes(scope, deps);
+    clusterRoutes(scope, deps);
     teamRoutes(scope, deps);
     ruleRoutes(scope, deps);
     registryTokenRoutes(scope, deps);

@@ -72,6 +72,7 @@ const PARAM_THINGS: Record<string, string> = {
   agent: "agent",
   context: "annotation",
   annotation: "annotation",
+  cluster: "cluster",
 };
 
 type JsonSchema = {
