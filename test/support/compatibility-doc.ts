@@ -175,7 +175,18 @@ const PROBES: readonly unknown[] = [
   "*",
 ];
 
-const parseJson = (pipeline: Record<string, unknown>) => JSON.stringify(parsePipelineYaml(JSON.stringify(pipeline)));
+const NOT_READ = "refused only as an attribute the step does not have";
+
+/**
+ * The parse of a pipeline, without the refusals of attributes a kind of step does not have (the parser names every
+ * one, packages/ci-rules/src/steps/step-attributes.ts): such an attribute is not read there.
+ */
+const parseJson = (pipeline: Record<string, unknown>) => {
+  const result = parsePipelineYaml(JSON.stringify(pipeline));
+  if (result.ok) return JSON.stringify(result);
+  const errors = result.errors.filter((e) => !e.code.startsWith("is not an attribute of "));
+  return errors.length === 0 ? NOT_READ : JSON.stringify({ ...result, errors });
+};
 
 /**
  * Whether `name` selects a step's type (`command`, `wait`, `type`, …): a step holding only that key is a step, or
@@ -196,7 +207,10 @@ export function typesReading(name: string): StepType[] {
     if (baseKeys(type).includes(name)) return true;
     if (selects && type !== "pipeline") return false;
     const baseline = parseJson(PIPELINES[type]({}));
-    return PROBES.some((value) => parseJson(PIPELINES[type]({ [name]: value })) !== baseline);
+    return PROBES.some((value) => {
+      const probed = parseJson(PIPELINES[type]({ [name]: value }));
+      return probed !== NOT_READ && probed !== baseline;
+    });
   });
 }
 
