@@ -194,7 +194,8 @@ const everyCommon: Required<Omit<StepCommon, "group">> = {
 };
 const everyGroup: Required<NonNullable<StepCommon["group"]>> = { label: ":package: Group", key: "g" };
 
-const everyScript: Required<ScriptStep> = {
+/** Every attribute a command step carries on the wire (its notify: is read from the pipeline's YAML, not carried). */
+const everyScript: Required<Omit<ScriptStep, "notify">> = {
   type: "script",
   name: ":hammer: Test",
   command: "make\nmake test",
