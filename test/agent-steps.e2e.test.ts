@@ -163,3 +163,32 @@ describe("buildkite-agent build cancel from a real job", () => {
     expect(Date.now() - started).toBeLessThan(50_000);
   });
 });
+
+describe("buildkite-agent job promise-failure from a real job", () => {
+  it("fails the build while the job runs, and the job with the promised status though it exits 0", async () => {
+    const slug = await pipeline([
+      {
+        label: "promise",
+        command: [
+          "set -eu",
+          'buildkite-agent job promise-failure 3 --reason "tests failed"',
+          "buildkite-agent job promise-failure 3",
+          "if buildkite-agent job promise-failure 4; then exit 9; fi",
+          "sleep 6",
+          "exit 0",
+        ].join("\n"),
+      },
+    ]);
+    const { number } = await build(slug);
+    const failing = await eventually("the build to be failing while its job runs", async () => {
+      const b = await getBuild(slug, number);
+      return b.state === "failing" && b.jobs[0].state === "running" ? b : undefined;
+    });
+    expect(failing.finished_at).toBeNull();
+    const done = await finished(slug, number);
+    expect(done.state).toBe("failed");
+    expect({ state: done.jobs[0].state, exit: done.jobs[0].exit_status }).toEqual({ state: "failed", exit: 3 });
+    const log = await logText(slug, number, done.jobs[0].id);
+    expect(log).toContain("a different promised exit status has already been declared");
+  });
+});

@@ -1,11 +1,12 @@
+import { Code, ConnectError } from "@connectrpc/connect";
 import { JobEventType } from "@conveyor/proto/builds";
 import { toTimestamp } from "@conveyor/runtime";
 import { Type } from "@fastify/type-provider-typebox";
 import type { FastifyInstance } from "fastify";
 import { HttpError } from "../errors/http-error.js";
 import { Str } from "../render/schemas.js";
-import { responses, typed } from "../route-declarations/declare.js";
-import { Id, text } from "../route-declarations/params.js";
+import { noContent, responses, typed } from "../route-declarations/declare.js";
+import { Id, MAX_INT32, text } from "../route-declarations/params.js";
 import type { AgentApiDeps } from "./agent-api.js";
 import { credentialOf } from "./agent-credentials.js";
 import { AgentJobSchema, renderAgentJob } from "./agent-job.js";
@@ -34,6 +35,11 @@ const ChunkQuery = Type.Object({
   size: Type.Integer({ minimum: 0, maximum: 999_999_999 }),
 });
 const UpdateBody = Type.Record(Type.String(), text(1024), { minProperties: 1, maxProperties: 10 });
+/** `job promise-failure`: the builds service checks the status's range and the reason's length. */
+const PromiseFailureBody = Type.Object({
+  exit_status: Type.Integer({ minimum: -MAX_INT32 - 1, maximum: MAX_INT32 }),
+  reason: Type.Optional(text(4096)),
+});
 const tags = ["agent"];
 /** The names `buildkite-agent job update` may use for the job's timeout. */
 const TIMEOUT_ATTRIBUTES = new Set(["timeout", "timeout_in_minutes"]);
@@ -214,6 +220,38 @@ export function jobRoutes(app: FastifyInstance, deps: AgentApiDeps): void {
         ...(minutes === undefined ? {} : { timeoutInMinutes: minutes }),
       });
       return { id: held.jobId };
+    },
+  );
+
+  // `buildkite-agent job promise-failure` (docs/compatibility.md#steps-from-inside-a-job): 204; a different promise
+  // already made is 409 and a job no longer running 422, which the agent reports as such.
+  route.put(
+    "/v3/jobs/:id/promise_failure",
+    {
+      config: job,
+      schema: {
+        operationId: "agentPromiseFailure",
+        summary: "Promise the job will fail with an exit status: its build fails from now on",
+        tags,
+        params: AgentJobParams,
+        body: PromiseFailureBody,
+        response: noContent,
+      },
+    },
+    async (request, reply) => {
+      const held = await jobAccess.job(request, request.params.id);
+      try {
+        await clients.builds.promiseJobFailure({
+          jobId: held.jobId,
+          exitStatus: request.body.exit_status,
+          reason: request.body.reason ?? "",
+        });
+      } catch (err) {
+        const e = ConnectError.from(err);
+        if (e.code === Code.AlreadyExists) throw new HttpError(409, e.rawMessage);
+        throw err;
+      }
+      return reply.status(204).send();
     },
   );
 

@@ -6,6 +6,7 @@ import {
   type CancelStepRequest,
   type GetStepRequest,
   JobSchema,
+  type PromiseJobFailureRequest,
   type UpdateStepRequest,
 } from "@conveyor/proto/builds";
 import type { FastifyInstance } from "fastify";
@@ -45,9 +46,10 @@ let calls: {
   update: UpdateStepRequest[];
   cancel: CancelStepRequest[];
   builds: CancelBuildRequest[];
+  promises: PromiseJobFailureRequest[];
 };
 beforeEach(async () => {
-  calls = { get: [], update: [], cancel: [], builds: [] };
+  calls = { get: [], update: [], cancel: [], builds: [], promises: [] };
   ({ app } = await buildTestApp(
     { orgs: [acme], users: [], tokens: new Map(), revoked: [] },
     {
@@ -80,6 +82,13 @@ beforeEach(async () => {
         },
         cancelBuild(req) {
           calls.builds.push(req);
+          return {};
+        },
+        promiseJobFailure(req) {
+          calls.promises.push(req);
+          if (req.exitStatus === 4)
+            throw new ConnectError("The job already promised exit status 3", Code.AlreadyExists);
+          if (req.exitStatus === 5) throw new ConnectError("The job is passed", Code.FailedPrecondition);
           return {};
         },
       },
@@ -229,5 +238,19 @@ describe("step cancel and build cancel", () => {
     const idle = await app.inject({ method: "POST", url: `/v3/builds/${BUILD}/cancel`, headers: as("bkaa_idle") });
     expect(idle.statusCode).toBe(404);
     expect(calls.builds).toHaveLength(1);
+  });
+});
+
+describe("job promise-failure (PUT /v3/jobs/{id}/promise_failure)", () => {
+  it("answers 204, 409 for another promise and 422 for a job no longer running", async () => {
+    const put = (payload: object, secret = "bkaj_job") =>
+      app.inject({ method: "PUT", url: `/v3/jobs/${JOB}/promise_failure`, headers: as(secret), payload });
+    const ok = await put({ exit_status: 3, reason: "tests failed" });
+    expect(ok.statusCode).toBe(204);
+    expect(calls.promises[0]).toMatchObject({ jobId: JOB, exitStatus: 3, reason: "tests failed" });
+    expect((await put({ exit_status: 4 })).statusCode).toBe(409);
+    expect((await put({ exit_status: 5 })).statusCode).toBe(422);
+    expect((await put({ exit_status: "x" })).statusCode).toBe(422);
+    expect((await put({ exit_status: 3 }, "bkaa_idle")).statusCode).toBe(404);
   });
 });
