@@ -23,7 +23,16 @@ beforeAll(() => {
 
 describe("go-buildkite decodes the user, meta, emojis, rate limit, annotation, reprioritize and revoke routes", () => {
   it("calls each and decodes its answer; the revoked token stops working at once", async () => {
-    const scopes = ["read_user", "read_accounts", "read_pipelines", "write_pipelines", "read_builds", "write_builds"];
+    const scopes = [
+      "read_user",
+      "read_accounts",
+      "read_pipelines",
+      "write_pipelines",
+      "read_builds",
+      "write_builds",
+      "read_clusters",
+      "write_clusters",
+    ];
     const org = await arrangeOrgUser({ scopes, role: Role.ADMIN });
     const slug = org.organization.slug;
     const pipeline = await send("POST", `/v2/organizations/${slug}/pipelines`, org.secret, {
@@ -83,6 +92,24 @@ describe("go-buildkite decodes the user, meta, emojis, rate limit, annotation, r
       .map((j) => j.id)
       .filter((id) => id === first || id === second);
     expect(waiting).toEqual([second, first]);
+
+    expect(out.cluster_created).toMatchObject({ name: "Go cluster", description: "from go" });
+    expect(out.cluster_created.created_at).toMatch(ISO);
+    expect(out.clusters.map((c: { id: string }) => c.id)).toContain(out.cluster_created.id);
+    expect(out.cluster_got).toEqual(out.cluster_created);
+    expect(out.token_created.token).toMatch(/.{20,}/);
+    expect(out.token_created).toMatchObject({ description: "go token" });
+    expect(out.tokens).toEqual([{ ...out.token_created, token: undefined }].map((t) => JSON.parse(JSON.stringify(t))));
+    expect(out.token_got).toEqual(out.tokens[0]);
+    expect(out.token_deleted_status).toBe(204);
+    expect(out.tokens_after ?? []).toEqual([]);
+    // The revoked registration token registers no agent.
+    const register = await fetch(`${stack.agentUrl}/register`, {
+      method: "POST",
+      headers: { authorization: `Token ${out.token_created.token}`, "content-type": "application/json" },
+      body: JSON.stringify({ name: unique("go-agent"), hostname: "go", version: "3.137.0" }),
+    });
+    expect(register.status).toBe(401);
 
     expect(out.revoke_status).toBe(204);
     expect(out.after_revoke.status).toBe(401);

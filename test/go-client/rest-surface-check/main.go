@@ -22,22 +22,30 @@ type errorOut struct {
 }
 
 type result struct {
-	User             buildkite.User         `json:"user"`
-	Meta             buildkite.Meta         `json:"meta"`
-	Emojis           []buildkite.Emoji      `json:"emojis"`
-	RateLimit        buildkite.RateLimit    `json:"rate_limit"`
-	Created          buildkite.Annotation   `json:"created"`
-	Appended         buildkite.Annotation   `json:"appended"`
-	CreatedForJob    buildkite.Annotation   `json:"created_for_job"`
-	Listed           []buildkite.Annotation `json:"listed"`
-	ListedForJob     []buildkite.Annotation `json:"listed_for_job"`
-	DeleteStatus     int                    `json:"delete_status"`
-	DeleteJobStatus  int                    `json:"delete_job_status"`
-	AfterDelete      []buildkite.Annotation `json:"after_delete"`
-	Reprioritized    buildkite.Job          `json:"reprioritized"`
-	BadPriority      errorOut               `json:"bad_priority"`
-	RevokeStatus     int                    `json:"revoke_status"`
-	AfterRevokeError errorOut               `json:"after_revoke"`
+	User             buildkite.User           `json:"user"`
+	Meta             buildkite.Meta           `json:"meta"`
+	Emojis           []buildkite.Emoji        `json:"emojis"`
+	RateLimit        buildkite.RateLimit      `json:"rate_limit"`
+	Created          buildkite.Annotation     `json:"created"`
+	Appended         buildkite.Annotation     `json:"appended"`
+	CreatedForJob    buildkite.Annotation     `json:"created_for_job"`
+	Listed           []buildkite.Annotation   `json:"listed"`
+	ListedForJob     []buildkite.Annotation   `json:"listed_for_job"`
+	DeleteStatus     int                      `json:"delete_status"`
+	DeleteJobStatus  int                      `json:"delete_job_status"`
+	AfterDelete      []buildkite.Annotation   `json:"after_delete"`
+	Reprioritized    buildkite.Job            `json:"reprioritized"`
+	BadPriority      errorOut                 `json:"bad_priority"`
+	Clusters         []buildkite.Cluster      `json:"clusters"`
+	ClusterCreated   buildkite.Cluster        `json:"cluster_created"`
+	ClusterGot       buildkite.Cluster        `json:"cluster_got"`
+	TokenCreated     buildkite.ClusterToken   `json:"token_created"`
+	Tokens           []buildkite.ClusterToken `json:"tokens"`
+	TokenGot         buildkite.ClusterToken   `json:"token_got"`
+	TokenDeleted     int                      `json:"token_deleted_status"`
+	TokensAfter      []buildkite.ClusterToken `json:"tokens_after"`
+	RevokeStatus     int                      `json:"revoke_status"`
+	AfterRevokeError errorOut                 `json:"after_revoke"`
 }
 
 func main() {
@@ -123,6 +131,33 @@ func run() error {
 		return fmt.Errorf("reprioritize to 2000000 was taken")
 	}
 	out.BadPriority = errorOf(err)
+
+	if out.ClusterCreated, _, err = client.Clusters.Create(ctx, org, buildkite.ClusterCreate{Name: "Go cluster", Description: "from go"}); err != nil {
+		return fmt.Errorf("cluster create: %w", err)
+	}
+	if out.Clusters, _, err = client.Clusters.List(ctx, org, nil); err != nil {
+		return fmt.Errorf("cluster list: %w", err)
+	}
+	if out.ClusterGot, _, err = client.Clusters.Get(ctx, org, out.ClusterCreated.ID); err != nil {
+		return fmt.Errorf("cluster get: %w", err)
+	}
+	cid := out.ClusterCreated.ID
+	if out.TokenCreated, _, err = client.ClusterTokens.Create(ctx, org, cid, buildkite.ClusterTokenCreateUpdate{Description: "go token"}); err != nil {
+		return fmt.Errorf("cluster token create: %w", err)
+	}
+	if out.Tokens, _, err = client.ClusterTokens.List(ctx, org, cid, nil); err != nil {
+		return fmt.Errorf("cluster token list: %w", err)
+	}
+	if out.TokenGot, _, err = client.ClusterTokens.Get(ctx, org, cid, out.TokenCreated.ID); err != nil {
+		return fmt.Errorf("cluster token get: %w", err)
+	}
+	if resp, err = client.ClusterTokens.Delete(ctx, org, cid, out.TokenCreated.ID); err != nil {
+		return fmt.Errorf("cluster token delete: %w", err)
+	}
+	out.TokenDeleted = resp.StatusCode
+	if out.TokensAfter, _, err = client.ClusterTokens.List(ctx, org, cid, nil); err != nil {
+		return fmt.Errorf("cluster token list after delete: %w", err)
+	}
 
 	if resp, err = client.AccessTokens.Revoke(ctx); err != nil {
 		return fmt.Errorf("revoke: %w", err)
