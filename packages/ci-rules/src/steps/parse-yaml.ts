@@ -28,7 +28,7 @@ import { branchFilterProblem } from "../branch-filter.js";
 import type { NotifyRule } from "../notify/notify.js";
 import { readBuildNotify, readStepNotify } from "../notify/notify.js";
 import type { PipelineStep, StepCommon, StepError, StepsResult } from "./step.js";
-import { type AttributeKind, checkAttributes } from "./step-attributes.js";
+import { checkAttributes } from "./step-attributes.js";
 import {
   checkDependencies,
   describeValue,
@@ -87,15 +87,6 @@ const KIND_BY_KEY: Array<[string, Kind]> = [
   ["trigger", "trigger"],
   ["group", "group"],
 ];
-
-const ATTRIBUTE_KIND: Record<Kind, AttributeKind> = {
-  script: "command",
-  waiter: "wait",
-  block: "block",
-  input: "input",
-  trigger: "trigger",
-  group: "group",
-};
 
 const SCALAR_STEPS: Record<string, Exclude<Kind, "group">> = {
   wait: "waiter",
@@ -273,7 +264,7 @@ function parseStep(val: Val, field: string, ctx: Ctx, group: GroupInfo | undefin
     }
   }
 
-  checkAttributes(body, field, ATTRIBUTE_KIND[kind], p);
+  checkAttributes(body, field, kind === "script" ? "command" : kind === "waiter" ? "wait" : kind, p);
   const stepNotify = readStepNotify(body, field, kind, p, ctx.uploaded);
   if (kind === "group") {
     if (group) {

@@ -107,3 +107,63 @@ export function checkAttributes(body: Val, field: string, kind: AttributeKind, p
     );
   }
 }
+
+/** The kinds of step of the REST visual `steps` form (docs/compatibility.md#pipeline-yaml). */
+export type VisualKind = "script" | "waiter" | "manual" | "input" | "trigger";
+
+const VISUAL_COMMON = ["type", "key", "depends_on", "allow_dependency_failure", "if", "branch_configuration", "notify"];
+
+/** The attributes each kind of visual step reads; anything else is refused naming it. */
+export const VISUAL_STEP_ATTRIBUTES: Record<VisualKind, readonly string[]> = {
+  script: [
+    ...VISUAL_COMMON,
+    "name",
+    "label",
+    "command",
+    "agent_query_rules",
+    "artifact_paths",
+    "env",
+    "timeout_in_minutes",
+    "concurrency",
+    "concurrency_group",
+    "parallelism",
+  ],
+  waiter: [...VISUAL_COMMON, "continue_on_failure"],
+  manual: [...VISUAL_COMMON, "label", "prompt"],
+  input: [...VISUAL_COMMON, "label", "prompt"],
+  trigger: [
+    ...VISUAL_COMMON,
+    "label",
+    "trigger_project_slug",
+    "pipeline",
+    "trigger_async",
+    "async",
+    "build",
+    "trigger_commit",
+    "trigger_branch",
+    "parallelism",
+  ],
+};
+
+/** Refuses each attribute of a visual step that its kind does not read: the YAML's own with a pointer to it. */
+export function checkVisualAttributes(val: Val, field: string, kind: VisualKind, p: Problems): void {
+  if (!isMapping(val.v)) return;
+  const allowed = VISUAL_STEP_ATTRIBUTES[kind];
+  const yamlKind: AttributeKind = {
+    script: "command",
+    waiter: "wait",
+    manual: "block",
+    input: "input",
+    trigger: "trigger",
+  }[kind] as AttributeKind;
+  for (const name of Object.keys(val.v)) {
+    if (allowed.includes(name)) continue;
+    p.add(
+      `${field}.${name}`,
+      STEP_ATTRIBUTES[yamlKind].includes(name)
+        ? "is taken in YAML configuration only, not in the visual steps; set the pipeline's `configuration` instead"
+        : (UNSUPPORTED_ATTRIBUTES[name] ??
+            `is not an attribute of a visual ${kind} step (it has ${allowed.filter((a) => a !== "type").join(", ")})`),
+    );
+  }
+}

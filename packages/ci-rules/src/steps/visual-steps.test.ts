@@ -343,7 +343,19 @@ describe("parseVisualSteps", () => {
     });
   });
 
-  it("ignores unknown fields", () => {
-    expect(ok([{ type: "waiter", colour: "blue" }])).toEqual([{ type: "waiter" }]);
+  it("refuses fields a kind of visual step does not read, naming them; the YAML's own point to configuration", () => {
+    const result = parseVisualSteps([
+      { type: "waiter", colour: "blue" },
+      { type: "script", command: "x", matrix: ["a"], retry: { manual: false }, cache: "x" },
+    ]);
+    expect(result.ok ? [] : result.errors).toEqual([
+      {
+        field: "steps[0].colour",
+        code: expect.stringMatching(/^is not an attribute of a visual waiter step \(it has key, /),
+      },
+      { field: "steps[1].matrix", code: expect.stringMatching(/^is taken in YAML configuration only/) },
+      { field: "steps[1].retry", code: expect.stringMatching(/^is taken in YAML configuration only/) },
+      { field: "steps[1].cache", code: expect.stringMatching(/^is not supported by this server/) },
+    ]);
   });
 });

@@ -19,6 +19,7 @@
  */
 import { branchFilterProblem } from "../branch-filter.js";
 import type { ManualStep, PipelineStep, ScriptStep, StepCommon, StepsResult, TriggerStep, WaiterStep } from "./step.js";
+import { checkVisualAttributes } from "./step-attributes.js";
 import {
   checkDependencies,
   describeValue,
@@ -89,6 +90,7 @@ function parseVisualStep(val: Val, field: string, p: Problems, keys: KeyRegistry
   if (!kind) {
     return p.add(`${field}.type`, `must be "script", "waiter", "manual" or "trigger", got ${describeValue(typeVal.v)}`);
   }
+  checkVisualAttributes(val, field, kind, p);
   if (!isUnset(member(val, "notify"))) {
     // The notifications service reads notify from YAML configuration only (docs/notifications.md#notify).
     p.add(`${field}.notify`, "is taken in YAML configuration only, not in the visual steps");
