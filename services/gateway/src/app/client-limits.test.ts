@@ -3,8 +3,9 @@ import { connect } from "node:net";
 import { Readable } from "node:stream";
 import { Role } from "@conveyor/proto/identity";
 import type { FastifyInstance } from "fastify";
+import Fastify from "fastify";
 import { buildTestApp, type FakeWorld, makeOrg, makePrincipal, makeUser } from "../testing/test-app.js";
-import { dropStalledReader } from "./client-limits.js";
+import { DEFAULT_CLIENT_LIMITS, dropStalledReader, registerClientLimits } from "./client-limits.js";
 
 const acme = makeOrg("acme", "Acme");
 const ann = makeUser(1, "Ann");
@@ -212,5 +213,24 @@ describe("dropStalledReader", () => {
     expect(read).toBeGreaterThan(4 * 1024 * 1024);
     // The client left after 4 s: the server saw it go, and had not dropped it.
     expect((await closing)?.dropped).toBe(false);
+  });
+});
+
+describe("registerClientLimits on answers of every kind", () => {
+  it("leaves empty (204), plain and streamed answers as their routes give them", async () => {
+    const app = Fastify();
+    registerClientLimits(app, { ...DEFAULT_CLIENT_LIMITS, readIdleTimeoutMs: 1_000 });
+    app.put("/empty", async (_req, reply) => reply.code(204).send());
+    app.get("/plain", async () => ({ ok: true }));
+    app.get("/streamed", async (_req, reply) => reply.type("text/plain").send(Readable.from(["a", "b"])));
+    try {
+      expect((await app.inject({ method: "PUT", url: "/empty" })).statusCode).toBe(204);
+      const plain = await app.inject({ method: "GET", url: "/plain" });
+      expect([plain.statusCode, plain.json()]).toEqual([200, { ok: true }]);
+      const streamed = await app.inject({ method: "GET", url: "/streamed" });
+      expect([streamed.statusCode, streamed.body]).toEqual([200, "ab"]);
+    } finally {
+      await app.close();
+    }
   });
 });
