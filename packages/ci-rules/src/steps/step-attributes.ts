@@ -127,6 +127,7 @@ export const VISUAL_STEP_ATTRIBUTES: Record<VisualKind, readonly string[]> = {
     "concurrency",
     "concurrency_group",
     "parallelism",
+    "plugins",
   ],
   waiter: [...VISUAL_COMMON, "continue_on_failure"],
   manual: [...VISUAL_COMMON, "label", "prompt"],

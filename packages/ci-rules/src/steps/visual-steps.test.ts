@@ -343,6 +343,18 @@ describe("parseVisualSteps", () => {
     });
   });
 
+  it("reads plugins as go-buildkite sends them (a map), into the list form", () => {
+    expect(ok([{ type: "script", command: "x", plugins: { "docker#v5.0.0": { image: "node" } } }])).toEqual([
+      {
+        type: "script",
+        name: "",
+        command: "x",
+        agent_query_rules: [],
+        plugins: [{ "docker#v5.0.0": { image: "node" } }],
+      },
+    ]);
+  });
+
   it("refuses fields a kind of visual step does not read, naming them; the YAML's own point to configuration", () => {
     const result = parseVisualSteps([
       { type: "waiter", colour: "blue" },

@@ -40,6 +40,7 @@ import {
   type Val,
 } from "./step-checks.js";
 import { STEP_LIMITS } from "./step-limits.js";
+import { readPlugins } from "./step-options.js";
 
 type VisualKind = "script" | "waiter" | "manual" | "input" | "trigger";
 
@@ -190,6 +191,9 @@ function parseScript(val: Val, field: string, p: Problems, common: StepCommon): 
     max: STEP_LIMITS.maxParallelism,
   });
   if (parallelism !== undefined) step.parallelism = parallelism;
+  // go-buildkite's Step sends them (a map of plugin → settings); the agent runs them as from YAML.
+  const plugins = readPlugins(member(val, "plugins"), `${field}.plugins`, p);
+  if (plugins !== undefined) step.plugins = plugins;
   return step;
 }
 
