@@ -100,6 +100,7 @@ const AGENT_BODIES: Record<string, unknown> = {
   agentHeaderTimes: { header_times: { "0": "2026-01-01T00:00:00Z" } },
   agentUpdateJob: { timeout_in_minutes: "5" },
   agentStepUpdate: { attribute: "label", value: "refused" },
+  agentPromiseFailure: { exit_status: 3 },
   agentSetMetaData: { key: "matrix", value: "refused" },
   agentSetMetaDataBatch: { items: [{ key: "matrix", value: "refused" }] },
   agentGetMetaDataByJob: KEY,
