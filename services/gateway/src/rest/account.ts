@@ -6,6 +6,7 @@ import type { RateLimiter } from "../rate-limit/rate-limiter.js";
 import { renderUser, UserSchema } from "../render/user.js";
 import { responses, typed } from "../route-declarations/declare.js";
 import { OrgParams } from "../route-declarations/params.js";
+import { PagingQuery } from "./paging.js";
 
 const RestLimitSchema = Type.Object({
   limit: Type.Integer(),
@@ -87,6 +88,8 @@ export function accountRoutes(app: FastifyInstance, limiter: RateLimiter | undef
         summary: "The organization's custom emojis: none (an empty list)",
         tags: ["organizations"],
         params: OrgParams,
+        // Taken as every list takes them; there is never a second page.
+        querystring: PagingQuery,
         response: responses(200, Type.Array(EmojiSchema)),
       },
     },

@@ -99,6 +99,7 @@ describe("the cluster routes", () => {
         created_by: null,
       },
     ]);
+    expect((await call("GET", `${BASE}?page=2`, undefined, "reader")).json()).toEqual([]);
     expect((await call("GET", `${BASE}/${CLUSTER}`, undefined, "reader")).json()).toMatchObject({ id: CLUSTER });
     expect((await call("GET", `${BASE}/other`, undefined, "reader")).json()).toEqual({ message: "No cluster found" });
   });

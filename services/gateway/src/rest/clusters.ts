@@ -16,7 +16,9 @@ import { graphqlId, type Urls } from "../render/urls.js";
 import { noContent, responses, typed } from "../route-declarations/declare.js";
 import { BOUNDS, Id, OrgParams, Slug, text } from "../route-declarations/params.js";
 import { onlyFields } from "../route-declarations/unknown-fields.js";
+import { PagingQuery } from "./paging.js";
 import type { RouteDeps } from "./route-deps.js";
+import { paged } from "./teams-shared.js";
 
 const CLUSTERS = "/v2/organizations/:org/clusters";
 const CLUSTER = `${CLUSTERS}/:cluster`;
@@ -88,6 +90,12 @@ function renderToken(t: AgentToken, urls: Urls, org: string, secret?: string) {
   };
 }
 
+/** One page of a list the agents service answers whole (an organization's clusters, a cluster's tokens). */
+const pageOfList = <T>(all: T[], page: number, perPage: number) => ({
+  items: all.slice((page - 1) * perPage, page * perPage),
+  totalCount: all.length,
+});
+
 const ClusterFields = { name: text(BOUNDS.name, { minLength: 1 }), description: Type.Optional(text(1000)) };
 const TokenFields = { description: text(1000, { minLength: 1 }) };
 
@@ -121,13 +129,15 @@ export function clusterRoutes(app: FastifyInstance, deps: RouteDeps): void {
         summary: "List the organization's clusters",
         tags,
         params: OrgParams,
+        querystring: PagingQuery,
         response: responses(200, Type.Array(ClusterSchema)),
       },
     },
-    async (request) => {
+    async (request, reply) => {
       const org = organizationOf(request, false);
       const { clusters } = await clients.agents.listClusters({ organizationId: org.id });
-      return clusters.map((c) => renderCluster(c, urls, org.slug));
+      const page = await paged(deps, request, reply, async (n, perPage) => pageOfList(clusters, n, perPage));
+      return page.map((c) => renderCluster(c, urls, org.slug));
     },
   );
 
@@ -184,13 +194,16 @@ export function clusterRoutes(app: FastifyInstance, deps: RouteDeps): void {
         summary: "List a cluster's active agent tokens (never their values)",
         tags,
         params: ClusterParams,
+        querystring: PagingQuery,
         response: responses(200, Type.Array(TokenSchema)),
       },
     },
-    async (request) => {
+    async (request, reply) => {
       const org = organizationOf(request, false);
       const cluster = await clusterOf(org.id, request.params.cluster);
-      return (await tokensOf(org.id, cluster.id)).map((t) => renderToken(t, urls, org.slug));
+      const tokens = await tokensOf(org.id, cluster.id);
+      const page = await paged(deps, request, reply, async (n, perPage) => pageOfList(tokens, n, perPage));
+      return page.map((t) => renderToken(t, urls, org.slug));
     },
   );
 
