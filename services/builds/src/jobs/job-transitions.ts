@@ -163,7 +163,7 @@ export function createJobTransitions(ctx: BuildsContext, reconcile: Reconcile, r
 
     /**
      * Changes the dispatch priority of a command job no agent has taken yet (REST's reprioritize): dispatch reads
-     * the jobs' `priority` (docs/compatibility.md#jobs), so it takes effect from the next round of dispatch.
+     * the jobs' `priority` (docs/compatibility.md#jobs-and-logs), so it takes effect from the next round of dispatch.
      */
     async setPriority(jobId: string, priority: number): Promise<Job> {
       if (!Number.isInteger(priority) || Math.abs(priority) > MAX_PRIORITY)
