@@ -16,6 +16,7 @@ type AgentRpcs = Omit<
   | "createCluster"
   | "getCluster"
   | "listClusters"
+  | "updateCluster"
   | "createAgentToken"
   | "authenticateAgentToken"
   | "listAgentTokens"

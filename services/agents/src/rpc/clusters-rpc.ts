@@ -31,6 +31,7 @@ type ClusterRpcs = Pick<
   | "createCluster"
   | "getCluster"
   | "listClusters"
+  | "updateCluster"
   | "createAgentToken"
   | "authenticateAgentToken"
   | "listAgentTokens"
@@ -51,12 +52,17 @@ export function createClusterRpcs(deps: ClustersRpcDeps): ClusterRpcs {
       throw invalidFields([{ field: "description", code: `is too long (maximum is ${MAX_DESCRIPTION} characters)` }]);
   };
 
+  const checkName = (raw: string) => {
+    const name = raw.trim();
+    if (name === "") throw invalidFields([{ field: "name", code: "can't be blank" }]);
+    if (name.length > 255) throw invalidFields([{ field: "name", code: "is too long (maximum is 255 characters)" }]);
+    return name;
+  };
+
   return {
     async createCluster(req) {
       requireOrgId(req.organizationId);
-      const name = req.name.trim();
-      if (name === "") throw invalidFields([{ field: "name", code: "can't be blank" }]);
-      if (name.length > 255) throw invalidFields([{ field: "name", code: "is too long (maximum is 255 characters)" }]);
+      const name = checkName(req.name);
       checkDescription(req.description);
       const cluster: ClusterDoc = {
         _id: newId(),
@@ -78,6 +84,25 @@ export function createClusterRpcs(deps: ClustersRpcDeps): ClusterRpcs {
       const cluster = isUuid(req.id) ? await clusters.findCluster(req.organizationId, req.id) : null;
       if (!cluster) throw notFound("cluster");
       return { cluster: clusterMessage(cluster) };
+    },
+
+    async updateCluster(req) {
+      const change: { name?: string; description?: string } = {};
+      if (req.name !== undefined) change.name = checkName(req.name);
+      if (req.description !== undefined) {
+        checkDescription(req.description);
+        change.description = req.description.trim();
+      }
+      const found = isUuid(req.id) ? await clusters.findCluster(req.organizationId, req.id) : null;
+      if (!found) throw notFound("cluster");
+      try {
+        const updated = await clusters.updateCluster(req.organizationId, found._id, change);
+        if (!updated) throw notFound("cluster");
+        return { cluster: clusterMessage(updated) };
+      } catch (err) {
+        if (err instanceof DuplicateClusterError) throw alreadyExists("name", "has already been taken", err);
+        throw err;
+      }
     },
 
     async listClusters(req) {

@@ -30,6 +30,12 @@ export interface ClusterRepository {
   insertCluster(cluster: ClusterDoc): Promise<void>;
   findCluster(organizationId: string, id: string): Promise<ClusterDoc | null>;
   listClusters(organizationId: string): Promise<ClusterDoc[]>;
+  /** Changes a cluster's name or description; null when there is none. A taken name is a DuplicateClusterError. */
+  updateCluster(
+    organizationId: string,
+    id: string,
+    change: Partial<Pick<ClusterDoc, "name" | "description">>,
+  ): Promise<ClusterDoc | null>;
   insertAgentToken(token: AgentTokenDoc): Promise<void>;
   findAgentToken(id: string): Promise<AgentTokenDoc | null>;
   findAgentTokenByHash(hash: string): Promise<AgentTokenDoc | null>;
@@ -60,6 +66,18 @@ export async function createMongoClusterRepository(db: Db): Promise<ClusterRepos
       }
     },
     findCluster: (organizationId, id) => clusters.findOne({ _id: id, organizationId }),
+    async updateCluster(organizationId, id, change) {
+      try {
+        return await clusters.findOneAndUpdate(
+          { _id: id, organizationId },
+          { $set: change },
+          { returnDocument: "after" },
+        );
+      } catch (err) {
+        if (isDuplicateKeyError(err)) throw new DuplicateClusterError(change.name ?? "", { cause: err });
+        throw err;
+      }
+    },
     listClusters: (organizationId) =>
       clusters.find({ organizationId }).sort({ organizationId: 1, name: 1 }).limit(LIST_LIMIT).toArray(),
     insertAgentToken: async (token) => {

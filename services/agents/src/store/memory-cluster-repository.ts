@@ -31,6 +31,15 @@ export function createMemoryClusterRepository(): ClusterRepository {
       const cluster = clusters.get(id);
       return cluster && cluster.organizationId === organizationId ? copy(cluster) : null;
     },
+    async updateCluster(organizationId, id, change) {
+      const cluster = clusters.get(id);
+      if (!cluster || cluster.organizationId !== organizationId) return null;
+      const { name } = change;
+      const others = [...clusters.values()].filter((c) => c._id !== id && c.organizationId === organizationId);
+      if (name !== undefined && others.some((c) => c.name === name)) throw new DuplicateClusterError(name);
+      Object.assign(cluster, copy(change));
+      return copy(cluster);
+    },
     async listClusters(organizationId) {
       return [...clusters.values()]
         .filter((c) => c.organizationId === organizationId)
