@@ -23,12 +23,17 @@ export interface NotificationsConfig {
   readonly smtpUrl: string | undefined;
   /** Their sender. */
   readonly smtpFrom: string;
+  /**
+   * The handlers' caches of pipelines and of organizations' webhooks (docs/notifications.md#what-the-handlers-read):
+   * how long an entry is used at most (a missed event's staleness; 0 turns them off) and how many each keeps.
+   */
+  readonly cache: { readonly ttlMs: number; readonly max: number };
 }
 
 /**
  * Parses NOTIFY_RETRY_FOR_S, NOTIFY_RETRY_BASE_MS, NOTIFY_RETRY_MAX_MS, NOTIFY_MAX_ATTEMPTS, NOTIFY_LEASE_S,
  * NOTIFY_MAX_IN_FLIGHT, NOTIFY_PER_ORGANIZATION, NOTIFY_PER_HOST, NOTIFY_DISPATCH_INTERVAL_MS, NOTIFY_KEEP_HOURS and
- * NOTIFY_MAX_WEBHOOKS, NOTIFY_MAX_PENDING, IDENTITY_URL, PIPELINES_URL, BUILDS_URL, PUBLIC_URL, WEB_URL, SMTP_URL and SMTP_FROM once.
+ * NOTIFY_MAX_WEBHOOKS, NOTIFY_MAX_PENDING, NOTIFY_CACHE_TTL_MS, NOTIFY_CACHE_MAX, IDENTITY_URL, PIPELINES_URL, BUILDS_URL, PUBLIC_URL, WEB_URL, SMTP_URL and SMTP_FROM once.
  */
 export function readNotificationsConfig(env: Env): NotificationsConfig {
   const r = createEnvReader(env);
@@ -60,5 +65,9 @@ export function readNotificationsConfig(env: Env): NotificationsConfig {
     keepFinishedMs: r.int("NOTIFY_KEEP_HOURS", 168, { min: 1, max: 24 * 365 }) * 3_600_000,
     maxWebhooksPerOrganization: r.int("NOTIFY_MAX_WEBHOOKS", 50, { min: 1, max: 1000 }),
     maxPendingPerOrganization: r.int("NOTIFY_MAX_PENDING", 10_000, { min: 1, max: 1_000_000 }),
+    cache: Object.freeze({
+      ttlMs: r.int("NOTIFY_CACHE_TTL_MS", 30_000, { min: 0, max: 3_600_000 }),
+      max: r.int("NOTIFY_CACHE_MAX", 10_000, { min: 1, max: 1_000_000 }),
+    }),
   });
 }

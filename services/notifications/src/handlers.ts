@@ -10,7 +10,7 @@ import { createOrganizationWebhooksHandler } from "./webhooks/organization-webho
  */
 export async function createHandlers(ctx: NotificationsContext): Promise<EventHandler[]> {
   return [
-    createOrganizationWebhooksHandler(ctx.webhooks, ctx.payloads),
+    createOrganizationWebhooksHandler(ctx.webhookCache, ctx.payloads),
     createNotifyHandler(ctx.notify),
     ...(ctx.commitStatuses ? [ctx.commitStatuses.handler] : []),
     ...ctx.extraHandlers,

@@ -9,6 +9,9 @@ import { NotificationsService } from "@conveyor/proto/notifications";
 import { PipelinesService } from "@conveyor/proto/pipelines";
 import { SourceProvidersService } from "@conveyor/proto/source-providers";
 import { createOutboundClient, createServiceClient, readOutboundConfig, repeat, runService } from "@conveyor/runtime";
+import { createPipelineCache } from "./cache/pipeline-cache.js";
+import { subscribePipelineEvents } from "./cache/pipeline-events.js";
+import { announceWebhooksChanged, createWebhookCache, subscribeWebhookChanges } from "./cache/webhook-cache.js";
 import { createChannels } from "./channels.js";
 import { readNotificationsConfig } from "./config.js";
 import { createDispatcher } from "./dispatch/dispatcher.js";
@@ -31,16 +34,35 @@ void runService(
     serviceNames: [NotificationsService.typeName, SourceProvidersService.typeName],
     async setup({ db, nats, logger, env, config: backend }) {
       const config = readNotificationsConfig(env);
-      const [webhooks, deliveries] = await Promise.all([
+      const [storedWebhooks, deliveries] = await Promise.all([
         createMongoWebhookRepository(db),
         createMongoDeliveryRepository(db),
       ]);
+      // What the handlers read of pipelines and webhooks, kept current by events (docs/notifications.md#what-the-handlers-read).
+      const pipelines = createPipelineCache(
+        createServiceClient(PipelinesService, config.serviceUrls.pipelines),
+        config.cache,
+      );
+      subscribePipelineEvents(nats, pipelines, logger);
+      const webhookCache = createWebhookCache(storedWebhooks, {
+        ...config.cache,
+        announce: (organizationId) => announceWebhooksChanged(nats, organizationId),
+      });
+      subscribeWebhookChanges(nats, webhookCache, logger);
+      const webhooks = webhookCache.repository;
       // The one client for addresses users give (docs/security.md#outbound-requests).
       const outbound = createOutboundClient(readOutboundConfig(env));
-      const commitStatuses = await createCommitStatusParts({ db, env, logger, outbound, now: () => new Date() });
+      const commitStatuses = await createCommitStatusParts({
+        db,
+        env,
+        logger,
+        outbound,
+        now: () => new Date(),
+        pipelines,
+      });
       const reads = {
         identity: createServiceClient(IdentityService, config.serviceUrls.identity),
-        pipelines: createServiceClient(PipelinesService, config.serviceUrls.pipelines),
+        pipelines,
         builds: createServiceClient(BuildsService, config.serviceUrls.builds),
         publicUrl: config.publicUrl,
         webUrl: config.webUrl,
@@ -49,6 +71,7 @@ void runService(
       const ctx: NotificationsContext = {
         config,
         webhooks,
+        webhookCache,
         deliveries,
         now: () => new Date(),
         logger,

@@ -1,4 +1,5 @@
 import type { Logger, OutboundClient } from "@conveyor/runtime";
+import type { WebhookCache } from "./cache/webhook-cache.js";
 import type { NotificationsConfig } from "./config.js";
 import type { Channel } from "./dispatch/channel.js";
 import type { EventHandler } from "./events/handler.js";
@@ -11,7 +12,10 @@ import type { Payloads } from "./webhooks/payloads.js";
 /** What the notifications service's parts share. */
 export interface NotificationsContext {
   config: NotificationsConfig;
+  /** Webhooks; writes through it drop and announce the organization's kept list (cache/webhook-cache.ts). */
   webhooks: WebhookRepository;
+  /** An organization's webhooks as the event handler reads them, kept (docs/notifications.md#what-the-handlers-read). */
+  webhookCache: Pick<WebhookCache, "list">;
   deliveries: DeliveryRepository;
   now: () => Date;
   logger: Logger;

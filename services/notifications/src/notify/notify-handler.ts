@@ -1,9 +1,10 @@
 import type { Client } from "@connectrpc/connect";
-import { evaluateCondition, type NotifyRule, notifyFiresOn, parsePipelineYaml } from "@conveyor/ci-rules";
+import { evaluateCondition, type NotifyRule, notifyFiresOn, type PipelineStep } from "@conveyor/ci-rules";
 import type { Build, BuildsService, Job } from "@conveyor/proto/builds";
 import type { IdentityService } from "@conveyor/proto/identity";
-import type { Pipeline, PipelinesService } from "@conveyor/proto/pipelines";
+import type { Pipeline } from "@conveyor/proto/pipelines";
 import { createUrls } from "@conveyor/rest-render";
+import type { PipelineCache } from "../cache/pipeline-cache.js";
 import type { DeliveryIntent, EventHandler } from "../events/handler.js";
 import type { NotificationEvent } from "../events/notification-event.js";
 import type { Payloads } from "../webhooks/payloads.js";
@@ -11,7 +12,8 @@ import { buildEmail, buildSentence, notifyBuildEvent, notifyContext, slackText }
 
 export interface NotifyHandlerDeps {
   identity: Pick<Client<typeof IdentityService>, "getOrganization">;
-  pipelines: Pick<Client<typeof PipelinesService>, "getPipeline">;
+  /** The shared pipeline cache (its rules are the parsed `notify:`). */
+  pipelines: Pick<PipelineCache, "get">;
   builds: Pick<Client<typeof BuildsService>, "getBuild">;
   payloads: Payloads;
   publicUrl: string;
@@ -27,20 +29,16 @@ const hostOf = (url: string) => {
 };
 
 /** A job's step in the pipeline's steps: by its key, else by its place when the label matches too. */
-function stepOf(steps: ReturnType<typeof parsedSteps>, job: Job) {
+function stepOf(steps: readonly PipelineStep[], job: Job) {
   if (job.stepKey) return steps.find((s) => s.key === job.stepKey);
   const at = steps[Math.trunc(job.stepPosition)];
   return at && Number.isInteger(job.stepPosition) && at.type === "script" && at.name === job.label ? at : undefined;
 }
 
-function parsedSteps(pipeline: Pipeline) {
-  const parsed = pipeline.configuration ? parsePipelineYaml(pipeline.configuration) : null;
-  return parsed?.ok ? parsed.steps : [];
-}
-
 /**
  * The pipeline YAML's `notify:` (docs/notifications.md#notify): read from the pipeline's configuration when the
- * event happens, each rule that fires on the event and whose `if:` holds becomes a delivery: `notify-webhook`
+ * event happens (parsed once per change of it, by the shared pipeline cache; a pipeline without notify: costs no
+ * RPC and no parse per event), each rule that fires on the event and whose `if:` holds becomes a delivery: `notify-webhook`
  * (the webhook body), `email` (subject, text and HTML with the build's link) or `slack` (one per channel, or one to
  * the webhook's own channel). `github_commit_status` and `github_check` are the commit statuses' (docs/statuses.md).
  */
@@ -137,15 +135,10 @@ export function createNotifyHandler(deps: NotifyHandlerDeps): EventHandler {
       if (e.type === "build") {
         const name = notifyBuildEvent(e.kind, e.build.state, e.previousState);
         if (!name) return [];
-        const { pipeline } = await deps.pipelines.getPipeline({
-          organizationId: e.build.organizationId,
-          pipeline: e.build.pipelineId,
-        });
-        if (!pipeline?.configuration) return [];
-        const parsed = parsePipelineYaml(pipeline.configuration);
-        if (!parsed.ok || !parsed.notify?.length) return [];
+        const cached = await deps.pipelines.get(e.build.organizationId, e.build.pipelineId);
+        if (!cached || cached.rules.buildNotify.length === 0) return [];
         const slug = await orgSlug(e.build.organizationId);
-        return intentsFor(e, parsed.notify, "build", name, e.build, pipeline, slug);
+        return intentsFor(e, cached.rules.buildNotify, "build", name, e.build, cached.pipeline, slug);
       }
       // A job's end is its step's step.finished.
       if (
@@ -154,17 +147,14 @@ export function createNotifyHandler(deps: NotifyHandlerDeps): EventHandler {
       ) {
         return [];
       }
-      const { pipeline } = await deps.pipelines.getPipeline({
-        organizationId: e.organizationId,
-        pipeline: e.pipelineId,
-      });
-      if (!pipeline) return [];
-      const step = stepOf(parsedSteps(pipeline), e.job);
+      const cached = await deps.pipelines.get(e.organizationId, e.pipelineId);
+      if (!cached || cached.rules.steps.length === 0) return [];
+      const step = stepOf(cached.rules.steps, e.job);
       if (step?.type !== "script" || !step.notify?.length) return [];
       const { build } = await deps.builds.getBuild({ pipelineId: e.pipelineId, number: e.buildNumber });
       if (!build) return [];
       const slug = await orgSlug(e.organizationId);
-      return intentsFor(e, step.notify, "step", "step.finished", build, pipeline, slug, e.job);
+      return intentsFor(e, step.notify, "step", "step.finished", build, cached.pipeline, slug, e.job);
     },
   };
 }

@@ -1,6 +1,7 @@
 import { create } from "@bufbuild/protobuf";
 import { BuildSchema, JobSchema } from "@conveyor/proto/builds";
 import { PipelineSchema } from "@conveyor/proto/pipelines";
+import { createPipelineCache } from "../cache/pipeline-cache.js";
 import type { NotificationEvent } from "../events/notification-event.js";
 import { createNotifyHandler } from "./notify-handler.js";
 import { buildEmail, notifyBuildEvent, slackText } from "./notify-rules.js";
@@ -39,7 +40,7 @@ const build = (state: string) =>
 function handler() {
   return createNotifyHandler({
     identity: { getOrganization: async () => ({ organization: { slug: "acme" } }) } as never,
-    pipelines: { getPipeline: async () => ({ pipeline }) } as never,
+    pipelines: createPipelineCache({ getPipeline: async () => ({ pipeline }) } as never, { ttlMs: 0, max: 10 }),
     builds: { getBuild: async () => ({ build: build("failing") }) } as never,
     payloads: { body: async (_e, name) => ({ event: name }) },
     publicUrl: "http://api.test",

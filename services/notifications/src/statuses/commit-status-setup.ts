@@ -1,7 +1,6 @@
 import type { ServiceImpl } from "@connectrpc/connect";
 import { BuildsService } from "@conveyor/proto/builds";
 import { IdentityService } from "@conveyor/proto/identity";
-import { PipelinesService } from "@conveyor/proto/pipelines";
 import type { SourceProvidersService } from "@conveyor/proto/source-providers";
 import {
   createServiceClient,
@@ -16,6 +15,7 @@ import {
   urlRefusal,
 } from "@conveyor/runtime";
 import type { Db } from "mongodb";
+import type { PipelineCache } from "../cache/pipeline-cache.js";
 import type { Channel } from "../dispatch/channel.js";
 import type { EventHandler } from "../events/handler.js";
 import { createGithubAppTokens, type OutboundCall } from "../providers/github-app.js";
@@ -48,6 +48,8 @@ export interface CommitStatusSetupDeps {
   /** The process's outbound client (no server-side request forgery). */
   outbound: OutboundClient;
   now: () => Date;
+  /** The service's shared pipeline cache. */
+  pipelines: Pick<PipelineCache, "get">;
 }
 
 /**
@@ -69,11 +71,10 @@ export async function createCommitStatusParts(deps: CommitStatusSetupDeps): Prom
     now: deps.now,
     refusedUrl: async (url) => urlRefusal(allow, new URL(url)),
   });
-  const url = (service: "pipelines" | "builds" | "identity") =>
-    env[serviceUrlVar(service)]?.trim() || defaultServiceUrl(service);
+  const url = (service: "builds" | "identity") => env[serviceUrlVar(service)]?.trim() || defaultServiceUrl(service);
   const sources = createRpcStatusSources({
     connections: repository,
-    pipelines: createServiceClient(PipelinesService, url("pipelines")),
+    pipelines: deps.pipelines,
     builds: createServiceClient(BuildsService, url("builds")),
     identity: createServiceClient(IdentityService, url("identity")),
     webBaseUrl: env.WEB_URL?.trim() || env.PUBLIC_URL?.trim() || "http://127.0.0.1:8080",

@@ -1,6 +1,7 @@
 import { create } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { BuildSchema } from "@conveyor/proto/builds";
+import { createPipelineCache } from "../cache/pipeline-cache.js";
 import { createRpcStatusSources, type RpcStatusSourcesDeps } from "./status-sources.js";
 
 const pipeline = {
@@ -21,14 +22,17 @@ function setup() {
         return [];
       },
     },
-    pipelines: {
-      getPipeline: async (req: { pipeline: string }) => {
-        calls.push(`pipeline ${req.pipeline}`);
-        if (req.pipeline === "gone") throw new ConnectError("No pipeline found", Code.NotFound);
-        if (req.pipeline === "broken") throw new ConnectError("down", Code.Unavailable);
-        return { pipeline };
-      },
-    },
+    pipelines: createPipelineCache(
+      {
+        getPipeline: async (req: { pipeline: string }) => {
+          calls.push(`pipeline ${req.pipeline}`);
+          if (req.pipeline === "gone") throw new ConnectError("No pipeline found", Code.NotFound);
+          if (req.pipeline === "broken") throw new ConnectError("down", Code.Unavailable);
+          return { pipeline };
+        },
+      } as never,
+      { ttlMs: 5_000, max: 100, now: () => clock },
+    ),
     builds: {
       getBuild: async (req: { number: number }) => {
         if (req.number === 404) throw new ConnectError("No build found", Code.NotFound);

@@ -1,13 +1,13 @@
 import { Code, ConnectError } from "@connectrpc/connect";
-import { type BuildContext, commitStatusNotifications, evaluateCondition } from "@conveyor/ci-rules";
+import { type BuildContext, evaluateCondition } from "@conveyor/ci-rules";
 import type { Build, BuildsService } from "@conveyor/proto/builds";
 import type { IdentityService } from "@conveyor/proto/identity";
-import type { PipelinesService } from "@conveyor/proto/pipelines";
 import type { Client } from "@conveyor/runtime";
+import type { PipelineCache } from "../cache/pipeline-cache.js";
 import type { SourceProviderRepository } from "../providers/source-provider-repository.js";
 import type { StatusPipeline, StatusSources } from "./commit-status-handler.js";
 
-/** How long what the handler read is used again (connections, pipelines); organizations' slugs are kept longer. */
+/** How long an organization's connections are used again; organizations' slugs are kept longer. */
 const FRESH_MS = 5_000;
 const SLUG_FRESH_MS = 60_000;
 /** Entries each cache keeps at most. */
@@ -33,7 +33,8 @@ const missing = (err: unknown) => err instanceof ConnectError && err.code === Co
 
 export interface RpcStatusSourcesDeps {
   connections: Pick<SourceProviderRepository, "list">;
-  pipelines: Client<typeof PipelinesService>;
+  /** The service's shared pipeline cache (docs/notifications.md#what-the-handlers-read). */
+  pipelines: Pick<PipelineCache, "get">;
   builds: Client<typeof BuildsService>;
   identity: Client<typeof IdentityService>;
   /** The base of `web_url` fields (WEB_URL, else PUBLIC_URL, as the gateway's). */
@@ -42,14 +43,14 @@ export interface RpcStatusSourcesDeps {
 }
 
 /**
- * The handler's reads over RPC: the organization's connections (its own database), the pipeline (pipelines
- * service), a job's build (builds service) and the organization's slug for `web_url` (identity), each kept a few
- * seconds so that a build's burst of events costs a few reads. A pipeline or build that is gone reads as null.
+ * The handler's reads over RPC: the organization's connections (its own database, kept a few seconds so that a
+ * build's burst of events costs a few reads), the pipeline (the shared pipeline cache, with its YAML's
+ * github_commit_status entries read once per change), a job's build (builds service) and the organization's slug for
+ * `web_url` (identity). A pipeline or build that is gone reads as null.
  */
 export function createRpcStatusSources(deps: RpcStatusSourcesDeps): StatusSources {
   const now = deps.now ?? Date.now;
   const connections = ttlCache<Awaited<ReturnType<StatusSources["connections"]>>>(FRESH_MS, now);
-  const pipelines = ttlCache<Awaited<ReturnType<StatusSources["pipeline"]>>>(FRESH_MS, now);
   const slugs = ttlCache<string>(SLUG_FRESH_MS, now);
   const base = deps.webBaseUrl.replace(/\/+$/, "");
   const slugOf = (organizationId: string) =>
@@ -59,23 +60,18 @@ export function createRpcStatusSources(deps: RpcStatusSourcesDeps): StatusSource
     });
   return {
     connections: (organizationId) => connections(organizationId, () => deps.connections.list(organizationId)),
-    pipeline: (organizationId, pipelineId) =>
-      pipelines(`${organizationId}/${pipelineId}`, async () => {
-        try {
-          const { pipeline } = await deps.pipelines.getPipeline({ organizationId, pipeline: pipelineId });
-          if (!pipeline) return null;
-          return {
-            slug: pipeline.slug,
-            defaultBranch: pipeline.defaultBranch,
-            repository: pipeline.repository,
-            providerSettings: (pipeline.provider?.settings ?? {}) as Record<string, unknown>,
-            notify: commitStatusNotifications(pipeline.configuration),
-          };
-        } catch (err) {
-          if (missing(err)) return null;
-          throw err;
-        }
-      }),
+    async pipeline(organizationId, pipelineId) {
+      const cached = await deps.pipelines.get(organizationId, pipelineId);
+      if (!cached) return null;
+      const { pipeline, rules } = cached;
+      return {
+        slug: pipeline.slug,
+        defaultBranch: pipeline.defaultBranch,
+        repository: pipeline.repository,
+        providerSettings: (pipeline.provider?.settings ?? {}) as Record<string, unknown>,
+        notify: rules.commitStatuses,
+      };
+    },
     async build(pipelineId, number) {
       try {
         return (await deps.builds.getBuild({ pipelineId, number })).build ?? null;

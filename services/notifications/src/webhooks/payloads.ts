@@ -1,7 +1,7 @@
 import type { Client } from "@connectrpc/connect";
 import type { BuildsService } from "@conveyor/proto/builds";
 import type { IdentityService } from "@conveyor/proto/identity";
-import type { Pipeline, PipelinesService } from "@conveyor/proto/pipelines";
+import type { Pipeline } from "@conveyor/proto/pipelines";
 import {
   buildApiUrl,
   createUrls,
@@ -11,6 +11,7 @@ import {
   renderPipeline,
   type Urls,
 } from "@conveyor/rest-render";
+import type { PipelineCache } from "../cache/pipeline-cache.js";
 import type { NotificationEvent } from "../events/notification-event.js";
 
 /**
@@ -25,7 +26,8 @@ export interface Payloads {
 
 export interface PayloadDeps {
   identity: Pick<Client<typeof IdentityService>, "getOrganization">;
-  pipelines: Pick<Client<typeof PipelinesService>, "getPipeline">;
+  /** The shared pipeline cache. */
+  pipelines: Pick<PipelineCache, "get">;
   builds: Pick<Client<typeof BuildsService>, "getBuild">;
   publicUrl: string;
   webUrl: string;
@@ -44,7 +46,7 @@ export function createPayloads(deps: PayloadDeps): Payloads {
     return slug;
   };
   const pipelineOf = async (organizationId: string, id: string): Promise<Pipeline | null> =>
-    (await deps.pipelines.getPipeline({ organizationId, pipeline: id }).catch(() => null))?.pipeline ?? null;
+    (await deps.pipelines.get(organizationId, id).catch(() => null))?.pipeline ?? null;
 
   return {
     async body(event, name) {
