@@ -155,6 +155,7 @@ function bodyOf(world: World, operationId: string): unknown {
     reprioritizeJob: { priority: 7 },
     createTeam: { name: "Access Matrix Refused Team" },
     createCluster: { name: "Access Matrix Refused Cluster" },
+    updateCluster: { description: "changed by a refused request" },
     createClusterToken: { description: "refused" },
     updateTeam: { description: "changed by a refused request" },
     stopAgent: { force: false },

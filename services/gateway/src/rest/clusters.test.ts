@@ -59,6 +59,10 @@ beforeAll(async () => {
           return { cluster };
         },
         createCluster: (req) => ({ cluster: { ...cluster, name: req.name } }),
+        updateCluster(req) {
+          if (req.id !== CLUSTER) throw new ConnectError("No cluster found", Code.NotFound);
+          return { cluster: { ...cluster, name: req.name ?? cluster.name, description: req.description ?? "d" } };
+        },
         listAgentTokens: () => ({ tokens: [token("t-1"), token("t-old", true)] }),
         createAgentToken(req) {
           calls.create.push(req);
@@ -111,6 +115,30 @@ describe("the cluster routes", () => {
     expect(refused.json().errors.map((e: { field: string }) => e.field)).toEqual(["emoji", "color"]);
     expect((await call("POST", BASE, { name: "Mac" }, "member")).statusCode).toBe(403);
     expect((await call("POST", BASE, { name: "Mac" }, "reader")).statusCode).toBe(403);
+  });
+
+  it("updates a cluster's name or description for administrators, keeping what is absent", async () => {
+    const res = await app.inject({
+      method: "PATCH",
+      url: `${BASE}/${CLUSTER}`,
+      headers: { authorization: "Bearer admin" },
+      payload: { description: "new" },
+    });
+    expect(res.json()).toMatchObject({ name: "Linux", description: "new" });
+    const member = await app.inject({
+      method: "PATCH",
+      url: `${BASE}/${CLUSTER}`,
+      headers: { authorization: "Bearer member" },
+      payload: { name: "X" },
+    });
+    expect(member.statusCode).toBe(403);
+    const unknown = await app.inject({
+      method: "PATCH",
+      url: `${BASE}/${CLUSTER}`,
+      headers: { authorization: "Bearer admin" },
+      payload: { default_queue_id: "q" },
+    });
+    expect(unknown.statusCode).toBe(422);
   });
 
   it("lists active tokens without values, shows the value once on create, and revokes", async () => {

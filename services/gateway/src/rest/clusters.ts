@@ -1,6 +1,6 @@
 /**
  * Clusters and their agent tokens over REST (docs/compatibility.md#clusters-and-queues; go-buildkite's
- * `Clusters.List`, `Get`, `Create` and `ClusterTokens.List`, `Get`, `Create`, `Delete`), on the agents service,
+ * `Clusters.List`, `Get`, `Create`, `Update` and `ClusterTokens.List`, `Get`, `Create`, `Delete`), on the agents service,
  * which owns clusters and agent tokens. Creating and revoking are the organization's administrators'. A token's
  * value is answered by its create alone; a revoked token stops registering agents at once (the agents service's
  * `credential_revoked` event drops it from every gateway's cache).
@@ -182,6 +182,34 @@ export function clusterRoutes(app: FastifyInstance, deps: RouteDeps): void {
     async (request) => {
       const org = organizationOf(request, false);
       return renderCluster(await clusterOf(org.id, request.params.cluster), urls, org.slug);
+    },
+  );
+
+  route.patch(
+    CLUSTER,
+    {
+      config: { scope: "write_clusters" },
+      preValidation: onlyFields(Object.keys(ClusterFields)),
+      schema: {
+        operationId: "updateCluster",
+        summary: "Change a cluster's name or description (administrators); absent fields are kept",
+        tags,
+        params: ClusterParams,
+        body: Type.Object({ ...ClusterFields, name: Type.Optional(ClusterFields.name) }),
+        response: responses(200, ClusterSchema),
+      },
+    },
+    async (request) => {
+      const org = organizationOf(request, true);
+      const { name, description } = request.body;
+      const { cluster } = await clients.agents.updateCluster({
+        organizationId: org.id,
+        id: request.params.cluster,
+        ...(name !== undefined ? { name } : {}),
+        ...(description !== undefined ? { description } : {}),
+      });
+      if (!cluster) throw new HttpError(404, "No cluster found");
+      return renderCluster(cluster, urls, org.slug);
     },
   );
 
