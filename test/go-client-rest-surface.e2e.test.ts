@@ -97,6 +97,11 @@ describe("go-buildkite decodes the user, meta, emojis, rate limit, annotation, r
     expect(out.cluster_created.created_at).toMatch(ISO);
     expect(out.clusters.map((c: { id: string }) => c.id)).toContain(out.cluster_created.id);
     expect(out.cluster_got).toEqual(out.cluster_created);
+    expect(out.cluster_updated).toMatchObject({
+      id: out.cluster_created.id,
+      name: "Go cluster",
+      description: "changed by go",
+    });
     expect(out.token_created.token).toMatch(/.{20,}/);
     expect(out.token_created).toMatchObject({ description: "go token" });
     expect(out.tokens).toEqual([{ ...out.token_created, token: undefined }].map((t) => JSON.parse(JSON.stringify(t))));

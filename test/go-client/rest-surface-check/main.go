@@ -39,6 +39,7 @@ type result struct {
 	Clusters         []buildkite.Cluster      `json:"clusters"`
 	ClusterCreated   buildkite.Cluster        `json:"cluster_created"`
 	ClusterGot       buildkite.Cluster        `json:"cluster_got"`
+	ClusterUpdated   buildkite.Cluster        `json:"cluster_updated"`
 	TokenCreated     buildkite.ClusterToken   `json:"token_created"`
 	Tokens           []buildkite.ClusterToken `json:"tokens"`
 	TokenGot         buildkite.ClusterToken   `json:"token_got"`
@@ -140,6 +141,9 @@ func run() error {
 	}
 	if out.ClusterGot, _, err = client.Clusters.Get(ctx, org, out.ClusterCreated.ID); err != nil {
 		return fmt.Errorf("cluster get: %w", err)
+	}
+	if out.ClusterUpdated, _, err = client.Clusters.Update(ctx, org, out.ClusterCreated.ID, buildkite.ClusterUpdate{Description: "changed by go"}); err != nil {
+		return fmt.Errorf("cluster update: %w", err)
 	}
 	cid := out.ClusterCreated.ID
 	if out.TokenCreated, _, err = client.ClusterTokens.Create(ctx, org, cid, buildkite.ClusterTokenCreateUpdate{Description: "go token"}); err != nil {
