@@ -19,6 +19,7 @@ import {
   startHello,
   type Target,
 } from "./bench-measure.js";
+import { pageTargets } from "./bench-pages.js";
 import { BENCH_ROUTES, type BenchContext, type BenchRoute, ensureBenchPipeline, pagePath } from "./bench-routes.js";
 import { printAgentRows, printCpuPerCreate } from "./bench-rows.js";
 import { benchSettings, median, selected } from "./bench-stats.js";
@@ -113,6 +114,19 @@ export async function runBench(repoRoot: string, env: Env = process.env): Promis
         post: JSON.stringify({ commit: "HEAD", branch: "bench-create", message: "bench create" }),
         connections: CREATE_CONNECTIONS,
       });
+    }
+
+    // The pages (docs/pages.md), when the bench can sign a person in (its own stack, or IDENTITY_URL).
+    const identityUrl = stack?.info.serviceUrls.identity ?? envValue(env, "IDENTITY_URL");
+    if (pipelineSlug && identityUrl && selected(settings.only, "page")) {
+      const bench = (await (
+        await fetch(`${apiUrl}/v2/organizations/${orgSlug}/pipelines/${pipelineSlug}`, { headers })
+      ).json()) as { cluster_id?: string };
+      routeTargets.push(
+        ...(await pageTargets({ apiUrl, token, orgSlug, identityUrl, clusterId: bench.cluster_id ?? "" }, (l) =>
+          say(`  ${l}`),
+        )),
+      );
     }
 
     // The second baseline: a static body as large as the plain page of 30 builds. On a small machine the client's
