@@ -19,6 +19,7 @@ let org: Awaited<ReturnType<typeof arrangeOrgUser>>;
 let clusterId: string;
 let repository: string;
 let base: string;
+let acquireToken: string;
 const out = mkdtempSync(join(tmpdir(), "conveyor-steps-"));
 
 beforeAll(async () => {
@@ -28,6 +29,7 @@ beforeAll(async () => {
   });
   clusterId = await arrangeCluster(org.organization.id);
   const agentToken = (await agents.createAgentToken({ organizationId: org.organization.id, clusterId })).secret;
+  acquireToken = agentToken;
   repository = localRepository();
   base = `/v2/organizations/${org.organization.slug}`;
   startAgent({ token: agentToken });
@@ -190,5 +192,24 @@ describe("buildkite-agent job promise-failure from a real job", () => {
     expect({ state: done.jobs[0].state, exit: done.jobs[0].exit_status }).toEqual({ state: "failed", exit: 3 });
     const log = await logText(slug, number, done.jobs[0].id);
     expect(log).toContain("a different promised exit status has already been declared");
+  });
+});
+
+describe("buildkite-agent start --acquire-job", () => {
+  it("takes the named job once its dependency finished (423 until then), runs it, and exits", async () => {
+    const tag = unique("acquire").toLowerCase();
+    const slug = await pipeline([
+      { key: "first", label: "first", command: "sleep 4" },
+      { key: "named", label: "named", command: "echo acquired", depends_on: "first", agents: { acquire: tag } },
+    ]);
+    const created = await build(slug);
+    const named = created.jobs.find((j: Json) => j.step_key === "named");
+    const acquirer = startAgent({ token: acquireToken, tags: [`acquire=${tag}`], args: ["--acquire-job", named.id] });
+    const done = await finished(slug, created.number);
+    expect(done.state).toBe("passed");
+    const job = done.jobs.find((j: Json) => j.step_key === "named");
+    expect({ state: job.state, agent: job.agent?.name }).toEqual({ state: "passed", agent: acquirer.name });
+    expect(await acquirer.exited).toBe(0);
+    expect(acquirer.log()).toContain("waiting for a dependency");
   });
 });

@@ -1234,6 +1234,46 @@ describe("stop and disconnect", () => {
 // Metrics
 // ---------------------------------------------------------------------------------------------------------------
 
+describe("acquire-job", () => {
+  it("assigns and accepts a scheduled job to the agent that names it, with a job token", async () => {
+    const s = await setup();
+    const a = await s.agent({ metaData: ["queue=default", "gpu=true"] });
+    const jobId = await s.job({ rules: ["gpu=true"] });
+    const res = await s.client.acquireJob({ agentId: a.id, jobId });
+    expect(res.locked).toBe(false);
+    expect(res.job).toMatchObject({ id: jobId, state: "accepted" });
+    expect(res.jobToken).toMatch(/^bkaj_/);
+    expect((await s.getAgent(a.id))?.currentJobId).toBe(jobId);
+    // Not offered to another agent: it is taken.
+    const other = await s.agent({ metaData: ["gpu=true"] });
+    expect((await s.client.pingAgent({ agentId: other.id })).jobId).toBe("");
+  });
+
+  it("answers locked while the job waits, and refuses what it cannot take", async () => {
+    const s = await setup();
+    const a = await s.agent();
+    const first = newId();
+    const [, waiting] = await s.seed(
+      [
+        { id: first, state: "running" },
+        { state: "waiting", dependsOn: [first] },
+      ],
+      {},
+      false,
+    );
+    expect((await s.client.acquireJob({ agentId: a.id, jobId: waiting ?? "" })).locked).toBe(true);
+    expect((await failure(s.client.acquireJob({ agentId: a.id, jobId: first }))).code).toBe(Code.FailedPrecondition);
+    const unmatched = await s.job({ rules: ["gpu=true"] });
+    expect((await failure(s.client.acquireJob({ agentId: a.id, jobId: unmatched }))).code).toBe(
+      Code.FailedPrecondition,
+    );
+    const elsewhere = await s.place();
+    const foreign = await s.job({ orgId: elsewhere.orgId, clusterId: elsewhere.clusterId });
+    expect((await failure(s.client.acquireJob({ agentId: a.id, jobId: foreign }))).code).toBe(Code.NotFound);
+    expect((await s.getAgent(a.id))?.currentJobId ?? "").toBe("");
+  });
+});
+
 describe("metrics", () => {
   it("counts connected agents idle and busy, and the builds service's jobs, per queue and overall", async () => {
     const s = await setup();

@@ -14,7 +14,7 @@ import {
   toTimestamp,
 } from "@conveyor/runtime";
 import { JOB_TOKEN_PREFIX } from "../credentials/credentials.js";
-import { parseTags } from "../domain/agent-tags.js";
+import { parseTags, rulesMatch } from "../domain/agent-tags.js";
 import type { AgentDirectory } from "../lifecycle/agent-directory.js";
 import { jobAgentMessage } from "../rpc/agent-message.js";
 import type { AgentDoc, AgentRepository } from "../store/agent-repository.js";
@@ -35,6 +35,9 @@ export interface JobHandoffDeps {
   logger: Logger;
   now: () => Date;
 }
+
+/** States of a job waiting for what comes before it: an acquire of one is answered `locked`. */
+const ACQUIRE_WAITING_STATES = ["pending", "waiting", "blocked", "limiting", "limited"];
 
 /** How many waiting jobs one ping tries before giving up (each refused assignment costs one RPC). */
 const CANDIDATES_PER_PING = 5;
@@ -186,6 +189,48 @@ export function createJobHandoff(deps: JobHandoffDeps) {
         return candidate.id;
       }
       return null;
+    },
+
+    /**
+     * `--acquire-job`: the agent takes the job it names, outside dispatch (docs/compatibility.md#steps-from-inside-a-job):
+     * assigned to it (the builds service's compare-and-set) and accepted at once; `locked` while the job waits for
+     * its dependencies, which the agent asks again about. The job must be of the agent's organization and cluster
+     * (NotFound otherwise) and its rules must match the agent's tags.
+     */
+    async acquire(
+      agent: AgentDoc,
+      jobId: string,
+    ): Promise<{ locked: true } | { job: Job; env: Record<string, string>; jobToken: string }> {
+      const job = await jobOf(jobId);
+      if (!job || job.organizationId !== agent.organizationId || (job.clusterId || null) !== (agent.clusterId || null))
+        throw new ConnectError("No job found", Code.NotFound);
+      if (agent.currentJobId === jobId && job.agent?.id === agent._id) return this.accept(agent, jobId);
+      if (agent.currentJobId) throw failedPrecondition("The agent already holds another job");
+      if (ACQUIRE_WAITING_STATES.includes(job.state)) return { locked: true };
+      if (job.state !== "scheduled")
+        throw failedPrecondition(`The job is ${job.state}: only a scheduled job can be acquired`);
+      if (!rulesMatch(job.agentQueryRules, parseTags(agent.metaData)))
+        throw failedPrecondition("The agent's tags do not match the job's agent rules");
+      await builds.assignJob({ jobId, agent: jobAgentMessage(agent) });
+      hints.remove(jobId);
+      const holding = await directory.update(
+        agent,
+        { currentJobId: jobId },
+        { currentJobId: null, connectionStates: ["connected"] },
+      );
+      if (!holding) {
+        await builds
+          .transitionJob({ jobId, event: JobEventType.UNASSIGN, agentId: agent._id })
+          .catch((err: unknown) => logger.warn({ err, jobId }, "could not give back a job"));
+        throw failedPrecondition("The agent took another job or is leaving");
+      }
+      await events.publish(SUBJECTS.agents.jobDispatched, JobDispatchedSchema, {
+        jobId,
+        agentId: agent._id,
+        organizationId: agent.organizationId,
+        clusterId: agent.clusterId ?? "",
+      });
+      return this.accept(holding, jobId);
     },
 
     /** The agent accepts its job: the job, its environment, and a new job token. */

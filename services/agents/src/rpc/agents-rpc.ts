@@ -71,6 +71,13 @@ export function createAgentRpcs(deps: AgentRpcsDeps): AgentRpcs {
       return handoff.accept(agent, req.jobId);
     },
 
+    async acquireJob(req) {
+      const agent = await lifecycle.requireLive(req.agentId);
+      if (req.jobId === "") throw notFound("job");
+      const acquired = await handoff.acquire(agent, req.jobId);
+      return "locked" in acquired ? { locked: true, env: {} } : acquired;
+    },
+
     async finishJob(req) {
       const agent = await lifecycle.requireLive(req.agentId);
       const job = await handoff.finish(agent, {

@@ -41,6 +41,8 @@ const PromiseFailureBody = Type.Object({
   reason: Type.Optional(text(4096)),
 });
 const tags = ["agent"];
+/** When an agent acquiring a job that waits for its dependencies asks again, in seconds. */
+const ACQUIRE_RETRY_AFTER_S = 5;
 /** The names `buildkite-agent job update` may use for the job's timeout. */
 const TIMEOUT_ATTRIBUTES = new Set(["timeout", "timeout_in_minutes"]);
 
@@ -90,6 +92,31 @@ export function jobRoutes(app: FastifyInstance, deps: AgentApiDeps): void {
       // with "not assigned" (422), which would tell any agent, of any organization, that the job exists.
       await jobAccess.job(request, request.params.id);
       const res = await clients.agents.acceptJob({ agentId: credentialOf(request).agentId, jobId: request.params.id });
+      if (!res.job) throw new HttpError(404, "No job found");
+      return renderAgentJob(res.job, res.env, res.jobToken, { urls: deps.urls, logs: deps.logs });
+    },
+  );
+
+  // `buildkite-agent start --acquire-job <id>` (docs/compatibility.md#steps-from-inside-a-job): the agent takes that
+  // job at once; a job waiting for its dependencies is 423 with Retry-After, which the agent waits and asks again on.
+  route.put(
+    "/v3/jobs/:id/acquire",
+    {
+      config: { credential: ["agent"] },
+      schema: {
+        operationId: "agentAcquireJob",
+        summary: "Take a named job at once (--acquire-job): the job with its env and token",
+        tags,
+        params: AgentJobParams,
+        response: responses(200, AgentJobSchema),
+      },
+    },
+    async (request, reply) => {
+      const res = await clients.agents.acquireJob({ agentId: credentialOf(request).agentId, jobId: request.params.id });
+      if (res.locked) {
+        reply.header("retry-after", String(ACQUIRE_RETRY_AFTER_S));
+        throw new HttpError(423, "The job is waiting for its dependencies: ask again later");
+      }
       if (!res.job) throw new HttpError(404, "No job found");
       return renderAgentJob(res.job, res.env, res.jobToken, { urls: deps.urls, logs: deps.logs });
     },

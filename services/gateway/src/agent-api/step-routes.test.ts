@@ -21,6 +21,7 @@ const OTHER_BUILD = "55555555-0000-4000-8000-000000000002";
 const AGENT = "66666666-0000-4000-8000-000000000001";
 const IDLE_AGENT = "66666666-0000-4000-8000-000000000002";
 const PIPELINE = "77777777-0000-4000-8000-000000000001";
+const LOCKED = "44444444-0000-4000-8000-000000000009";
 
 type Credential = Omit<AuthenticateAgentCredentialResponse, "$typeName" | "$unknown">;
 const base = { organizationId: acme.id, clusterId: "", tokenId: "t1", jobId: "", buildId: "" };
@@ -60,6 +61,15 @@ beforeEach(async () => {
           return found;
         },
         getAgent: (req) => ({ agent: { id: req.id, currentJobId: req.id === AGENT ? JOB : "" } }),
+        acquireJob: (req) => {
+          if (req.jobId === LOCKED) return { locked: true };
+          if (req.jobId !== JOB) throw new ConnectError("No job found", Code.NotFound);
+          return {
+            job: { id: JOB, buildId: BUILD, buildNumber: 7, state: "accepted", priority: 0 },
+            env: { BUILDKITE_JOB_ID: JOB, BUILDKITE_ORGANIZATION_SLUG: "acme", BUILDKITE_PIPELINE_SLUG: "web" },
+            jobToken: "bkaj_acquired",
+          };
+        },
       },
       builds: {
         getJob: (req) => {
@@ -252,5 +262,30 @@ describe("job promise-failure (PUT /v3/jobs/{id}/promise_failure)", () => {
     expect((await put({ exit_status: 5 })).statusCode).toBe(422);
     expect((await put({ exit_status: "x" })).statusCode).toBe(422);
     expect((await put({ exit_status: 3 }, "bkaa_idle")).statusCode).toBe(404);
+  });
+});
+
+describe("acquire-job (PUT /v3/jobs/{id}/acquire)", () => {
+  it("answers the job object with its token, 423 with Retry-After while it waits, and only to an agent's token", async () => {
+    const ok = await app.inject({ method: "PUT", url: `/v3/jobs/${JOB}/acquire`, headers: as("bkaa_agent") });
+    expect(ok.statusCode).toBe(200);
+    expect(ok.json()).toMatchObject({
+      id: JOB,
+      state: "accepted",
+      token: "bkaj_acquired",
+      env: { BUILDKITE_JOB_ID: JOB },
+    });
+    const locked = await app.inject({ method: "PUT", url: `/v3/jobs/${LOCKED}/acquire`, headers: as("bkaa_agent") });
+    expect(locked.statusCode).toBe(423);
+    expect(locked.headers["retry-after"]).toBe("5");
+    const unknown = await app.inject({
+      method: "PUT",
+      url: "/v3/jobs/44444444-0000-4000-8000-00000000000f/acquire",
+      headers: as("bkaa_agent"),
+    });
+    expect(unknown.statusCode).toBe(404);
+    expect(
+      (await app.inject({ method: "PUT", url: `/v3/jobs/${JOB}/acquire`, headers: as("bkaj_job") })).statusCode,
+    ).toBe(401);
   });
 });
