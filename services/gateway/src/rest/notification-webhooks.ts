@@ -13,6 +13,7 @@ import {
 import { noContent, responses, typed } from "../route-declarations/declare.js";
 import { Id, OrgParams, Slug, text } from "../route-declarations/params.js";
 import { refuseUnknownFields } from "../route-declarations/unknown-fields.js";
+import { PagingQuery, pageOfWhole } from "./paging.js";
 import type { RouteDeps } from "./route-deps.js";
 
 const WebhookParams = Type.Object({ org: Slug, id: Id });
@@ -80,13 +81,15 @@ export function notificationWebhookRoutes(app: FastifyInstance, deps: RouteDeps)
         summary: "List the organization's notification webhooks, oldest first (administrators)",
         tags,
         params: OrgParams,
+        querystring: PagingQuery,
         response: responses(200, Type.Array(NotificationWebhookSchema)),
       },
     },
-    async (request) => {
+    async (request, reply) => {
       const organizationId = adminOf(request, request.params.org);
       const res = await clients.notifications.listWebhooks({ organizationId });
-      return res.webhooks.map((w) => renderNotificationWebhook(w, urls, request.params.org));
+      const page = pageOfWhole(res.webhooks, request.query, request, reply, deps.publicUrl);
+      return page.map((w) => renderNotificationWebhook(w, urls, request.params.org));
     },
   );
 
@@ -207,13 +210,14 @@ export function notificationWebhookRoutes(app: FastifyInstance, deps: RouteDeps)
         summary: "A notification webhook's last 20 deliveries, newest first, with status and timing (administrators)",
         tags,
         params: WebhookParams,
+        querystring: PagingQuery,
         response: responses(200, Type.Array(WebhookDeliverySchema)),
       },
     },
-    async (request) => {
+    async (request, reply) => {
       const organizationId = adminOf(request, request.params.org);
       const res = await clients.notifications.listWebhookDeliveries({ organizationId, webhookId: request.params.id });
-      return res.deliveries.map(renderWebhookDelivery);
+      return pageOfWhole(res.deliveries, request.query, request, reply, deps.publicUrl).map(renderWebhookDelivery);
     },
   );
 }

@@ -32,6 +32,24 @@ export function pageOf(query: PagingQueryValues): PageRequest {
 }
 
 /**
+ * One page of a list the service answers whole (a bounded one, such as an organization's webhooks), with its `Link`
+ * header set: every list takes `page` and `per_page` alike, whether the service or the gateway cuts the page.
+ */
+export function pageOfWhole<T>(
+  items: readonly T[],
+  query: PagingQueryValues,
+  request: { url: string },
+  reply: { header(name: string, value: string): unknown },
+  publicUrl: string,
+): T[] {
+  const paging = pageOf(query);
+  const link = linkHeader(publicUrl, request.url, paging, { total: items.length });
+  if (link) reply.header("link", link);
+  const start = (paging.page - 1) * paging.perPage;
+  return items.slice(start, start + paging.perPage);
+}
+
+/**
  * The value of the one `Link` header of a page, or undefined when everything fits on one page. Every URL is
  * absolute, keeps the request's other query parameters, and always carries an explicit `page=N`, as go-buildkite
  * parses it. Without a total, `hasMore` decides whether there is a next page and `last` is left out.

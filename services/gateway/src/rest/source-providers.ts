@@ -6,6 +6,7 @@ import { HttpError } from "../errors/http-error.js";
 import { renderSourceProvider, SourceProviderSchema } from "../render/source-provider.js";
 import { noContent, responses, typed } from "../route-declarations/declare.js";
 import { BOUNDS, Id, OrgParams, Slug, text } from "../route-declarations/params.js";
+import { PagingQuery, pageOfWhole } from "./paging.js";
 import type { RouteDeps } from "./route-deps.js";
 
 const ProviderParams = Type.Object({ org: Slug, id: Id });
@@ -66,13 +67,15 @@ export function sourceProviderRoutes(app: FastifyInstance, deps: RouteDeps): voi
         summary: "List the organization's source-provider connections, oldest first (administrators)",
         tags,
         params: OrgParams,
+        querystring: PagingQuery,
         response: responses(200, Type.Array(SourceProviderSchema)),
       },
     },
-    async (request) => {
+    async (request, reply) => {
       const organizationId = adminOf(request, request.params.org);
       const res = await clients.sourceProviders.listSourceProviders({ organizationId });
-      return res.sourceProviders.map((p) => renderSourceProvider(p, urls, request.params.org));
+      const page = pageOfWhole(res.sourceProviders, request.query, request, reply, deps.publicUrl);
+      return page.map((p) => renderSourceProvider(p, urls, request.params.org));
     },
   );
 
