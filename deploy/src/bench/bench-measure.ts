@@ -36,6 +36,8 @@ export interface Target {
   conditional?: boolean;
   /** Sent with `Accept-Encoding: gzip`: a gzipped body is what it should get. */
   gzip?: boolean;
+  /** Report each process's CPU per request (always for POST targets). */
+  cpu?: boolean;
 }
 
 /** The headers of a GET of `target`: with If-None-Match and the ETag it has now, when conditional. */
@@ -91,7 +93,8 @@ export async function measure(
 ) {
   const headers = target.post ? { ...target.headers, "content-type": "application/json" } : await headersOf(target);
   // A write's cost is spread over every process; CPU per request is a steadier figure than req/s on a noisy machine.
-  const cpuBefore = target.post ? cpuAll(pids) : {};
+  const withCpu = (target.post !== undefined || target.cpu === true) && Object.keys(pids).length > 0;
+  const cpuBefore = withCpu ? cpuAll(pids) : {};
   const result = await autocannon({
     url: target.url,
     connections: target.connections ?? settings.connections,
@@ -109,7 +112,7 @@ export async function measure(
     bad: result.non2xx - (target.conditional ? result["3xx"] : 0) + result.errors + result.timeouts,
     ok: result["2xx"],
   };
-  if (target.post && Object.keys(pids).length > 0) {
+  if (withCpu) {
     const cpuAfter = cpuAll(pids);
     const requests = Math.max(result.requests.total, 1);
     m.cpuMsPerRequest = Object.fromEntries(

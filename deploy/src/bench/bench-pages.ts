@@ -85,13 +85,15 @@ export async function pageTargets(w: Where, say: (line: string) => void): Promis
   const pipeline = await ensure(`${PREFIX} 01`, 1, BUILDS_PER_PIPELINE);
   const cookie = await adminCookie(w, organizationId);
   const page = { cookie, accept: "text/html", "accept-encoding": "identity" };
+  // A page's cost is spread over the gateway and the services it reads: CPU per request says where it goes.
   const targets: Target[] = [
-    { name: "page /{org} (30 pipelines)", url: `${w.apiUrl}/${w.orgSlug}`, headers: page },
-    { name: "page /{org}/{pipeline}", url: `${w.apiUrl}/${w.orgSlug}/${pipeline}`, headers: page },
+    { name: "page /{org} (30 pipelines)", url: `${w.apiUrl}/${w.orgSlug}`, headers: page, cpu: true },
+    { name: "page /{org}/{pipeline}", url: `${w.apiUrl}/${w.orgSlug}/${pipeline}`, headers: page, cpu: true },
     {
       name: `page …/builds/{n} (${LARGE_BUILD_JOBS} jobs)`,
       url: `${w.apiUrl}/${w.orgSlug}/${large}/builds/1`,
       headers: page,
+      cpu: true,
     },
   ];
   // A page that does not answer 200 with HTML would measure an error page: refuse to measure it.
