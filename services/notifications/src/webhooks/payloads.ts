@@ -45,8 +45,10 @@ export function createPayloads(deps: PayloadDeps): Payloads {
     }
     return slug;
   };
+  // A deleted pipeline is null (the body says so); a failed read throws, so the event is handled again later
+  // rather than announced without its pipeline.
   const pipelineOf = async (organizationId: string, id: string): Promise<Pipeline | null> =>
-    (await deps.pipelines.get(organizationId, id).catch(() => null))?.pipeline ?? null;
+    (await deps.pipelines.get(organizationId, id))?.pipeline ?? null;
 
   return {
     async body(event, name) {
