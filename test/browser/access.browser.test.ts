@@ -66,10 +66,15 @@ beforeAll(async () => {
   expect(link.status).toBe(201);
   const created = await arrangeBuild(org, pipeline.slug);
   build = await eventually(
-    "the build's first job to fail, its block step waiting",
+    "the build's first job to fail, its block step waiting, and the build to show it (failing)",
     async () => {
       const b = await readBuild(org, pipeline.slug, created.number);
-      return b.jobs.some((j: Json) => j.state === "failed") && b.jobs.some((j: Json) => j.state === "blocked")
+      // The build's own state follows its jobs' a moment later: wait for it to settle, so later checks compare
+      // against a state that no longer changes by itself.
+      const settled = b.state === "failing";
+      return settled &&
+        b.jobs.some((j: Json) => j.state === "failed") &&
+        b.jobs.some((j: Json) => j.state === "blocked")
         ? b
         : undefined;
     },
