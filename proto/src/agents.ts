@@ -2,3 +2,4 @@
 export * from "./gen/ci/agents/v1/agents_pb.js";
 export * from "./gen/ci/agents/v1/agents_service_pb.js";
 export * from "./gen/ci/agents/v1/events_pb.js";
+export * from "./gen/ci/agents/v1/queues_pb.js";

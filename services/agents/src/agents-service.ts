@@ -6,19 +6,27 @@ import type { AgentsConfig } from "./config.js";
 import { createDispatchHints } from "./dispatch/dispatch-hints.js";
 import { createHintsRefresh } from "./dispatch/hints-refresh.js";
 import { type BuildsClient, createJobHandoff } from "./dispatch/job-handoff.js";
+import { dispatchPausedFor } from "./domain/cluster-queues.js";
 import { createAgentDirectory } from "./lifecycle/agent-directory.js";
 import { createAgentLifecycle } from "./lifecycle/agent-lifecycle.js";
 import { createAgentPausing } from "./lifecycle/agent-pausing.js";
 import { createLiveness } from "./lifecycle/liveness.js";
 import { createMetrics } from "./metrics/metrics.js";
+import { createQueueDirectory } from "./queues/queue-directory.js";
 import { createAgentRpcs } from "./rpc/agents-rpc.js";
+import { createClusterAdminRpcs } from "./rpc/cluster-admin-rpc.js";
 import { createClusterRpcs } from "./rpc/clusters-rpc.js";
+import { createQueueRpcs } from "./rpc/queues-rpc.js";
 import type { AgentRepository } from "./store/agent-repository.js";
 import type { ClusterRepository } from "./store/cluster-repository.js";
+import type { MaintainerRepository } from "./store/maintainer-repository.js";
+import type { QueueRepository } from "./store/queue-repository.js";
 
 /** What the agents service is made of. */
 export interface AgentsServiceDeps {
   clusters: ClusterRepository;
+  queues: QueueRepository;
+  maintainers: MaintainerRepository;
   agents: AgentRepository;
   builds: BuildsClient;
   events: EventPublisher;
@@ -46,7 +54,19 @@ export function createAgentsDomain(deps: AgentsServiceDeps) {
   });
   const hints = createDispatchHints();
   const hintsRefresh = createHintsRefresh({ hints, builds });
-  const handoff = createJobHandoff({ repo: deps.agents, directory, hints, builds, events, logger, now });
+  const queueDirectory = createQueueDirectory({ queues: deps.queues, nowMs: () => now().getTime() });
+  const handoff = createJobHandoff({
+    repo: deps.agents,
+    directory,
+    hints,
+    builds,
+    events,
+    logger,
+    now,
+    dispatchPaused: async (agent) =>
+      agent.clusterId !== null &&
+      dispatchPausedFor(agent.queue, await queueDirectory.pausedKeys(agent.organizationId, agent.clusterId)),
+  });
   // The lifecycle and liveness need each other (a sweep marks agents lost through the lifecycle); markLost is
   // resolved once both exist.
   let markLost: (agent: Parameters<ReturnType<typeof createAgentLifecycle>["markLost"]>[0]) => Promise<boolean> =
@@ -70,12 +90,30 @@ export function createAgentsDomain(deps: AgentsServiceDeps) {
     logger,
     now,
     config: deps.config,
+    queueKeys: async (organizationId, clusterId) =>
+      (await queueDirectory.queuesOf(organizationId, clusterId)).map((q) => q.key),
   });
   markLost = lifecycle.markLost;
   const metrics = createMetrics({ repo: deps.agents, builds });
 
   const service: ServiceImpl<typeof AgentsService> = {
     ...createClusterRpcs({ clusters: deps.clusters, events, now }),
+    ...createQueueRpcs({
+      clusters: deps.clusters,
+      queues: deps.queues,
+      agents: deps.agents,
+      directory: queueDirectory,
+      now,
+    }),
+    ...createClusterAdminRpcs({
+      clusters: deps.clusters,
+      queues: deps.queues,
+      maintainers: deps.maintainers,
+      agents: deps.agents,
+      directory: queueDirectory,
+      events,
+      now,
+    }),
     ...createAgentRpcs({ agents: deps.agents, clusters: deps.clusters, lifecycle, pausing, handoff, metrics }),
   };
 

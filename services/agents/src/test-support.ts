@@ -16,8 +16,10 @@ import {
 import { createLogger, type EventPublisher, newId, SUBJECTS } from "@conveyor/runtime";
 import { createAgentsDomain } from "./agents-service.js";
 import type { BuildsClient } from "./dispatch/job-handoff.js";
+import { createMemoryMaintainerRepository } from "./store/maintainer-repository.js";
 import { createMemoryAgentRepository } from "./store/memory-agent-repository.js";
 import { createMemoryClusterRepository } from "./store/memory-cluster-repository.js";
+import { createMemoryQueueRepository } from "./store/memory-queue-repository.js";
 
 // ---------------------------------------------------------------------------------------------------------------
 // The builds service
@@ -191,6 +193,8 @@ const TRIGGER_JOB: Partial<Job> = {
 export async function setup() {
   const agentsRepo = createMemoryAgentRepository();
   const clustersRepo = createMemoryClusterRepository();
+  const queuesRepo = createMemoryQueueRepository();
+  const maintainersRepo = createMemoryMaintainerRepository();
   const events = createEventRecorder();
   const clock = {
     t: T0,
@@ -205,6 +209,8 @@ export async function setup() {
   const replica = () => {
     const domain = createAgentsDomain({
       clusters: clustersRepo,
+      queues: queuesRepo,
+      maintainers: maintainersRepo,
       agents: agentsRepo,
       builds,
       events,

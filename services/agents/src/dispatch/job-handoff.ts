@@ -34,6 +34,8 @@ export interface JobHandoffDeps {
   events: EventPublisher;
   logger: Logger;
   now: () => Date;
+  /** Whether the agent's cluster queue has its dispatch paused (it is then offered nothing); never when absent. */
+  dispatchPaused?: (agent: AgentDoc) => Promise<boolean>;
 }
 
 /** States of a job waiting for what comes before it: an acquire of one is answered `locked`. */
@@ -158,6 +160,7 @@ export function createJobHandoff(deps: JobHandoffDeps) {
         organizationId: agent.organizationId,
         clusterId: agent.clusterId,
         tags: parseTags(agent.metaData),
+        dispatchPaused: (await deps.dispatchPaused?.(agent)) ?? false,
       };
       for (const candidate of hints.candidates(asking, CANDIDATES_PER_PING)) {
         hints.remove(candidate.id);

@@ -51,6 +51,18 @@ describe("candidatesFor", () => {
     expect(candidatesFor(agent(["queue=deploy"]), jobs, 10).map((j) => j.id)).toEqual(["deploy"]);
   });
 
+  it("offers nothing to an agent whose cluster queue's dispatch is paused, and the same jobs once it is not", () => {
+    const jobs = [
+      job("deploy", { agentQueryRules: ["queue=deploy"] }),
+      job("deploy-2", { agentQueryRules: ["queue=de*"] }),
+    ];
+    expect(candidatesFor(agent(["queue=deploy"], { dispatchPaused: true }), jobs, 10)).toEqual([]);
+    expect(candidatesFor(agent(["queue=deploy"], { dispatchPaused: false }), jobs, 10).map((j) => j.id)).toEqual([
+      "deploy",
+      "deploy-2",
+    ]);
+  });
+
   it("keeps the best few exactly as sorting every match would, whatever the order the jobs come in", () => {
     let seed = 7;
     const random = (n: number) => {

@@ -1,6 +1,7 @@
 /**
  * Which waiting jobs an agent may be offered, best first (issue 9 item 3): jobs of the agent's cluster whose rules
- * its tags satisfy, by priority (higher first), then by how long they have been runnable. Pure.
+ * its tags satisfy, by priority (higher first), then by how long they have been runnable; none while the agent's
+ * cluster queue has its dispatch paused. Pure.
  */
 import { type CompiledRules, compileRules, matchesRules } from "./agent-tags.js";
 
@@ -24,6 +25,8 @@ export interface AskingAgent {
   /** null for an agent registered with an unclustered token. */
   clusterId: string | null;
   tags: ReadonlyMap<string, string>;
+  /** True while its cluster queue's dispatch is paused (domain/cluster-queues.ts): it is offered nothing. */
+  dispatchPaused?: boolean;
 }
 
 /** Orders jobs for dispatch: higher priority first, then longer runnable, then by id (a stable tie-break). */
@@ -37,7 +40,7 @@ export function byDispatchOrder(a: WaitingJob, b: WaitingJob): number {
  */
 export function candidatesFor(agent: AskingAgent, jobs: Iterable<WaitingJob>, limit: number): WaitingJob[] {
   const best: WaitingJob[] = [];
-  if (limit <= 0) return best;
+  if (limit <= 0 || agent.dispatchPaused) return best;
   for (const job of jobs) {
     if (job.organizationId !== agent.organizationId || job.clusterId !== agent.clusterId) continue;
     const worst = best[best.length - 1];

@@ -16,7 +16,8 @@ import {
 import type { AgentsConfig } from "../config.js";
 import { ACCESS_TOKEN_PREFIX, unauthenticated } from "../credentials/credentials.js";
 import type { BuildsClient, JobHandoff } from "../dispatch/job-handoff.js";
-import { queueOf, tagsProblem } from "../domain/agent-tags.js";
+import { parseTags, queueOf, tagsProblem } from "../domain/agent-tags.js";
+import { registrationQueueProblem } from "../domain/cluster-queues.js";
 import { type AgentDoc, LIVE_STATES } from "../store/agent-repository.js";
 import type { ClusterRepository } from "../store/cluster-repository.js";
 import type { AgentDirectory } from "./agent-directory.js";
@@ -34,6 +35,8 @@ export interface AgentLifecycleDeps {
   logger: Logger;
   now: () => Date;
   config: Pick<AgentsConfig, "pingIntervalS" | "heartbeatIntervalS" | "jobStatusIntervalS" | "lostAfterMs">;
+  /** The keys of a cluster's queues (an agent of a cluster with queues must name one of them). */
+  queueKeys: (organizationId: string, clusterId: string) => Promise<string[]>;
 }
 
 /** A header value without control characters (they would end up in REST answers and logs). */
@@ -116,6 +119,11 @@ export function createAgentLifecycle(deps: AgentLifecycleDeps) {
       const tagProblem = tagsProblem(req.metaData);
       if (tagProblem) problems.push({ field: "meta_data", code: tagProblem });
       if (problems.length > 0) throw invalidFields(problems);
+      if (token.clusterId) {
+        const keys = await deps.queueKeys(token.organizationId, token.clusterId);
+        const queueProblem = registrationQueueProblem(parseTags(req.metaData).get("queue") ?? "", keys);
+        if (queueProblem) throw invalidFields([{ field: "meta_data", code: queueProblem }]);
+      }
       const hostname = req.hostname.trim();
       const at = now();
       const accessToken = newSecret(ACCESS_TOKEN_PREFIX);

@@ -1,9 +1,10 @@
 import type { MessageInitShape } from "@bufbuild/protobuf";
-import type { AgentSchema, AgentTokenSchema, ClusterSchema } from "@conveyor/proto/agents";
-import type { JobAgentSchema } from "@conveyor/proto/builds";
+import type { AgentSchema, AgentTokenSchema, ClusterQueueSchema, ClusterSchema } from "@conveyor/proto/agents";
+import type { BuildUserSchema, JobAgentSchema } from "@conveyor/proto/builds";
 import { toTimestamp } from "@conveyor/runtime";
 import type { AgentDoc } from "../store/agent-repository.js";
 import type { AgentTokenDoc, ClusterDoc } from "../store/cluster-repository.js";
+import type { QueueDoc, QueueUserRef } from "../store/queue-repository.js";
 
 /** A stored cluster as the Cluster message. */
 export function clusterMessage(c: ClusterDoc): MessageInitShape<typeof ClusterSchema> {
@@ -85,5 +86,27 @@ export function jobAgentMessage(a: AgentDoc): MessageInitShape<typeof JobAgentSc
     connectionState: a.connectionState,
     createdAt: toTimestamp(a.createdAt),
     metaData: a.metaData,
+  };
+}
+
+/** A user a queue recorded, as the BuildUser message. */
+function userMessage(u: QueueUserRef | null): MessageInitShape<typeof BuildUserSchema> | undefined {
+  return u ? { id: u.id, name: u.name, email: u.email, avatarUrl: u.avatarUrl } : undefined;
+}
+
+/** A stored queue as the ClusterQueue message. */
+export function queueMessage(q: QueueDoc): MessageInitShape<typeof ClusterQueueSchema> {
+  return {
+    id: q._id,
+    organizationId: q.organizationId,
+    clusterId: q.clusterId,
+    key: q.key,
+    description: q.description,
+    dispatchPaused: q.dispatchPaused,
+    dispatchPausedAt: toTimestamp(q.dispatchPausedAt),
+    dispatchPausedNote: q.dispatchPausedNote ?? "",
+    dispatchPausedBy: userMessage(q.dispatchPausedBy),
+    createdAt: toTimestamp(q.createdAt),
+    createdBy: userMessage(q.createdBy),
   };
 }

@@ -21,6 +21,18 @@ type AgentRpcs = Omit<
   | "authenticateAgentToken"
   | "listAgentTokens"
   | "revokeAgentToken"
+  | "deleteCluster"
+  | "updateAgentToken"
+  | "listClusterMaintainers"
+  | "addClusterMaintainer"
+  | "removeClusterMaintainer"
+  | "createClusterQueue"
+  | "getClusterQueue"
+  | "listClusterQueues"
+  | "updateClusterQueue"
+  | "deleteClusterQueue"
+  | "pauseClusterQueue"
+  | "resumeClusterQueue"
 >;
 
 export interface AgentRpcsDeps {

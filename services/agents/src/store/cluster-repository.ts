@@ -36,7 +36,11 @@ export interface ClusterRepository {
     id: string,
     change: Partial<Pick<ClusterDoc, "name" | "description">>,
   ): Promise<ClusterDoc | null>;
+  /** Removes a cluster; true when it was there. */
+  deleteCluster(organizationId: string, id: string): Promise<boolean>;
   insertAgentToken(token: AgentTokenDoc): Promise<void>;
+  /** Changes an active token's description; null when the organization has no such active token. */
+  updateAgentToken(organizationId: string, id: string, change: { description: string }): Promise<AgentTokenDoc | null>;
   findAgentToken(id: string): Promise<AgentTokenDoc | null>;
   findAgentTokenByHash(hash: string): Promise<AgentTokenDoc | null>;
   listAgentTokens(organizationId: string, clusterId?: string): Promise<AgentTokenDoc[]>;
@@ -80,6 +84,15 @@ export async function createMongoClusterRepository(db: Db): Promise<ClusterRepos
     },
     listClusters: (organizationId) =>
       clusters.find({ organizationId }).sort({ organizationId: 1, name: 1 }).limit(LIST_LIMIT).toArray(),
+    async deleteCluster(organizationId, id) {
+      return (await clusters.deleteOne({ _id: id, organizationId })).deletedCount === 1;
+    },
+    updateAgentToken: (organizationId, id, change) =>
+      tokens.findOneAndUpdate(
+        { _id: id, organizationId, revokedAt: null },
+        { $set: change },
+        { returnDocument: "after" },
+      ),
     insertAgentToken: async (token) => {
       await tokens.insertOne(token);
     },

@@ -47,6 +47,15 @@ export function createMemoryClusterRepository(): ClusterRepository {
         .slice(0, LIST_LIMIT)
         .map(copy);
     },
+    async deleteCluster(organizationId, id) {
+      return clusters.get(id)?.organizationId === organizationId ? clusters.delete(id) : false;
+    },
+    async updateAgentToken(organizationId, id, change) {
+      const token = tokens.get(id);
+      if (!token || token.organizationId !== organizationId || token.revokedAt) return null;
+      Object.assign(token, copy(change));
+      return copy(token);
+    },
     async insertAgentToken(token) {
       if (tokens.has(token._id) || [...tokens.values()].some((t) => t.hash === token.hash)) {
         throw Object.assign(new Error("E11000 duplicate key error"), { code: 11000 });
