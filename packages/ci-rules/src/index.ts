@@ -12,6 +12,7 @@ export * from "./steps/step.js";
 export * from "./steps/step-attributes.js";
 export * from "./steps/step-limits.js";
 export * from "./steps/to-yaml.js";
+export * from "./steps/unblock-permission.js";
 export * from "./steps/visual-steps.js";
 export * from "./webhooks/index.js";
 export * from "./wildcard.js";

@@ -1,6 +1,7 @@
 import {
   type AttributeKind,
   type ManualStep,
+  mayUnblock,
   type PipelineStep,
   parsePipelineYaml,
   STEP_ATTRIBUTES,
@@ -15,7 +16,6 @@ import { type Job, storedJob } from "./domain/job.js";
 import { jobEnvironment } from "./domain/job-env.js";
 import { type PlannedJob, planJobs } from "./domain/jobs-from-steps.js";
 import { automaticRetryRule, manualRetryProblem } from "./domain/retries.js";
-import { mayUnblock } from "./domain/unblock-permission.js";
 import { groupJob } from "./jobs/concurrency-gate.js";
 import { blockFormMessage } from "./rpc/build-message.js";
 import { aBuild } from "./test-support.js";

@@ -1,5 +1,5 @@
 import { Code, ConnectError } from "@connectrpc/connect";
-import { type SubmittedFields, unblockValues } from "@conveyor/ci-rules";
+import { mayUnblock, type SubmittedFields, type Unblocker, unblockValues } from "@conveyor/ci-rules";
 import { failedPrecondition, invalidFields, notFound, permissionDenied } from "@conveyor/runtime";
 import { type BuildsContext, MAX_ATTEMPTS } from "../builds-context.js";
 import type { UserSnapshot } from "../domain/build.js";
@@ -7,7 +7,6 @@ import type { Job } from "../domain/job.js";
 import { stampsFor } from "../domain/job-stamps.js";
 import { applyJobEvent } from "../domain/state-machine.js";
 import { CANCELED_BUILD_STATES } from "../domain/state-sets.js";
-import { mayUnblock, type Unblocker } from "../domain/unblock-permission.js";
 import type { Reconcile } from "../lifecycle/reconcile.js";
 import type { BuildMetaData } from "../meta-data/build-meta-data.js";
 

@@ -116,7 +116,7 @@ export function jobRoutes(app: FastifyInstance, deps: RouteDeps): void {
     },
     async (request) => {
       // Reading the pipeline is enough to ask: a step's allowed_teams, when it has them, decide instead of the
-      // caller's build access (builds checks both, see unblock-permission.ts).
+      // caller's build access (builds checks both, see ci-rules' unblock-permission.ts).
       const { access, pipeline, number, canBuild } = await target(request, "read");
       const userId = request.principal?.user?.id ?? "";
       const { teams } = userId

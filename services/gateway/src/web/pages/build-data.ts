@@ -1,3 +1,4 @@
+import { mayUnblock as mayUnblockStep } from "@conveyor/ci-rules";
 import type { Annotation } from "@conveyor/proto/annotations";
 import type { Artifact } from "@conveyor/proto/artifacts";
 import type { Build, Job } from "@conveyor/proto/builds";
@@ -104,16 +105,11 @@ export function mayReadEnv(request: FastifyRequest): boolean {
   return request.principal?.token?.scopes.includes("read_job_env") ?? false;
 }
 
-const normalized = (name: string) => name.trim().toLowerCase();
-
 /**
- * Whether the person may unblock a block step: the builds service's rule (services/builds/src/domain/
- * unblock-permission.ts), which decides again when they do. A step naming allowed_teams admits members of one of
- * them, whatever their pipeline access; otherwise anyone who may build the pipeline.
+ * Whether the person may unblock a block step: the builds service's rule (ci-rules' mayUnblock), which decides again
+ * when they do. A step naming allowed_teams admits members of one of them, whatever their pipeline access; otherwise
+ * anyone who may build the pipeline.
  */
 export function mayUnblock(job: Job, data: Pick<BuildPageData, "canBuild" | "teams">): boolean {
-  const allowed = (job.block?.allowedTeams ?? []).map(normalized).filter((name) => name !== "");
-  if (allowed.length === 0) return data.canBuild;
-  const mine = new Set(data.teams.map(normalized));
-  return allowed.some((name) => mine.has(name));
+  return mayUnblockStep(job.block?.allowedTeams, { teams: data.teams, readOnly: !data.canBuild });
 }

@@ -2,7 +2,8 @@
  * Who may unblock a block or input step (Buildkite's block step `allowed_teams`): when the step names teams, only a
  * member of one of them, whatever their access to the pipeline (a member of an allowed team who may only read the
  * pipeline may unblock it; one who may build it but is in none of the teams may not); otherwise anyone who may build
- * the pipeline. Teams are named by slug or UUID, compared without regard to case or surrounding spaces.
+ * the pipeline. Teams are named by slug or UUID, compared without regard to case or surrounding spaces. The builds
+ * service decides an unblock with it, and the gateway's build page whether to show the step's form.
  */
 
 /** What the caller brings: the UUIDs and slugs of their teams in the organization, and whether they may build. */
