@@ -5,6 +5,7 @@
  * - `messaging/`: NATS and JetStream (domain events, the outbox, supervised loops, version fences);
  * - `data/`: MongoDB (the connection, grouped inserts, lease locks, duplicate keys);
  * - `concurrency/`: in-process scheduling (keyed locks, coalescing, group commit, repeated work);
+ * - `crypto/`: envelope encryption of values kept at rest, and the key ring it reads from the environment;
  * - `outbound/`: requests to addresses users give (webhooks, Slack, forges), refusing internal addresses;
  * - `api/`: values and rules the public API shares (paging, scopes, enum names, pipeline steps on the wire,
  *   timestamps, text limits, ids, content versions).
@@ -23,6 +24,8 @@ export * from "./concurrency/coalesce.js";
 export * from "./concurrency/group-commit.js";
 export * from "./concurrency/keyed-lock.js";
 export * from "./concurrency/repeat.js";
+export * from "./crypto/envelope.js";
+export * from "./crypto/key-ring-config.js";
 export * from "./data/duplicate-key.js";
 export * from "./data/insert-batcher.js";
 export * from "./data/lease-lock.js";

@@ -1,9 +1,13 @@
 import { AgentsService } from "@conveyor/proto/agents";
 import { BuildsService } from "@conveyor/proto/builds";
+import { SecretsService } from "@conveyor/proto/secrets";
 import { createServiceClient, repeat, runService } from "@conveyor/runtime";
 import { createAgentsDomain } from "./agents-service.js";
 import { readAgentsConfig } from "./config.js";
 import { followEvents } from "./events/followed-events.js";
+import { createMongoSecretRepository } from "./secrets/secret-repository.js";
+import { readSecretsConfig } from "./secrets/secrets-config.js";
+import { createSecrets } from "./secrets/secrets-service.js";
 import { createMongoAgentRepository } from "./store/agent-repository.js";
 import { createMongoClusterRepository } from "./store/cluster-repository.js";
 import { createMongoMaintainerRepository } from "./store/maintainer-repository.js";
@@ -17,7 +21,7 @@ const HINTS_MS = 3_000;
 void runService(
   {
     name: "agents",
-    serviceNames: [AgentsService.typeName],
+    serviceNames: [AgentsService.typeName, SecretsService.typeName],
     async setup({ db, nats, events, logger, env }) {
       const config = readAgentsConfig(env);
       const [clusters, agents, queues, maintainers] = await Promise.all([
@@ -28,13 +32,21 @@ void runService(
       ]);
       const builds = createServiceClient(BuildsService, config.buildsUrl);
       const domain = createAgentsDomain({ clusters, queues, maintainers, agents, builds, events, logger, config });
+      const secrets = createSecrets({
+        secrets: await createMongoSecretRepository(db),
+        clusters,
+        builds,
+        config: readSecretsConfig(env),
+        logger,
+      });
+      secrets.start();
       followEvents(nats, domain, logger);
       repeat(domain.flushLiveness, { what: "liveness flush", everyMs: FLUSH_MS, logger });
       repeat(domain.sweepLost, { what: "lost agent sweep", everyMs: SWEEP_MS, logger });
       // A refresh reads every queued job: with thousands queued it is paced by its cost (events keep hints current).
       repeat(domain.refreshHints, { what: "dispatch hints refresh", everyMs: HINTS_MS, costFactor: 10, logger });
       void domain.refreshHints().catch((err) => logger.warn({ err }, "dispatch hints not loaded yet"));
-      return (router) => router.service(AgentsService, domain.service);
+      return (router) => router.service(AgentsService, domain.service).service(SecretsService, secrets.service);
     },
   },
   process.env,

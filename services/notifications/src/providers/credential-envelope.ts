@@ -1,144 +1,35 @@
-import { createCipheriv, createDecipheriv, createHash, randomBytes } from "node:crypto";
+import { type EnvelopeKind, openValue, rewrapValue, type SealedEnvelope, sealValue } from "@conveyor/runtime";
 
 /**
- * Source-provider credentials encrypted at rest (docs/security.md#source-provider-credentials): an envelope per
- * record. The credential is sealed with AES-256-GCM under a data key made for that record alone; the data key is
- * sealed (wrapped) under the key-encryption key from the environment (`CREDENTIALS_ENCRYPTION_KEY`), named by its
- * key id. Both seals carry the record's binding (its organization and id) as additional data, so a ciphertext copied
- * onto another record does not open. Rotating the key (docs/operations.md#rotating-the-credentials-key) rewraps each
- * data key under the new key; the credential's own ciphertext never changes.
+ * Source-provider credentials encrypted at rest (docs/security.md#source-provider-credentials): the runtime's
+ * envelope encryption (`packages/runtime/src/crypto/envelope.ts`), bound to the record's organization and id under
+ * the source-provider kind, so a credential sealed for one connection opens for no other record.
  */
+export {
+  EnvelopeKeyError as CredentialKeyError,
+  type KeyEncryptionKey,
+  type KeyRing,
+  keyIdOf,
+  keyRingFrom,
+  parseKey,
+} from "@conveyor/runtime";
 
-/** A key-encryption key: 32 bytes and its id. */
-export interface KeyEncryptionKey {
-  id: string;
-  key: Buffer;
-}
+/** An encrypted credential as stored. */
+export type CredentialEnvelope = SealedEnvelope;
 
-/** The keys a process holds: the current one (new envelopes, rewrapping) and previous ones (opening only). */
-export interface KeyRing {
-  current: KeyEncryptionKey;
-  previous: readonly KeyEncryptionKey[];
-}
-
-/** An encrypted credential as stored. Every part is base64 except the key id. */
-export interface CredentialEnvelope {
-  /** The id of the key-encryption key that wrapped the data key. */
-  keyId: string;
-  /** The data key sealed under that key: 12-byte IV, ciphertext, 16-byte tag. */
-  wrappedKey: string;
-  /** The credential sealed under the data key: 12-byte IV, ciphertext, 16-byte tag. */
-  ciphertext: string;
-}
-
-const IV_BYTES = 12;
-const TAG_BYTES = 16;
-const KEY_BYTES = 32;
-
-/** A key's id: `k` and the first 16 hex digits of its SHA-256, so operators never choose (or collide) ids. */
-export function keyIdOf(key: Buffer): string {
-  return `k${createHash("sha256").update(key).digest("hex").slice(0, 16)}`;
-}
-
-/** Reads a base64 key of exactly 32 bytes; throws naming `name` otherwise. */
-export function parseKey(name: string, base64: string): KeyEncryptionKey {
-  const text = base64.trim();
-  if (!/^[A-Za-z0-9+/]+={0,2}$/.test(text)) throw new Error(`${name} is not base64`);
-  const key = Buffer.from(text, "base64");
-  if (key.length !== KEY_BYTES) throw new Error(`${name} must be ${KEY_BYTES} bytes (base64), not ${key.length}`);
-  return { id: keyIdOf(key), key };
-}
-
-/** The key ring of `CREDENTIALS_ENCRYPTION_KEY` and the comma-separated `CREDENTIALS_ENCRYPTION_PREVIOUS_KEYS`. */
-export function keyRingFrom(current: string, previous: string): KeyRing {
-  const now = parseKey("CREDENTIALS_ENCRYPTION_KEY", current);
-  const old = previous
-    .split(",")
-    .map((p) => p.trim())
-    .filter((p) => p !== "")
-    .map((p, i) => parseKey(`CREDENTIALS_ENCRYPTION_PREVIOUS_KEYS (key ${i + 1})`, p))
-    .filter((k) => k.id !== now.id);
-  return { current: now, previous: old };
-}
-
-/** The error an envelope that cannot be opened gives: the key is not held, or the envelope is not intact. */
-export class CredentialKeyError extends Error {
-  override name = "CredentialKeyError";
-}
-
-function seal(key: Buffer, plain: Buffer, binding: string): string {
-  const iv = randomBytes(IV_BYTES);
-  const cipher = createCipheriv("aes-256-gcm", key, iv);
-  cipher.setAAD(Buffer.from(binding, "utf8"));
-  const body = Buffer.concat([cipher.update(plain), cipher.final()]);
-  return Buffer.concat([iv, body, cipher.getAuthTag()]).toString("base64");
-}
-
-function open(key: Buffer, sealed: string, binding: string, what: string): Buffer {
-  const bytes = Buffer.from(sealed, "base64");
-  if (bytes.length < IV_BYTES + TAG_BYTES) throw new CredentialKeyError(`the ${what} is too short to be sealed`);
-  const decipher = createDecipheriv("aes-256-gcm", key, bytes.subarray(0, IV_BYTES));
-  decipher.setAAD(Buffer.from(binding, "utf8"));
-  decipher.setAuthTag(bytes.subarray(bytes.length - TAG_BYTES));
-  try {
-    return Buffer.concat([decipher.update(bytes.subarray(IV_BYTES, bytes.length - TAG_BYTES)), decipher.final()]);
-  } catch {
-    throw new CredentialKeyError(`the ${what} does not open: it was altered, or sealed for another record or key`);
-  }
-}
-
-const wrapBinding = (binding: string) => `conveyor:source-provider:data-key:${binding}`;
-const dataBinding = (binding: string) => `conveyor:source-provider:credential:${binding}`;
+const KIND: EnvelopeKind = { record: "source-provider", value: "credential" };
 
 /** Seals `credential` for the record named by `binding` under the ring's current key. */
-export function sealCredential(ring: KeyRing, binding: string, credential: string): CredentialEnvelope {
-  const dataKey = randomBytes(KEY_BYTES);
-  try {
-    return {
-      keyId: ring.current.id,
-      wrappedKey: seal(ring.current.key, dataKey, wrapBinding(binding)),
-      ciphertext: seal(dataKey, Buffer.from(credential, "utf8"), dataBinding(binding)),
-    };
-  } finally {
-    dataKey.fill(0);
-  }
-}
-
-function keyFor(ring: KeyRing, keyId: string): KeyEncryptionKey {
-  const key = [ring.current, ...ring.previous].find((k) => k.id === keyId);
-  if (!key) {
-    throw new CredentialKeyError(
-      `the credential was sealed with key ${keyId}, which this process does not hold (CREDENTIALS_ENCRYPTION_KEY or CREDENTIALS_ENCRYPTION_PREVIOUS_KEYS)`,
-    );
-  }
-  return key;
-}
+export const sealCredential = (ring: Parameters<typeof sealValue>[0], binding: string, credential: string) =>
+  sealValue(ring, KIND, binding, credential);
 
 /** Opens an envelope of the record named by `binding`; throws CredentialKeyError when it cannot. */
-export function openCredential(ring: KeyRing, binding: string, envelope: CredentialEnvelope): string {
-  const dataKey = open(keyFor(ring, envelope.keyId).key, envelope.wrappedKey, wrapBinding(binding), "data key");
-  try {
-    if (dataKey.length !== KEY_BYTES) throw new CredentialKeyError("the data key has the wrong length");
-    return open(dataKey, envelope.ciphertext, dataBinding(binding), "credential").toString("utf8");
-  } finally {
-    dataKey.fill(0);
-  }
-}
+export const openCredential = (ring: Parameters<typeof openValue>[0], binding: string, envelope: CredentialEnvelope) =>
+  openValue(ring, KIND, binding, envelope);
 
-/**
- * The envelope with its data key wrapped under the ring's current key (the same envelope when it already is);
- * throws CredentialKeyError when its key is not held or it does not open.
- */
-export function rewrapCredential(ring: KeyRing, binding: string, envelope: CredentialEnvelope): CredentialEnvelope {
-  if (envelope.keyId === ring.current.id) return envelope;
-  const dataKey = open(keyFor(ring, envelope.keyId).key, envelope.wrappedKey, wrapBinding(binding), "data key");
-  try {
-    return {
-      keyId: ring.current.id,
-      wrappedKey: seal(ring.current.key, dataKey, wrapBinding(binding)),
-      ciphertext: envelope.ciphertext,
-    };
-  } finally {
-    dataKey.fill(0);
-  }
-}
+/** The envelope with its data key wrapped under the ring's current key; throws CredentialKeyError when it cannot. */
+export const rewrapCredential = (
+  ring: Parameters<typeof rewrapValue>[0],
+  binding: string,
+  envelope: CredentialEnvelope,
+) => rewrapValue(ring, KIND, binding, envelope);
