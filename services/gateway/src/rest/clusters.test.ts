@@ -63,6 +63,7 @@ beforeAll(async () => {
           if (req.id !== CLUSTER) throw new ConnectError("No cluster found", Code.NotFound);
           return { cluster: { ...cluster, name: req.name ?? cluster.name, description: req.description ?? "d" } };
         },
+        listClusterMaintainers: () => ({ maintainers: [] }),
         listAgentTokens: () => ({ tokens: [token("t-1"), token("t-old", true)] }),
         createAgentToken(req) {
           calls.create.push(req);

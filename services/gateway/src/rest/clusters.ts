@@ -1,27 +1,33 @@
 /**
  * Clusters and their agent tokens over REST (docs/compatibility.md#clusters-and-queues; go-buildkite's
- * `Clusters.List`, `Get`, `Create`, `Update` and `ClusterTokens.List`, `Get`, `Create`, `Delete`), on the agents service,
- * which owns clusters and agent tokens. Creating and revoking are the organization's administrators'. A token's
+ * `Clusters.List`, `Get`, `Create`, `Update`, `Delete` and `ClusterTokens.List`, `Get`, `Create`, `Update`, `Delete`), on
+ * the agents service, which owns clusters and agent tokens. Creating and deleting a cluster are the organization's
+ * administrators'; changing it and its tokens are theirs and the cluster's maintainers' (cluster-maintainers.ts). A token's
  * value is answered by its create alone; a revoked token stops registering agents at once (the agents service's
  * `credential_revoked` event drops it from every gateway's cache).
  */
 import type { AgentToken, Cluster } from "@conveyor/proto/agents";
 import { isoTime } from "@conveyor/runtime";
 import { Type } from "@fastify/type-provider-typebox";
-import type { FastifyInstance, FastifyRequest } from "fastify";
-import { organizationAccess } from "../auth/authenticate.js";
-import { isOrganizationAdmin } from "../auth/pipeline-access.js";
+import type { FastifyInstance } from "fastify";
 import { HttpError } from "../errors/http-error.js";
 import { graphqlId, type Urls } from "../render/urls.js";
 import { noContent, responses, typed } from "../route-declarations/declare.js";
 import { BOUNDS, Id, OrgParams, Slug, text } from "../route-declarations/params.js";
 import { onlyFields } from "../route-declarations/unknown-fields.js";
+import {
+  CLUSTER,
+  CLUSTERS,
+  clusterOf as clusterIn,
+  clusterUrl,
+  managedCluster,
+  organizationOf,
+  pageOfList,
+} from "./clusters-shared.js";
 import { PagingQuery } from "./paging.js";
 import type { RouteDeps } from "./route-deps.js";
 import { paged } from "./teams-shared.js";
 
-const CLUSTERS = "/v2/organizations/:org/clusters";
-const CLUSTER = `${CLUSTERS}/:cluster`;
 const ClusterParams = Type.Object({ org: Slug, cluster: Id });
 const TokenParams = Type.Object({ org: Slug, cluster: Id, token: Id });
 const tags = ["clusters"];
@@ -53,8 +59,6 @@ const TokenSchema = Type.Object({
   created_by: Type.Null(),
   token: Type.Optional(Type.String({ description: "the secret, in the create's answer only" })),
 });
-
-const clusterUrl = (urls: Urls, org: string, id: string) => urls.api(`organizations/${org}/clusters/${id}`);
 
 function renderCluster(c: Cluster, urls: Urls, org: string) {
   const url = clusterUrl(urls, org, c.id);
@@ -90,32 +94,18 @@ function renderToken(t: AgentToken, urls: Urls, org: string, secret?: string) {
   };
 }
 
-/** One page of a list the agents service answers whole (an organization's clusters, a cluster's tokens). */
-const pageOfList = <T>(all: T[], page: number, perPage: number) => ({
-  items: all.slice((page - 1) * perPage, page * perPage),
-  totalCount: all.length,
-});
-
 const ClusterFields = { name: text(BOUNDS.name, { minLength: 1 }), description: Type.Optional(text(1000)) };
 const TokenFields = { description: text(1000, { minLength: 1 }) };
+/** A token's update: its description; Buildkite's allowed_ip_addresses is refused by name (not honoured here). */
+const TokenUpdateFields = { description: Type.Optional(TokenFields.description) };
 
 /** The clusters and cluster token routes. */
 export function clusterRoutes(app: FastifyInstance, deps: RouteDeps): void {
   const { clients, urls } = deps;
   const route = typed(app);
 
-  /** The caller's organization, for an administrator when `admin` (403 otherwise). */
-  const organizationOf = (request: FastifyRequest & { params: { org: string } }, admin: boolean) => {
-    const access = organizationAccess(request, request.params.org);
-    if (admin && !isOrganizationAdmin(access)) throw new HttpError(403, "Forbidden");
-    return { id: access.organization?.id ?? "", slug: access.organization?.slug ?? "" };
-  };
   /** The cluster a route names, of the caller's organization (404 otherwise). */
-  const clusterOf = async (organizationId: string, id: string) => {
-    const { cluster } = await clients.agents.getCluster({ organizationId, id });
-    if (!cluster) throw new HttpError(404, "No cluster found");
-    return cluster;
-  };
+  const clusterOf = (organizationId: string, id: string) => clusterIn(deps, organizationId, id);
   /** The active tokens of a cluster. */
   const tokensOf = async (organizationId: string, clusterId: string) =>
     (await clients.agents.listAgentTokens({ organizationId, clusterId })).tokens.filter((t) => !t.revokedAt);
@@ -200,11 +190,11 @@ export function clusterRoutes(app: FastifyInstance, deps: RouteDeps): void {
       },
     },
     async (request) => {
-      const org = organizationOf(request, true);
+      const { org, cluster: found } = await managedCluster(deps, request);
       const { name, description } = request.body;
       const { cluster } = await clients.agents.updateCluster({
         organizationId: org.id,
-        id: request.params.cluster,
+        id: found.id,
         ...(name !== undefined ? { name } : {}),
         ...(description !== undefined ? { description } : {}),
       });
@@ -271,8 +261,7 @@ export function clusterRoutes(app: FastifyInstance, deps: RouteDeps): void {
       },
     },
     async (request, reply) => {
-      const org = organizationOf(request, true);
-      const cluster = await clusterOf(org.id, request.params.cluster);
+      const { org, cluster } = await managedCluster(deps, request);
       const res = await clients.agents.createAgentToken({
         organizationId: org.id,
         clusterId: cluster.id,
@@ -296,11 +285,64 @@ export function clusterRoutes(app: FastifyInstance, deps: RouteDeps): void {
       },
     },
     async (request, reply) => {
-      const org = organizationOf(request, true);
-      const cluster = await clusterOf(org.id, request.params.cluster);
+      const { org, cluster } = await managedCluster(deps, request);
       const token = (await tokensOf(org.id, cluster.id)).find((t) => t.id === request.params.token);
       if (!token) throw new HttpError(404, "No token found");
       await clients.agents.revokeAgentToken({ organizationId: org.id, id: token.id });
+      return reply.status(204).send();
+    },
+  );
+
+  for (const [method, operationId] of [
+    ["PATCH", "updateClusterToken"],
+    ["PUT", "updateClusterTokenPut"],
+  ] as const) {
+    route.route({
+      method,
+      url: `${CLUSTER}/tokens/:token`,
+      config: { scope: "write_clusters" },
+      preValidation: onlyFields(Object.keys(TokenUpdateFields)),
+      schema: {
+        operationId,
+        summary: "Change an agent token's description (administrators and the cluster's maintainers)",
+        tags,
+        params: TokenParams,
+        body: Type.Object(TokenUpdateFields),
+        response: responses(200, TokenSchema),
+      },
+      handler: async (request) => {
+        const { org, cluster } = await managedCluster(deps, request);
+        const token = (await tokensOf(org.id, cluster.id)).find((t) => t.id === request.params.token);
+        if (!token) throw new HttpError(404, "No token found");
+        const { description } = request.body;
+        const updated = await clients.agents.updateAgentToken({
+          organizationId: org.id,
+          id: token.id,
+          ...(description !== undefined ? { description } : {}),
+        });
+        if (!updated.token) throw new HttpError(404, "No token found");
+        return renderToken(updated.token, urls, org.slug);
+      },
+    });
+  }
+
+  route.delete(
+    CLUSTER,
+    {
+      config: { scope: "write_clusters" },
+      schema: {
+        operationId: "deleteCluster",
+        summary:
+          "Delete a cluster (administrators) once it has no queues and no connected agents; its agent tokens are revoked",
+        tags,
+        params: ClusterParams,
+        response: noContent,
+      },
+    },
+    async (request, reply) => {
+      const org = organizationOf(request, true);
+      const cluster = await clusterOf(org.id, request.params.cluster);
+      await clients.agents.deleteCluster({ organizationId: org.id, id: cluster.id });
       return reply.status(204).send();
     },
   );

@@ -9,6 +9,8 @@ import { agentRestRoutes } from "./agents.js";
 import { annotationRoutes } from "./annotations.js";
 import { artifactRoutes, registerArtifactQueryToken } from "./artifacts.js";
 import { buildRoutes } from "./builds.js";
+import { clusterMaintainerRoutes } from "./cluster-maintainers.js";
+import { clusterQueueRoutes } from "./cluster-queues.js";
 import { clusterRoutes } from "./clusters.js";
 import { jobLogRoutes } from "./job-logs.js";
 import { jobRoutes } from "./jobs.js";
@@ -58,6 +60,8 @@ export async function registerRestApi(app: FastifyInstance, opts: RestApiOptions
     jobRoutes(scope, deps);
     agentRestRoutes(scope, deps);
     clusterRoutes(scope, deps);
+    clusterQueueRoutes(scope, deps);
+    clusterMaintainerRoutes(scope, deps);
     teamRoutes(scope, deps);
     ruleRoutes(scope, deps);
     registryTokenRoutes(scope, deps);
