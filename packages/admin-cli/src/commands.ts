@@ -15,6 +15,7 @@ import type { SourceProvidersService } from "@conveyor/proto/source-providers";
 import { type Client, isoTime, TEAM_MEMBER_ROLES, TEAM_PRIVACIES } from "@conveyor/runtime";
 import { type CliArgs, type FlagTypes, optionalFlag, requireFlag, UsageError } from "./args.js";
 import { PROVIDER_COMMANDS } from "./provider-commands.js";
+import { QUEUE_COMMANDS } from "./queue-commands.js";
 import { SCHEDULE_COMMANDS } from "./schedule-commands.js";
 import { USER_COMMANDS } from "./user-commands.js";
 import { WEBHOOK_COMMANDS } from "./webhook-commands.js";
@@ -90,6 +91,7 @@ export const COMMANDS: Record<string, CommandSpec> = {
   },
   ...USER_COMMANDS,
   ...SCHEDULE_COMMANDS,
+  ...QUEUE_COMMANDS,
   ...PROVIDER_COMMANDS,
   ...WEBHOOK_COMMANDS,
   "member add": {
