@@ -48,9 +48,10 @@ describe("processEnv", () => {
     expect(env.WEB_URL).toBeUndefined();
   });
 
-  it("gives only the notifications service the credentials key", () => {
+  it("gives only the notifications and agents services the credentials key", () => {
     const keyed = { ...topo, credentialsKey: "a2V5" };
     expect(processEnv("notifications", keyed, {}).CREDENTIALS_ENCRYPTION_KEY).toBe("a2V5");
+    expect(processEnv("agents", keyed, {}).CREDENTIALS_ENCRYPTION_KEY).toBe("a2V5");
     expect(processEnv("builds", keyed, {}).CREDENTIALS_ENCRYPTION_KEY).toBeUndefined();
     expect(processEnv("gateway", keyed, {}).CREDENTIALS_ENCRYPTION_KEY).toBeUndefined();
     // Not even when the launcher's own environment has them.
@@ -58,6 +59,7 @@ describe("processEnv", () => {
     expect(processEnv("identity", topo, launcher)).not.toHaveProperty("CREDENTIALS_ENCRYPTION_KEY");
     expect(processEnv("gateway", topo, launcher)).not.toHaveProperty("CREDENTIALS_ENCRYPTION_PREVIOUS_KEYS");
     expect(processEnv("notifications", topo, launcher)).toMatchObject(launcher);
+    expect(processEnv("agents", topo, launcher)).toMatchObject(launcher);
   });
 
   it("passes PUBLIC_URL, WEB_URL, GATEWAY_HOST and LOG_LEVEL from the launcher's environment", () => {

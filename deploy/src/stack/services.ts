@@ -25,12 +25,14 @@ export interface Topology {
   publicUrl: string;
   /** Base of the `web_url` fields (WEB_URL); the gateway's own default when unset. */
   webUrl?: string;
-  /** The notifications service's CREDENTIALS_ENCRYPTION_KEY (stack/credentials-key.ts), when the launcher has one. */
+  /** The CREDENTIALS_ENCRYPTION_KEY of the services that seal values (stack/credentials-key.ts), when the launcher has one. */
   credentialsKey?: string;
 }
 
-/** The key source-provider credentials are sealed with, which only the notifications service may hold. */
+/** The key values at rest are sealed with, which only the services sealing them may hold. */
 const CREDENTIALS_KEY_VARS = ["CREDENTIALS_ENCRYPTION_KEY", "CREDENTIALS_ENCRYPTION_PREVIOUS_KEYS"];
+/** The services sealing values at rest: notifications (source-provider credentials), agents (cluster secrets). */
+const KEYED_SERVICES: readonly ProcessName[] = ["notifications", "agents"];
 
 /** Variables of the user's environment that must not leak into one process's config from the launcher's shell. */
 const PER_PROCESS_VARS = ["HOST", "PORT", "HEALTH_PORT", "MONGODB_DATABASE"];
@@ -77,8 +79,10 @@ export interface ReplicaSlot {
 export function processEnv(name: ProcessName, topo: Topology, base: Env, slot?: ReplicaSlot): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = { ...base };
   for (const key of PER_PROCESS_VARS) delete env[key];
-  // The credentials key is the notifications service's alone (docs/security.md#source-provider-credentials).
-  if (name !== "notifications") for (const key of CREDENTIALS_KEY_VARS) delete env[key];
+  // The credentials key is the sealing services' alone (docs/security.md#source-provider-credentials, #cluster-secrets).
+  if (!KEYED_SERVICES.includes(name)) for (const key of CREDENTIALS_KEY_VARS) delete env[key];
+  if (KEYED_SERVICES.includes(name) && topo.credentialsKey !== undefined)
+    env.CREDENTIALS_ENCRYPTION_KEY = topo.credentialsKey;
   const urls = serviceUrls(topo.ports);
   for (const s of BACKEND_SERVICES) env[serviceUrlVar(s)] = urls[s];
   Object.assign(env, {
@@ -113,7 +117,6 @@ export function processEnv(name: ProcessName, topo: Topology, base: Env, slot?: 
     // The links in what it sends (a build's url and web_url) are the gateway's.
     env.PUBLIC_URL = topo.publicUrl;
     if (topo.webUrl !== undefined) env.WEB_URL = topo.webUrl;
-    if (topo.credentialsKey !== undefined) env.CREDENTIALS_ENCRYPTION_KEY = topo.credentialsKey;
   }
   return env;
 }

@@ -22,6 +22,8 @@ export const ALL_SCOPES = [
   "read_job_env",
   "read_clusters",
   "write_clusters",
+  "read_secret_details",
+  "write_secrets",
   "read_notification_services",
   "write_notification_services",
 ] as const;

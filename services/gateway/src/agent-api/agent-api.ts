@@ -13,6 +13,7 @@ import { jobRoutes } from "./job-routes.js";
 import { metaDataRoutes } from "./meta-data-routes.js";
 import { createOrganizationLookup, type OrganizationLookup } from "./organizations.js";
 import { pipelineUploadRoutes } from "./pipeline-upload-routes.js";
+import { secretAgentRoutes } from "./secret-routes.js";
 import { stepRoutes } from "./step-routes.js";
 
 /** What the agent API's route modules receive. */
@@ -78,5 +79,6 @@ export async function registerAgentApi(
     pipelineUploadRoutes(scope, deps);
     artifactAgentRoutes(scope, deps);
     stepRoutes(scope, deps);
+    secretAgentRoutes(scope, deps);
   });
 }

@@ -5,6 +5,7 @@ import { BuildsService } from "@conveyor/proto/builds";
 import { IdentityService, RegistriesService, RulesService, TeamsService } from "@conveyor/proto/identity";
 import { NotificationsService } from "@conveyor/proto/notifications";
 import { PipelinesService } from "@conveyor/proto/pipelines";
+import { SecretsService } from "@conveyor/proto/secrets";
 import { SourceProvidersService } from "@conveyor/proto/source-providers";
 import { type Client, createServiceClient } from "@conveyor/runtime";
 import type { GatewayConfig } from "../config.js";
@@ -23,6 +24,8 @@ export interface GatewayClients {
   annotations: Client<typeof AnnotationsService>;
   artifacts: Client<typeof ArtifactsService>;
   agents: Client<typeof AgentsService>;
+  /** Cluster secrets, served by the agents process. */
+  secrets: Client<typeof SecretsService>;
   /** Source-provider connections, served by the notifications process. */
   sourceProviders: Client<typeof SourceProvidersService>;
   /** Organization notification webhooks, served by the notifications process. */
@@ -44,6 +47,7 @@ export function createGatewayClients(config: GatewayConfig): GatewayClients {
     annotations: createServiceClient(AnnotationsService, config.serviceUrls.builds, opts),
     artifacts: createServiceClient(ArtifactsService, config.serviceUrls.artifacts, opts),
     agents: createServiceClient(AgentsService, config.serviceUrls.agents, opts),
+    secrets: createServiceClient(SecretsService, config.serviceUrls.agents, opts),
     sourceProviders: createServiceClient(SourceProvidersService, config.serviceUrls.notifications, opts),
     notifications: createServiceClient(NotificationsService, config.serviceUrls.notifications, opts),
   };

@@ -11,6 +11,7 @@ import { artifactRoutes, registerArtifactQueryToken } from "./artifacts.js";
 import { buildRoutes } from "./builds.js";
 import { clusterMaintainerRoutes } from "./cluster-maintainers.js";
 import { clusterQueueRoutes } from "./cluster-queues.js";
+import { clusterSecretRoutes } from "./cluster-secrets.js";
 import { clusterRoutes } from "./clusters.js";
 import { jobLogRoutes } from "./job-logs.js";
 import { jobRoutes } from "./jobs.js";
@@ -62,6 +63,7 @@ export async function registerRestApi(app: FastifyInstance, opts: RestApiOptions
     clusterRoutes(scope, deps);
     clusterQueueRoutes(scope, deps);
     clusterMaintainerRoutes(scope, deps);
+    clusterSecretRoutes(scope, deps);
     teamRoutes(scope, deps);
     ruleRoutes(scope, deps);
     registryTokenRoutes(scope, deps);

@@ -73,6 +73,7 @@ const PARAM_THINGS: Record<string, string> = {
   context: "annotation",
   annotation: "annotation",
   cluster: "cluster",
+  secret: "secret",
 };
 
 type JsonSchema = {

@@ -28,6 +28,7 @@ import {
 } from "@conveyor/proto/identity";
 import { NotificationsService } from "@conveyor/proto/notifications";
 import { PipelinesService } from "@conveyor/proto/pipelines";
+import { SecretsService } from "@conveyor/proto/secrets";
 import { SourceProvidersService } from "@conveyor/proto/source-providers";
 import { acceptRequestId, propagateRequestId, REQUEST_ID_HEADER } from "@conveyor/runtime";
 import { type AppDeps, buildApp } from "../app/build-app.js";
@@ -139,6 +140,7 @@ export interface FakeServices {
   rules?: Partial<ServiceImpl<typeof RulesService>>;
   registries?: Partial<ServiceImpl<typeof RegistriesService>>;
   agents?: Partial<ServiceImpl<typeof AgentsService>>;
+  secrets?: Partial<ServiceImpl<typeof SecretsService>>;
   artifacts?: Partial<ServiceImpl<typeof ArtifactsService>>;
   sourceProviders?: Partial<ServiceImpl<typeof SourceProvidersService>>;
   notifications?: Partial<ServiceImpl<typeof NotificationsService>>;
@@ -174,6 +176,7 @@ export async function buildTestApp(
       router.service(RegistriesService, services.registries ?? {});
       router.service(ArtifactsService, services.artifacts ?? {});
       router.service(AgentsService, services.agents ?? {});
+      router.service(SecretsService, services.secrets ?? {});
       router.service(SourceProvidersService, services.sourceProviders ?? {});
       router.service(NotificationsService, services.notifications ?? {});
       // As the real clients and servers do: calls carry the request id of the context they are made in.
@@ -193,6 +196,7 @@ export async function buildTestApp(
     annotations: createClient(AnnotationsService, transport),
     artifacts: createClient(ArtifactsService, transport),
     agents: createClient(AgentsService, transport),
+    secrets: createClient(SecretsService, transport),
     sourceProviders: createClient(SourceProvidersService, transport),
     notifications: createClient(NotificationsService, transport),
   };
