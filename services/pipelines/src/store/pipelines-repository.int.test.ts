@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { MongoClient } from "mongodb";
+import { type Document, MongoClient } from "mongodb";
 import { webhookTokenHash } from "../domain/webhook-token.js";
 import {
   createMongoPipelinesRepository,
@@ -164,5 +164,64 @@ describe("MongoDB pipelines repository", () => {
     expect(await repo.setArchived(org, p._id, new Date(), new Date(), 1)).toMatchObject({ version: 2 });
     expect(await repo.setArchived(org, p._id, null, new Date(), 2)).toMatchObject({ version: 3, archivedAt: null });
     expect((await repo.find(org, p._id))?.description).toBe("one");
+  });
+
+  it("lists an organization's active or archived pipelines by name, a page streamed from an index in its order", async () => {
+    const org = randomUUID();
+    for (let i = 0; i < 12; i++) await repo.insert(doc(org, `Listed ${String(i).padStart(2, "0")}`, `listed-${i}`));
+    const first = (await repo.list(org, "active", 0, 12)).items;
+    await repo.setArchived(org, first[3]?._id ?? "", new Date(), new Date(), 0);
+    const active = await repo.list(org, "active", 0, 5);
+    expect(active.total).toBe(11);
+    expect(active.items.map((p) => p.slug)).toEqual(["listed-0", "listed-1", "listed-2", "listed-4", "listed-5"]);
+    expect((await repo.list(org, "archived", 0, 5)).items.map((p) => p.slug)).toEqual(["listed-3"]);
+    const info = await client.db("admin").command({ buildInfo: 1 });
+    const isFerret = JSON.stringify(info).toLowerCase().includes("ferretdb");
+    for (const state of ["active", "archived"]) {
+      const filter = { organizationId: org, archiveState: state };
+      const plan: Document = await client
+        .db(dbName)
+        .collection("pipelines")
+        .find(filter)
+        .sort({ nameKey: 1 })
+        .limit(30)
+        .explain();
+      const text = JSON.stringify(plan);
+      if (isFerret) {
+        // SQLite's plan: the page streams from the index in name order; nothing scanned or sorted in full
+        expect(text).toMatch(/USING (COVERING )?INDEX \S*org_archive_state_name/);
+        expect(text).not.toMatch(/detail=SCAN|TEMP B-TREE/);
+        expect(plan).toMatchObject({ filterPushdown: true, sortPushdown: true });
+      } else {
+        expect(text).toContain("IXSCAN");
+        expect(text).not.toContain("COLLSCAN");
+      }
+    }
+  });
+
+  it("fills in the archive state of pipelines stored before it, at start, and drops the index it replaced", async () => {
+    const db = client.db(`${dbName}_old`);
+    try {
+      const org = randomUUID();
+      const old = db.collection<PipelineDoc>("pipelines");
+      await old.createIndex({ organizationId: 1, archivedAt: 1, nameKey: 1 }, { name: "org_archive_name_order" });
+      await old.insertOne(doc(org, "Old active", "old-active"));
+      await old.insertOne({ ...doc(org, "Old archived", "old-archived"), archivedAt: new Date() });
+      const restarted = await createMongoPipelinesRepository(db);
+      expect((await restarted.list(org, "active", 0, 10)).items.map((p) => p.slug)).toEqual(["old-active"]);
+      expect((await restarted.list(org, "archived", 0, 10)).items.map((p) => p.slug)).toEqual(["old-archived"]);
+      const names = (await old.listIndexes().toArray()).map((index) => String(index.name));
+      expect(names).toContain("org_archive_state_name");
+      expect(names).not.toContain("org_archive_name_order");
+      // Again: nothing left to fill in or drop.
+      await createMongoPipelinesRepository(db);
+      expect((await restarted.list(org, "all", 0, 10)).total).toBe(2);
+      // Unarchiving keeps the state with archivedAt.
+      const archived = (await restarted.list(org, "archived", 0, 1)).items[0];
+      await restarted.setArchived(org, archived?._id ?? "", null, new Date(), archived?.version ?? 0);
+      expect((await restarted.list(org, "active", 0, 10)).total).toBe(2);
+    } finally {
+      await db.dropDatabase();
+    }
   });
 });

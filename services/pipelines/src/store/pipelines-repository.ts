@@ -42,6 +42,13 @@ export interface PipelineDoc {
   createdAt: Date;
   updatedAt: Date;
   archivedAt: Date | null;
+  /**
+   * "archived" when archivedAt is set, else "active": what lists filter on, kept by the repository with archivedAt
+   * (and filled in at start for pipelines stored before it). A string, unlike archivedAt's null, is a condition the
+   * bundled FerretDB answers from the `{organizationId, archiveState, nameKey}` index and counts without reading a
+   * document (deploy/ferretdb/index-pushdown.patch, count-pushdown.patch).
+   */
+  archiveState?: ArchiveState;
   env: Record<string, string>;
   /** Minutes a command step may run when it sets no timeout; absent on pipelines stored before it existed. */
   defaultCommandStepTimeout?: number | null;
@@ -82,7 +89,7 @@ export interface ProviderDoc {
 
 /** The mutable attributes of a pipeline. */
 export type PipelineChanges = Partial<
-  Omit<PipelineDoc, "_id" | "organizationId" | "createdBy" | "createdAt" | "counts" | "archivedAt">
+  Omit<PipelineDoc, "_id" | "organizationId" | "createdBy" | "createdAt" | "counts" | "archivedAt" | "archiveState">
 >;
 
 /** Raised when a write clashes with a unique index; `field` is "name" or "slug". */
@@ -97,6 +104,12 @@ export class DuplicatePipelineError extends Error {
 }
 
 export type ArchiveFilter = "active" | "archived" | "all";
+
+/** A pipeline's archiveState. */
+export type ArchiveState = Exclude<ArchiveFilter, "all">;
+
+/** The archiveState that goes with an archivedAt. */
+export const archiveStateOf = (archivedAt: Date | null): ArchiveState => (archivedAt ? "archived" : "active");
 
 /** Persistence of pipelines. */
 export interface PipelinesRepository {
@@ -155,14 +168,19 @@ export async function createMongoPipelinesRepository(db: Db): Promise<PipelinesR
   await Promise.all([
     pipelines.createIndex({ organizationId: 1, slug: 1 }, { unique: true, name: "org_slug_unique" }),
     pipelines.createIndex({ organizationId: 1, nameKey: 1 }, { unique: true, name: "org_name_unique" }),
-    pipelines.createIndex({ organizationId: 1, archivedAt: 1, nameKey: 1 }, { name: "org_archive_name_order" }),
+    // The lists' order (by name) within an organization's active or archived pipelines.
+    pipelines.createIndex({ organizationId: 1, archiveState: 1, nameKey: 1 }, { name: "org_archive_state_name" }),
     // The public badge route's lookup. Not unique: tokens are random (unique in practice), and a unique index would
     // refuse to build over any old document without one.
     pipelines.createIndex({ badgeToken: 1 }, { name: "badge_token" }),
     // The webhook receiver's lookup, by the token's hash; not unique for the same reason.
     pipelines.createIndex({ "provider.webhookTokenHash": 1 }, { name: "webhook_token_hash" }),
   ]);
-  await hashWebhookTokens(pipelines);
+  await Promise.all([
+    hashWebhookTokens(pipelines),
+    fillArchiveStates(pipelines),
+    dropRetiredIndex(pipelines, "org_archive_name_order"),
+  ]);
 
   /**
    * Turns a duplicate key error into which attribute clashed. Real MongoDB names the index in keyPattern; FerretDB
@@ -205,7 +223,9 @@ export async function createMongoPipelinesRepository(db: Db): Promise<PipelinesR
 
   return {
     async insert(doc) {
-      await pipelines.insertOne(doc).catch((err) => translate(err, doc.organizationId, doc.nameKey, doc.slug));
+      await pipelines
+        .insertOne({ ...doc, archiveState: archiveStateOf(doc.archivedAt) })
+        .catch((err) => translate(err, doc.organizationId, doc.nameKey, doc.slug));
     },
     find: byRef,
     taken,
@@ -221,12 +241,8 @@ export async function createMongoPipelinesRepository(db: Db): Promise<PipelinesR
     },
     async list(organizationId, filter, skip, limit, onlyIds) {
       const scope = onlyIds?.length ? { organizationId, _id: { $in: [...onlyIds] } } : { organizationId };
-      const query =
-        filter === "all"
-          ? scope
-          : filter === "archived"
-            ? { ...scope, archivedAt: { $ne: null } }
-            : { ...scope, archivedAt: null };
+      // Strings only: served by an index in name order, and counted from it (see archiveState).
+      const query = filter === "all" ? scope : { ...scope, archiveState: filter };
       const [items, total] = await Promise.all([
         pipelines.find(query).sort({ nameKey: 1 }).skip(skip).limit(limit).toArray(),
         pipelines.countDocuments(query),
@@ -246,7 +262,7 @@ export async function createMongoPipelinesRepository(db: Db): Promise<PipelinesR
       const current = archivedAt ? { archivedAt: null } : { archivedAt: { $ne: null } };
       return pipelines.findOneAndUpdate(
         { _id: id, organizationId, ...current, ...atVersion(version) },
-        { $set: { archivedAt, updatedAt: now, version: version + 1 } },
+        { $set: { archivedAt, archiveState: archiveStateOf(archivedAt), updatedAt: now, version: version + 1 } },
         { returnDocument: "after" },
       );
     },
@@ -271,6 +287,34 @@ async function hashWebhookTokens(pipelines: Collection<PipelineDoc>): Promise<vo
     if (token === "") continue;
     await pipelines.updateOne({ _id: doc._id }, { $set: { "provider.webhookTokenHash": webhookTokenHash(token) } });
   }
+}
+
+/**
+ * Fills in the archiveState of pipelines stored before it existed, from their archivedAt: idempotent (only
+ * documents without one are written), and replicas starting together write the same values.
+ */
+async function fillArchiveStates(pipelines: Collection<PipelineDoc>): Promise<void> {
+  await pipelines.updateMany(
+    { archiveState: { $exists: false }, archivedAt: null },
+    { $set: { archiveState: "active" } },
+  );
+  await pipelines.updateMany(
+    { archiveState: { $exists: false }, archivedAt: { $ne: null } },
+    { $set: { archiveState: "archived" } },
+  );
+}
+
+/**
+ * Drops an index an earlier version made that nothing reads by ("org_archive_name_order", on archivedAt, which
+ * archiveState replaced). Replicas starting together may each drop it: the second is told it is gone (IndexNotFound,
+ * code 27), which is what it wanted; any other error is a real failure.
+ */
+async function dropRetiredIndex(pipelines: Collection<PipelineDoc>, name: string): Promise<void> {
+  const existing = (await pipelines.listIndexes().toArray()).map((index) => String(index.name));
+  if (!existing.includes(name)) return;
+  await pipelines.dropIndex(name).catch((err: unknown) => {
+    if ((err as { code?: number }).code !== 27) throw err;
+  });
 }
 
 /** The filter of a pipeline at `version` (0: also one stored before versions existed, which has none). */
