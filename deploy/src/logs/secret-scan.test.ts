@@ -6,7 +6,7 @@ import { redact, scanForSecrets, secretsInLine } from "./secret-scan.js";
 const hex40 = "0123456789abcdef0123456789abcdef01234567";
 
 describe("secretsInLine", () => {
-  it.each(["bkua_", "bkat_", "bkaa_", "bkaj_", "bkpt_", "cvs_", "cvl_"])(
+  it.each(["bkua_", "bkat_", "bkaa_", "bkaj_", "bkpt_", "cvs_", "cvl_", "cvsv_"])(
     "finds an issued %s secret wherever it is in a line",
     (prefix) => {
       expect(secretsInLine(`{"msg":"x","authorization":"Bearer ${prefix}${hex40}"}`, [])).toEqual([

@@ -6,10 +6,11 @@ import { createInterface } from "node:readline";
  * Finds secrets in logs. Every secret the services issue is a prefix and 40 hex digits (runtime's newSecret):
  * API access tokens `bkua_`, agent registration tokens `bkat_`, agent access tokens `bkaa_`, job tokens `bkaj_`,
  * registry tokens `bkpt_`, the pages' session secrets `cvs_` and one-time sign-in links `cvl_`; other secrets (the S3
- * secret key) are looked for by value. A finding names the file, the line and a redacted form of the secret, never
- * the secret itself.
+ * secret key) are looked for by value. Cluster secrets' values are a user's and have no shape: the end-to-end suites
+ * give the values they set one, `cvsv_` and 40 hex digits, so that a value leaked into any log is found as well. A
+ * finding names the file, the line and a redacted form of the secret, never the secret itself.
  */
-export const ISSUED_SECRET = /\b(?:bk(?:ua|at|aa|aj|pt)|cv[sl])_[0-9a-f]{40}\b/g;
+export const ISSUED_SECRET = /\b(?:bk(?:ua|at|aa|aj|pt)|cv[sl]|cvsv)_[0-9a-f]{40}\b/g;
 
 export interface SecretFinding {
   file: string;
