@@ -27,7 +27,15 @@ jest.setTimeout(240_000);
 // biome-ignore lint/suspicious/noExplicitAny: REST and Gitea bodies are checked field by field.
 type Json = any;
 
-const SCOPES = ["read_builds", "write_builds", "read_pipelines", "write_pipelines", "read_organizations"];
+const SCOPES = [
+  "read_builds",
+  "write_builds",
+  "read_pipelines",
+  "write_pipelines",
+  "read_organizations",
+  "read_notification_services",
+  "write_notification_services",
+];
 const PIPELINE = `notify:
   - github_commit_status:
       context: ci/custom

@@ -32,9 +32,15 @@ beforeAll(async () => {
       orgs: [acme],
       users: [ann],
       tokens: new Map([
-        ["admin", makePrincipal(ann, ["read_organizations", "write_pipelines"], [[acme, Role.ADMIN]])],
-        ["member", makePrincipal(ann, ["read_organizations", "write_pipelines"], [[acme, Role.MEMBER]])],
-        ["reader", makePrincipal(ann, ["read_organizations"], [[acme, Role.ADMIN]])],
+        [
+          "admin",
+          makePrincipal(ann, ["read_notification_services", "write_notification_services"], [[acme, Role.ADMIN]]),
+        ],
+        [
+          "member",
+          makePrincipal(ann, ["read_notification_services", "write_notification_services"], [[acme, Role.MEMBER]]),
+        ],
+        ["reader", makePrincipal(ann, ["read_notification_services"], [[acme, Role.ADMIN]])],
       ]),
       revoked: [],
     },

@@ -61,7 +61,7 @@ export function sourceProviderRoutes(app: FastifyInstance, deps: RouteDeps): voi
   route.get(
     "/v2/organizations/:org/source_providers",
     {
-      config: { scope: "read_organizations" },
+      config: { scope: "read_notification_services" },
       schema: {
         operationId: "listSourceProviders",
         summary: "List the organization's source-provider connections, oldest first (administrators)",
@@ -82,7 +82,7 @@ export function sourceProviderRoutes(app: FastifyInstance, deps: RouteDeps): voi
   route.get(
     "/v2/organizations/:org/source_providers/:id",
     {
-      config: { scope: "read_organizations" },
+      config: { scope: "read_notification_services" },
       schema: {
         operationId: "getSourceProvider",
         summary: "Get a source-provider connection (administrators)",
@@ -102,7 +102,7 @@ export function sourceProviderRoutes(app: FastifyInstance, deps: RouteDeps): voi
   route.post(
     "/v2/organizations/:org/source_providers",
     {
-      config: { scope: "write_pipelines" },
+      config: { scope: "write_notification_services" },
       preValidation: async (request) => refuseUnknownFields(request.body),
       schema: {
         operationId: "createSourceProvider",
@@ -134,7 +134,7 @@ export function sourceProviderRoutes(app: FastifyInstance, deps: RouteDeps): voi
   route.delete(
     "/v2/organizations/:org/source_providers/:id",
     {
-      config: { scope: "write_pipelines" },
+      config: { scope: "write_notification_services" },
       schema: {
         operationId: "deleteSourceProvider",
         summary: "Remove a source-provider connection (administrators)",
