@@ -142,6 +142,9 @@ describe("notifyFiresOn", () => {
     expect(on(rule("email"), "build")).toEqual(["build.failing", "build.finished"]);
     expect(on(rule("slack"), "build")).toEqual(["build.running", "build.blocked", "build.failing", "build.finished"]);
     expect(on(rule("github_commit_status"), "build")).toEqual([]);
-    expect(on(rule("slack"), "step", ["step.finished", "build.finished"])).toEqual(["step.finished"]);
+    expect(on(rule("slack"), "step", ["step.failing", "step.finished", "build.finished"])).toEqual([
+      "step.failing",
+      "step.finished",
+    ]);
   });
 });

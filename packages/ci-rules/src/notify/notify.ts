@@ -181,10 +181,10 @@ export function readNotify(val: Val | undefined, field: string, level: NotifyLev
 /**
  * The events each served rule fires on (docs/notifications.md#notify), as Buildkite documents them: a build's
  * webhook on created, started, blocked and finished; email on failing and finished; Slack on the build's events
- * (build level) or its step finishing (step level). Commit statuses are the statuses' own.
+ * (build level) or its step failing and finishing (step level). Commit statuses are the statuses' own.
  */
 export function notifyFiresOn(rule: NotifyRule, level: NotifyLevel, event: string): boolean {
-  if (level === "step") return rule.type === "slack" && event === "step.finished";
+  if (level === "step") return rule.type === "slack" && (event === "step.failing" || event === "step.finished");
   switch (rule.type) {
     case "webhook":
       return ["build.scheduled", "build.running", "build.blocked", "build.finished"].includes(event);

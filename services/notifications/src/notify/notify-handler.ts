@@ -8,7 +8,25 @@ import type { PipelineCache } from "../cache/pipeline-cache.js";
 import type { DeliveryIntent, EventHandler } from "../events/handler.js";
 import type { NotificationEvent } from "../events/notification-event.js";
 import type { Payloads } from "../webhooks/payloads.js";
-import { buildEmail, buildSentence, notifyBuildEvent, notifyContext, slackText } from "./notify-rules.js";
+import {
+  buildEmail,
+  buildSentence,
+  ENDED_JOB_STATES,
+  notifyBuildEvent,
+  notifyContext,
+  notifyStepEvents,
+  type StepJob,
+  slackText,
+} from "./notify-rules.js";
+
+const stepJob = (j: Job): StepJob => ({
+  id: j.id,
+  stepId: j.stepId,
+  state: j.state,
+  softFailed: j.softFailed,
+  retried: j.retried,
+  finishedAtMs: j.finishedAt ? Number(j.finishedAt.seconds) * 1000 + Math.trunc(j.finishedAt.nanos / 1e6) : 0,
+});
 
 export interface NotifyHandlerDeps {
   identity: Pick<Client<typeof IdentityService>, "getOrganization">;
@@ -140,13 +158,8 @@ export function createNotifyHandler(deps: NotifyHandlerDeps): EventHandler {
         const slug = await orgSlug(e.build.organizationId);
         return intentsFor(e, cached.rules.buildNotify, "build", name, e.build, cached.pipeline, slug);
       }
-      // A job's end is its step's step.finished.
-      if (
-        e.job.state === e.previousState ||
-        !["passed", "failed", "timed_out", "canceled", "broken", "expired"].includes(e.job.state)
-      ) {
-        return [];
-      }
+      // A job's end is its step's step.finished, and its first hard failure while others run step.failing.
+      if (e.job.state === e.previousState || !ENDED_JOB_STATES.has(e.job.state)) return [];
       const cached = await deps.pipelines.get(e.organizationId, e.pipelineId);
       if (!cached || cached.rules.steps.length === 0) return [];
       const step = stepOf(cached.rules.steps, e.job);
@@ -154,7 +167,10 @@ export function createNotifyHandler(deps: NotifyHandlerDeps): EventHandler {
       const { build } = await deps.builds.getBuild({ pipelineId: e.pipelineId, number: e.buildNumber });
       if (!build) return [];
       const slug = await orgSlug(e.organizationId);
-      return intentsFor(e, step.notify, "step", "step.finished", build, cached.pipeline, slug, e.job);
+      const intents: DeliveryIntent[] = [];
+      for (const name of notifyStepEvents(stepJob(e.job), e.previousState, build.jobs.map(stepJob)))
+        intents.push(...(await intentsFor(e, step.notify, "step", name, build, cached.pipeline, slug, e.job)));
+      return intents;
     },
   };
 }

@@ -17,6 +17,43 @@ export function notifyBuildEvent(kind: string, state: string, previousState: str
   return null;
 }
 
+/** The job states that end a job. */
+export const ENDED_JOB_STATES = new Set(["passed", "failed", "timed_out", "canceled", "broken", "expired"]);
+/** The ended states that fail a step (unless soft-failed). */
+const FAILED_JOB_STATES = new Set(["failed", "timed_out", "broken", "expired"]);
+
+/** The fields of a job the step events are decided from. */
+export interface StepJob {
+  id: string;
+  stepId: string;
+  state: string;
+  softFailed: boolean;
+  retried: boolean;
+  finishedAtMs: number;
+}
+
+/**
+ * The step events a job's change is (docs/notifications.md#notify), given the other jobs of its build as read after
+ * it: `step.finished` when the job ends; `step.failing` as well when it is the first job of its step to fail hard
+ * (not soft-failed; the earliest to finish, ties by id, so that a step is failing once however its events arrive)
+ * while another job of the step has not ended — Buildkite's step state `failing`. Retried attempts do not count. Pure.
+ */
+export function notifyStepEvents(job: StepJob, previousState: string, buildJobs: readonly StepJob[]): string[] {
+  if (job.state === previousState || !ENDED_JOB_STATES.has(job.state)) return [];
+  const events: string[] = [];
+  const failedHard = (j: StepJob) => FAILED_JOB_STATES.has(j.state) && !j.softFailed;
+  if (failedHard(job)) {
+    const siblings = buildJobs.filter((j) => j.stepId === job.stepId && j.id !== job.id && !j.retried);
+    const earlier = siblings.some(
+      (j) =>
+        failedHard(j) && (j.finishedAtMs < job.finishedAtMs || (j.finishedAtMs === job.finishedAtMs && j.id < job.id)),
+    );
+    if (!earlier && siblings.some((j) => !ENDED_JOB_STATES.has(j.state))) events.push("step.failing");
+  }
+  events.push("step.finished");
+  return events;
+}
+
 /** What a build's `if:` sees, from the build as the event carries it (build.state included). */
 export function notifyContext(build: Build, pipeline: Pipeline, orgSlug: string): BuildContext {
   const pr = build.pullRequest;

@@ -4,7 +4,7 @@ import { PipelineSchema } from "@conveyor/proto/pipelines";
 import { createPipelineCache } from "../cache/pipeline-cache.js";
 import type { NotificationEvent } from "../events/notification-event.js";
 import { createNotifyHandler } from "./notify-handler.js";
-import { buildEmail, notifyBuildEvent, slackText } from "./notify-rules.js";
+import { buildEmail, notifyBuildEvent, notifyStepEvents, type StepJob, slackText } from "./notify-rules.js";
 
 const ORG = "11111111-1111-4111-8111-111111111111";
 const SLACK = "https://hooks.slack.com/services/T/B/x";
@@ -37,11 +37,11 @@ const build = (state: string) =>
     message: "Fix <it>\nmore",
   });
 
-function handler() {
+function handler(jobs: ReturnType<typeof create<typeof JobSchema>>[] = []) {
   return createNotifyHandler({
     identity: { getOrganization: async () => ({ organization: { slug: "acme" } }) } as never,
     pipelines: createPipelineCache({ getPipeline: async () => ({ pipeline }) } as never, { ttlMs: 0, max: 10 }),
-    builds: { getBuild: async () => ({ build: build("failing") }) } as never,
+    builds: { getBuild: async () => ({ build: { ...build("failing"), jobs } }) } as never,
     payloads: { body: async (_e, name) => ({ event: name }) },
     publicUrl: "http://api.test",
     webUrl: "http://web.test",
@@ -130,8 +130,77 @@ describe("the notify handler", () => {
       }),
     ]);
     expect(await handler().intents(event(job("make lint", 1)))).toEqual([]);
+    // Its first failure while another job of the step runs is step.failing too.
+    const sibling = create(JobSchema, { id: "j-2", stepId: "s-1", state: "running", type: "script" });
+    const failing = await handler([sibling]).intents(event({ ...job("Tests", 0), stepId: "s-1" }));
+    expect(failing.map((i) => i.event)).toEqual(["step.failing", "step.finished"]);
     expect(await handler().intents(event(job("Tests", 0, "running"), "accepted"))).toEqual([]);
     expect(await handler().intents(event(job("Renamed", 0)))).toEqual([]);
+  });
+});
+
+describe("notifyStepEvents", () => {
+  const j = (id: string, state: string, more: Partial<StepJob> = {}): StepJob => ({
+    id,
+    stepId: "s",
+    state,
+    softFailed: false,
+    retried: false,
+    finishedAtMs: ["running", "scheduled", "assigned"].includes(state) ? 0 : 100,
+    ...more,
+  });
+  it.each<[string, StepJob, string, StepJob[], string[]]>([
+    ["a job still running", j("a", "running"), "accepted", [], []],
+    ["a repeat of the same state", j("a", "failed"), "failed", [], []],
+    ["the only job of its step failing", j("a", "failed"), "running", [], ["step.finished"]],
+    ["a job passing while another runs", j("a", "passed"), "running", [j("b", "running")], ["step.finished"]],
+    [
+      "the first failure while another runs",
+      j("a", "failed"),
+      "running",
+      [j("b", "running")],
+      ["step.failing", "step.finished"],
+    ],
+    [
+      "a timeout while another waits",
+      j("a", "timed_out"),
+      "running",
+      [j("b", "scheduled")],
+      ["step.failing", "step.finished"],
+    ],
+    ["a soft failure", j("a", "failed", { softFailed: true }), "running", [j("b", "running")], ["step.finished"]],
+    [
+      "a second failure (the step is failing already)",
+      j("a", "failed", { finishedAtMs: 200 }),
+      "running",
+      [j("b", "failed"), j("c", "running")],
+      ["step.finished"],
+    ],
+    [
+      "the earlier of two failures read after both",
+      j("a", "failed"),
+      "running",
+      [j("b", "failed", { finishedAtMs: 200 }), j("c", "running")],
+      ["step.failing", "step.finished"],
+    ],
+    [
+      "two failures at the same instant: the smaller id",
+      j("b", "failed"),
+      "running",
+      [j("a", "failed"), j("c", "running")],
+      ["step.finished"],
+    ],
+    ["a failure whose siblings all ended", j("a", "failed"), "running", [j("b", "passed")], ["step.finished"]],
+    [
+      "another step's job running",
+      j("a", "failed"),
+      "running",
+      [j("b", "running", { stepId: "t" })],
+      ["step.finished"],
+    ],
+    ["a retried sibling", j("a", "failed"), "running", [j("b", "running", { retried: true })], ["step.finished"]],
+  ])("%s", (_name, job, previous, others, events) => {
+    expect(notifyStepEvents(job, previous, [job, ...others])).toEqual(events);
   });
 });
 
