@@ -17,6 +17,8 @@ export interface GatewayConfig {
   readonly port: number;
   /** Base of every `url` field and Link header, for example http://127.0.0.1:8080. */
   readonly publicUrl: string;
+  /** The issuer of jobs' OIDC tokens (OIDC_ISSUER, default PUBLIC_URL): `iss`, and where its documents are served. */
+  readonly oidcIssuer: string;
   /** Base of every `web_url` field. */
   readonly webUrl: string;
   readonly serviceUrls: Readonly<Record<BackendService, string>>;
@@ -48,6 +50,26 @@ export interface GatewayConfig {
   readonly liveStreams: Readonly<{ perPerson: number; total: number }>;
   /** Which proxies' X-Forwarded-For and X-Forwarded-Proto are believed (Fastify's trustProxy; see parseTrustProxy). */
   readonly trustProxy: TrustProxy;
+  /** HTTPS (HTTP/2 and HTTP/1.1 by ALPN) beside the plain port, when a certificate and key are given (app/tls-server.ts). */
+  readonly tls: TlsConfig | null;
+}
+
+/** TLS_CERT_FILE, TLS_KEY_FILE and TLS_PORT: where the gateway serves HTTPS (docs/configuration.md#tls). */
+export interface TlsConfig {
+  readonly certFile: string;
+  readonly keyFile: string;
+  readonly port: number;
+}
+
+/** The TLS listener: both files or neither (a certificate without its key is a mistake, not a choice). */
+export function parseTls(env: Env, defaultPort: number): TlsConfig | null {
+  const r = createEnvReader(env);
+  const certFile = r.optionalString("TLS_CERT_FILE")?.trim() || undefined;
+  const keyFile = r.optionalString("TLS_KEY_FILE")?.trim() || undefined;
+  if (certFile === undefined && keyFile === undefined) return null;
+  if (certFile === undefined || keyFile === undefined)
+    throw new Error("TLS_CERT_FILE and TLS_KEY_FILE go together: give both (HTTPS on TLS_PORT) or neither");
+  return Object.freeze({ certFile, keyFile, port: r.int("TLS_PORT", defaultPort, { min: 0, max: 65535 }) });
 }
 
 /** Fastify's trustProxy as TRUST_PROXY gives it: off, every proxy, the nearest N hops, or these addresses/CIDRs. */
@@ -93,7 +115,8 @@ export interface ArtifactsUrlConfig {
 /**
  * Parses HOST, PORT, PUBLIC_URL, WEB_URL, <SERVICE>_URL, NATS_URL, LOG_LEVEL, TOKEN_CACHE_TTL_MS, BODY_LIMIT_BYTES,
  * RPC_TIMEOUT_MS, PIPELINE_CACHE_TTL_MS, AGENT_CREDENTIAL_CACHE_TTL_MS, AGENT_LOG_CHUNK_BYTES, JOB_LOG_MAX_BYTES, S3_ENDPOINT, S3_BUCKET,
- * S3_PUBLIC_URL, ARTIFACTS_PROXY, RATE_LIMIT_PER_MINUTE, RENDER_CACHE_MB, LIVE_STREAMS_PER_PERSON and LIVE_STREAMS.
+ * S3_PUBLIC_URL, ARTIFACTS_PROXY, RATE_LIMIT_PER_MINUTE, RENDER_CACHE_MB, LIVE_STREAMS_PER_PERSON, LIVE_STREAMS,
+ * TLS_CERT_FILE, TLS_KEY_FILE and TLS_PORT.
  */
 export function readGatewayConfig(env: Env): GatewayConfig {
   const r = createEnvReader(env);
@@ -115,6 +138,7 @@ export function readGatewayConfig(env: Env): GatewayConfig {
     host,
     port,
     publicUrl,
+    oidcIssuer: r.url("OIDC_ISSUER", publicUrl).replace(/\/$/, ""),
     webUrl: r.url("WEB_URL", publicUrl),
     serviceUrls: Object.freeze(serviceUrls),
     natsUrl: r.string("NATS_URL", DEFAULT_NATS_URL),
@@ -147,5 +171,6 @@ export function readGatewayConfig(env: Env): GatewayConfig {
       total: r.int("LIVE_STREAMS", 1000, { min: 1 }),
     }),
     trustProxy: parseTrustProxy(r.optionalString("TRUST_PROXY")),
+    tls: parseTls(env, port === 0 ? 0 : 8443),
   });
 }

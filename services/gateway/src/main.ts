@@ -1,7 +1,11 @@
 import { randomUUID } from "node:crypto";
 import { connectNatsClient, createLogger, onShutdown } from "@conveyor/runtime";
 import { subscribeCredentialEvents } from "./agent-api/agent-credentials.js";
+import { createAgentStreams } from "./agent-stream/agent-streams.js";
+import { announceStream, followStreamEvents } from "./agent-stream/stream-events.js";
 import { buildApp } from "./app/build-app.js";
+import { DEFAULT_CLIENT_LIMITS } from "./app/client-limits.js";
+import { createTlsServer, listenTls } from "./app/tls-server.js";
 import { subscribeIdentityEvents } from "./auth/identity-events.js";
 import { createGatewayClients } from "./clients/gateway-clients.js";
 import { readGatewayConfig } from "./config.js";
@@ -25,12 +29,20 @@ try {
   // Connected first: the live build pages subscribe on it while they are open (web/live/).
   const nc = await connectNatsClient(config.natsUrl, "gateway");
   const live = createLiveHub({ nc, logger, settings: { ...LIVE_PACE, ...config.liveStreams } });
+  // The agents' streaming pings (agent-stream/): fed by NATS, so the gateway holding a stream hears of its agent.
+  const streams = createAgentStreams({
+    agents: clients.agents,
+    builds: clients.builds,
+    logger,
+    announce: announceStream(nc),
+  });
   const { app, principals, sessions, agentCredentials } = await buildApp({
     config,
     clients,
     logger,
     rateLimiter,
     live,
+    streams,
   });
   // Loops that keep this gateway's caches and peers' rate-limit counts current; stopped before NATS is drained, so
   // that the end of their subscriptions is not taken for a break.
@@ -39,10 +51,18 @@ try {
     subscribeCredentialEvents(nc, agentCredentials, logger),
     subscribePipelineEvents(nc, pipelineCache, logger),
     ...(rateLimiter ? [shareRateLimitCounts(nc, rateLimiter, logger)] : []),
+    followStreamEvents(nc, streams, logger),
   ];
   await app.listen({ host: config.host, port: config.port });
-  logger.info({ url: config.publicUrl }, "gateway ready");
+  const tlsServer = config.tls ? createTlsServer(app, config.tls, config.clientLimits ?? DEFAULT_CLIENT_LIMITS) : null;
+  const tlsPort = tlsServer && config.tls ? await listenTls(tlsServer, config.host, config.tls.port) : null;
+  logger.info({ url: config.publicUrl, ...(tlsPort !== null ? { tlsPort } : {}) }, "gateway ready");
   onShutdown(logger, [
+    // Streams end first (Unavailable: each agent polls, then streams to another gateway), then the listeners.
+    async () => {
+      streams.closeAll();
+      if (tlsServer) await new Promise<void>((resolve) => tlsServer.close(() => resolve()));
+    },
     () => app.close(),
     async () => {
       await Promise.all(stopLoops.map((stop) => stop()));

@@ -1,4 +1,6 @@
 import type { FastifyInstance } from "fastify";
+import type { AgentStreams } from "../agent-stream/agent-streams.js";
+import { registerStreamPings, STREAM_PINGS_PATH } from "../agent-stream/stream-route.js";
 import type { GatewayClients } from "../clients/gateway-clients.js";
 import type { Urls } from "../render/urls.js";
 import { requireDocumentedRoutes } from "../route-declarations/declare.js";
@@ -11,6 +13,7 @@ import { artifactAgentRoutes } from "./artifact-routes.js";
 import { createJobAccess, type JobAccess } from "./job-access.js";
 import { jobRoutes } from "./job-routes.js";
 import { metaDataRoutes } from "./meta-data-routes.js";
+import { oidcAgentRoutes } from "./oidc-routes.js";
 import { createOrganizationLookup, type OrganizationLookup } from "./organizations.js";
 import { pipelineUploadRoutes } from "./pipeline-upload-routes.js";
 import { secretAgentRoutes } from "./secret-routes.js";
@@ -27,14 +30,14 @@ export interface AgentApiDeps {
   artifactUrlBase: string;
 }
 
-/** The path of the agent's streaming pings (docs/compatibility.md#streaming-pings): served by no gRPC server here, so it must answer 404. */
-export const STREAM_PINGS_PATH = "/agentedge.v1.AgentEdgeService/StreamPings";
+export { STREAM_PINGS_PATH } from "../agent-stream/stream-route.js";
 
 /**
  * The agent API under /v3 (docs/compatibility.md#agent-api), in its own encapsulated scope: every route in it
  * declares its documentation and the credential kinds it takes, callers authenticate in the `Token` scheme, and log
  * chunks are taken as raw bytes (gzip, sent as text/plain) where the REST API takes JSON only. It is not rate limited.
- * The streaming-pings path, which only answers 404, is registered beside the scope, since it is no /v3 route.
+ * The streaming-pings path is registered beside the scope, since it is no /v3 route: served by agent-stream/ when
+ * the gateway holds streams, else answered 404 (connect-go reports Unimplemented and the agent polls for good).
  */
 export async function registerAgentApi(
   app: FastifyInstance,
@@ -44,15 +47,21 @@ export async function registerAgentApi(
     logs: LogSettings;
     credentials: AgentCredentialCache;
     artifactUrlBase: string;
+    /** The issuer of jobs' OIDC tokens (OIDC_ISSUER). */
+    oidcIssuer: string;
+    /** The streams this gateway holds (agent-stream/); none: StreamPings answers 404. */
+    streams?: AgentStreams;
   },
 ): Promise<void> {
-  // The agent's streaming pings: answered 404 before any body is read, so connect-go reports Unimplemented and the
-  // agent falls back to polling for good.
-  app.post(STREAM_PINGS_PATH, {
-    onRequest: async (_request, reply) =>
-      reply.status(404).send({ message: "Streaming pings are not served here: poll /v3/ping" }),
-    handler: async () => ({}),
-  });
+  if (opts.streams) {
+    await registerStreamPings(app, { credentials: opts.credentials, streams: opts.streams, keepaliveMs: 30_000 });
+  } else {
+    app.post(STREAM_PINGS_PATH, {
+      onRequest: async (_request, reply) =>
+        reply.status(404).send({ message: "Streaming pings are not served here: poll /v3/ping" }),
+      handler: async () => ({}),
+    });
+  }
   await app.register(async (scope) => {
     scope.addContentTypeParser(["text/plain", "application/octet-stream"], { parseAs: "buffer" }, (_req, body, done) =>
       done(null, body),
@@ -80,5 +89,6 @@ export async function registerAgentApi(
     artifactAgentRoutes(scope, deps);
     stepRoutes(scope, deps);
     secretAgentRoutes(scope, deps);
+    oidcAgentRoutes(scope, deps, { issuer: opts.oidcIssuer });
   });
 }

@@ -8,6 +8,7 @@ import Fastify, {
 } from "fastify";
 import { registerAgentApi } from "../agent-api/agent-api.js";
 import { type AgentCredentialCache, createAgentCredentialCache } from "../agent-api/agent-credentials.js";
+import type { AgentStreams } from "../agent-stream/agent-streams.js";
 import { createAnswerCache } from "../answer-cache/answer-cache.js";
 import { createPipelineAccess } from "../auth/pipeline-access.js";
 import { createPrincipalCache, identityLookup, type PrincipalCache } from "../auth/principal-cache.js";
@@ -16,6 +17,7 @@ import type { GatewayClients } from "../clients/gateway-clients.js";
 import type { GatewayConfig, TrustProxy } from "../config.js";
 import { registerErrorHandling } from "../errors/error-handler.js";
 import { registerObjectProxy } from "../object-proxy/object-proxy.js";
+import { oidcDiscoveryRoutes } from "../oidc/oidc-discovery-routes.js";
 import { metaRoutes } from "../public/meta-routes.js";
 import { openApiRoutes, registerOpenApi } from "../public/openapi.js";
 import { RATE_LIMIT_HEADER_NAMES } from "../rate-limit/rate-limit-hook.js";
@@ -37,13 +39,15 @@ export interface AppDeps {
     GatewayConfig,
     "publicUrl" | "webUrl" | "tokenCacheTtlMs" | "bodyLimitBytes" | "agentCredentialTtlMs" | "agentLogs" | "artifacts"
   > &
-    Partial<Pick<GatewayConfig, "clientLimits" | "renderCacheBytes" | "trustProxy">>;
+    Partial<Pick<GatewayConfig, "clientLimits" | "renderCacheBytes" | "trustProxy" | "oidcIssuer">>;
   clients: GatewayClients;
   logger?: Logger;
   /** Counts REST requests per organization (main.ts shares its counts with the other gateways); none: no limit. */
   rateLimiter?: RateLimiter;
   /** The live build pages' hub on this gateway's NATS connection (web/live/); none: no live updates. */
   live?: LiveHub;
+  /** The agents' streaming pings this gateway holds (agent-stream/); none: StreamPings answers 404. */
+  streams?: AgentStreams;
 }
 
 export interface GatewayApp {
@@ -108,6 +112,8 @@ export async function buildApp(deps: AppDeps): Promise<GatewayApp> {
   // Public routes: open to anyone, outside both APIs' scopes.
   metaRoutes(app);
   openApiRoutes(app);
+  const oidcIssuer = deps.config.oidcIssuer ?? deps.config.publicUrl;
+  oidcDiscoveryRoutes(app, { clients: deps.clients, issuer: oidcIssuer });
   const pipelineAccess = createPipelineAccess(deps.clients);
   await registerRestApi(app, {
     deps: {
@@ -134,6 +140,8 @@ export async function buildApp(deps: AppDeps): Promise<GatewayApp> {
     logs: deps.config.agentLogs,
     credentials: agentCredentials,
     artifactUrlBase: deps.config.artifacts.urlBase,
+    oidcIssuer,
+    ...(deps.streams ? { streams: deps.streams } : {}),
   });
   // The pages last. The APIs' static paths win over the pages' patterns (`/{org}`, ...) in the router whatever the
   // order, and a request for an API's path that matches only a page's pattern still gets the API's JSON 404.

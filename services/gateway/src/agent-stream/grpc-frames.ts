@@ -1,0 +1,147 @@
+import { BinaryReader, BinaryWriter } from "@bufbuild/protobuf/wire";
+
+/**
+ * The wire of the agent's streaming pings (agentedge.v1.AgentEdgeService/StreamPings, as buildkite-agent v3.137
+ * speaks it with connect-go's gRPC protocol): length-prefixed messages (one flag byte, a 4-byte big-endian length,
+ * the protobuf bytes), the status in the trailers. The messages are small enough to be written by hand rather than
+ * generated: a request naming the agent, and answers carrying one action.
+ */
+
+/** One action of StreamPingsResponse's oneof (fields 2 to 5). */
+export type StreamAction =
+  | { kind: "resume" }
+  | { kind: "pause"; reason: string }
+  | { kind: "disconnect"; reason: string }
+  | { kind: "job_assigned"; jobId: string };
+
+/** The largest request message taken (it only names an agent). */
+export const MAX_REQUEST_BYTES = 1024;
+
+/** gRPC status codes the stream answers with (https://grpc.github.io/grpc/core/md_doc_statuscodes.html). */
+export const GRPC_STATUS = {
+  ok: 0,
+  invalidArgument: 3,
+  permissionDenied: 7,
+  resourceExhausted: 8,
+  unimplemented: 12,
+  unavailable: 14,
+  unauthenticated: 16,
+} as const;
+
+/** Frames one message. */
+export function frame(message: Uint8Array): Buffer {
+  const out = Buffer.alloc(5 + message.length);
+  out.writeUInt8(0, 0);
+  out.writeUInt32BE(message.length, 1);
+  out.set(message, 5);
+  return out;
+}
+
+/** StreamPingsResponse's bytes for one action. */
+export function encodeAction(action: StreamAction): Uint8Array {
+  const w = new BinaryWriter();
+  switch (action.kind) {
+    case "resume":
+      w.uint32((2 << 3) | 2).bytes(new Uint8Array(0));
+      break;
+    case "pause":
+      w.uint32((3 << 3) | 2).bytes(
+        new BinaryWriter()
+          .uint32((1 << 3) | 2)
+          .string(action.reason)
+          .finish(),
+      );
+      break;
+    case "disconnect":
+      w.uint32((4 << 3) | 2).bytes(
+        new BinaryWriter()
+          .uint32((1 << 3) | 2)
+          .string(action.reason)
+          .finish(),
+      );
+      break;
+    case "job_assigned": {
+      const job = new BinaryWriter()
+        .uint32((1 << 3) | 2)
+        .string(action.jobId)
+        .finish();
+      w.uint32((5 << 3) | 2).bytes(
+        new BinaryWriter()
+          .uint32((1 << 3) | 2)
+          .bytes(job)
+          .finish(),
+      );
+      break;
+    }
+  }
+  return w.finish();
+}
+
+/** The bytes of a message's field 1 (a string or a message); empty when absent. */
+function fieldOne(bytes: Uint8Array): Uint8Array {
+  const r = new BinaryReader(bytes);
+  let found: Uint8Array = new Uint8Array(0);
+  while (r.pos < r.len) {
+    const [field, type] = r.tag();
+    if (field === 1 && type === 2) found = r.bytes();
+    else r.skip(type);
+  }
+  return found;
+}
+
+const text = new TextDecoder();
+
+/** Decodes StreamPingsResponse (for tests and the bench's simulated agents); undefined when it carries no action. */
+export function decodeAction(bytes: Uint8Array): StreamAction | undefined {
+  const r = new BinaryReader(bytes);
+  let action: StreamAction | undefined;
+  while (r.pos < r.len) {
+    const [field, type] = r.tag();
+    if (type !== 2) {
+      r.skip(type);
+      continue;
+    }
+    const inner = r.bytes();
+    if (field === 2) action = { kind: "resume" };
+    else if (field === 3) action = { kind: "pause", reason: text.decode(fieldOne(inner)) };
+    else if (field === 4) action = { kind: "disconnect", reason: text.decode(fieldOne(inner)) };
+    else if (field === 5) action = { kind: "job_assigned", jobId: text.decode(fieldOne(fieldOne(inner))) };
+  }
+  return action;
+}
+
+/** StreamPingsRequest's bytes (for tests and the bench's simulated agents). */
+export function encodeRequest(agentId: string): Uint8Array {
+  return new BinaryWriter()
+    .uint32((1 << 3) | 2)
+    .string(agentId)
+    .finish();
+}
+
+/**
+ * The agent id of a framed StreamPingsRequest body; undefined when the body is not one uncompressed message of at
+ * most MAX_REQUEST_BYTES.
+ */
+export function decodeRequest(body: Buffer): string | undefined {
+  if (body.length < 5 || body[0] !== 0) return undefined;
+  const length = body.readUInt32BE(1);
+  if (length > MAX_REQUEST_BYTES || body.length !== 5 + length) return undefined;
+  try {
+    return text.decode(fieldOne(body.subarray(5)));
+  } catch {
+    return undefined;
+  }
+}
+
+/** Splits framed messages out of a buffer (for tests and simulated agents): the messages and what is left over. */
+export function unframe(buffer: Buffer): { messages: Buffer[]; rest: Buffer } {
+  const messages: Buffer[] = [];
+  let at = 0;
+  while (buffer.length - at >= 5) {
+    const length = buffer.readUInt32BE(at + 1);
+    if (buffer.length - at - 5 < length) break;
+    messages.push(buffer.subarray(at + 5, at + 5 + length));
+    at += 5 + length;
+  }
+  return { messages, rest: buffer.subarray(at) };
+}
