@@ -165,7 +165,9 @@ async function start(repoRoot: string, dataDir: string): Promise<number> {
     }
     const outcome = await Promise.race([signalReceived.then(() => undefined), stack.unexpectedExit]);
     if (outcome) {
-      fail(`${outcome.proc.name} ${describeExit(outcome.status)} unexpectedly; its log is ${outcome.proc.logFile}`);
+      fail(
+        `${outcome.proc.name} ${describeExit(outcome.status)} and ${outcome.reason}, so the launcher gave up on it; its log is ${outcome.proc.logFile}`,
+      );
       printTail(outcome.proc.logTail());
       fail("stopping the rest of the stack");
       await stopAll();

@@ -35,6 +35,7 @@ export * from "./stack/services.js";
 export * from "./stack/stack.js";
 export * from "./stack/stack-file.js";
 export * from "./stack/stack-info.js";
+export * from "./stack/supervisor.js";
 export * from "./stack/wait.js";
 export * from "./tools/go-build.js";
 export * from "./tools/tools.js";

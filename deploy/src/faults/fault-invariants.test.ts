@@ -48,6 +48,14 @@ describe("probe samples", () => {
     expect(isBadSample(sample({ status: 0 }))).toBe(true);
   });
 
+  it("takes a refused connection only while the gateway itself is down, never a hang or after it is back", () => {
+    expect(isBadSample(sample({ dependency: "gateway", status: 0 }))).toBe(false);
+    expect(isBadSample(sample({ dependency: "gateway", status: 0, hung: true }))).toBe(true);
+    expect(isBadSample(sample({ dependency: "gateway", phase: "back", status: 0 }))).toBe(true);
+    expect(isBadSample(sample({ dependency: "builds", status: 0 }))).toBe(true);
+    expect(isBadSample(sample({ dependency: "gateway", status: 500 }))).toBe(true);
+  });
+
   it("counts by status and measures recovery from the restart to each route's lasting success", () => {
     const samples = [
       sample({ at: 100, ms: 40 }),

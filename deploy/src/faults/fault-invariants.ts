@@ -3,8 +3,19 @@
  * (probe samples and their summary), and the invariants checked once every build has finished.
  */
 
-/** The servers killed in turn, as the fault drill names them. */
-export type Dependency = "mongodb" | "nats" | "s3";
+/** The servers killed in turn and held down, as the fault drill names them. */
+export type ServerDependency = "mongodb" | "nats" | "s3";
+/** The stack's processes, killed in turn and started again by the launcher's supervisor at once. */
+export type ProcessDependency =
+  | "identity"
+  | "pipelines"
+  | "builds"
+  | "artifacts"
+  | "agents"
+  | "notifications"
+  | "gateway";
+/** What the drill kills. */
+export type Dependency = ServerDependency | ProcessDependency;
 
 /** Job states a job never leaves (the REST names; docs/compatibility.md#job-states). */
 export const TERMINAL_JOB_STATES: ReadonlySet<string> = new Set([
@@ -82,9 +93,12 @@ export function statusKey(s: Pick<ProbeSample, "status" | "hung">): string {
 
 /**
  * Whether a sample breaks the rule for an API whose dependency is down: answers are a success, a client error, or
- * 503 (or 504, a deadline) with a JSON message; never a 500, never a hang past the deadline.
+ * 503 (or 504, a deadline) with a JSON message; never a 500, never a hang past the deadline (and, but for the
+ * gateway itself being down, always an answer).
  */
 export function isBadSample(s: ProbeSample): boolean {
+  // With one gateway, nothing answers while it is down: a refused connection then is the truth, not a fault.
+  if (s.dependency === "gateway" && s.phase === "down" && s.status === 0 && !s.hung) return false;
   if (s.hung || s.status === 0) return true;
   if (s.status >= 500) return !((s.status === 503 || s.status === 504) && s.jsonMessage);
   if (s.status >= 400) return !s.jsonMessage;

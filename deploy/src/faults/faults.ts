@@ -5,6 +5,7 @@ import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { connectNats, createLogger, EVENTS_STREAM } from "@conveyor/runtime";
 import { bootstrapStack } from "../bootstrap/bootstrap.js";
+import type { ManagedProcess } from "../host/child.js";
 import { type Env, envValue } from "../host/paths.js";
 import { type Answer, type Api, createApi, listBuilds } from "../rest/rest-client.js";
 import { startLocalAgents } from "../stack/local-agents.js";
@@ -19,19 +20,32 @@ import {
   overlapping,
   type PipelineCounters,
   type ProbeSample,
+  type ProcessDependency,
+  type ServerDependency,
   summarizeOutage,
   TERMINAL_BUILD_STATES,
 } from "./fault-invariants.js";
 
 /**
  * `npm run faults`: a fault drill on an isolated stack. Real agents run a steady stream of two-job builds (one job
- * uploads an artifact) while the MongoDB-wire server, NATS and the S3 store in turn are killed with SIGKILL, kept
- * down for a while and started again on the same port and data. During each outage three REST routes are probed
+ * uploads an artifact) while the MongoDB-wire server, NATS and the S3 store in turn are killed with SIGKILL, held
+ * down for a while and started again on the same port and data; then each of the seven processes in turn is killed
+ * with SIGKILL and left to the launcher's supervisor to start again. During each outage three REST routes are probed
  * continuously (status and latency). Once every build has finished the invariants are checked (fault-invariants.ts),
  * a table is printed and .test-results/faults.json written; the exit code is 1 when one fails.
  */
 
-const DEPENDENCIES: readonly Dependency[] = ["mongodb", "nats", "s3"];
+const DEPENDENCIES: readonly ServerDependency[] = ["mongodb", "nats", "s3"];
+/** The processes killed in turn after the servers, each started again by the launcher's supervisor. */
+const PROCESSES: readonly ProcessDependency[] = [
+  "identity",
+  "pipelines",
+  "builds",
+  "artifacts",
+  "agents",
+  "notifications",
+  "gateway",
+];
 const AGENTS = 3;
 /** The gateway's RPC deadline (RPC_TIMEOUT_MS's default); an answer later than this plus a margin is a hang. */
 const RPC_DEADLINE_MS = 10_000;
@@ -137,7 +151,10 @@ export async function runFaults(repoRoot: string, env: Env = process.env): Promi
       return res;
     };
     // A steady rate, spread over the outages (about 40 s each with the settling time).
-    const paceMs = Math.max(100, Math.round((20_000 + DEPENDENCIES.length * (downMs + 30_000)) / target));
+    const paceMs = Math.max(
+      100,
+      Math.round((20_000 + DEPENDENCIES.length * (downMs + 30_000) + PROCESSES.length * 20_000) / target),
+    );
     const creator = (async () => {
       while (acknowledged.length < target) {
         const res = await create();
@@ -152,6 +169,11 @@ export async function runFaults(repoRoot: string, env: Env = process.env): Promi
       outages.push(await outage(stack, dependency, downMs, samples, api, buildsPath, create, say));
       await sleep(15_000);
     }
+    for (const name of PROCESSES) {
+      outages.push(await outage(stack, name, 0, samples, api, buildsPath, create, say));
+      await sleep(5_000);
+    }
+    say(`restarts by the supervisor: ${JSON.stringify(stack.supervisor.restarts())}`);
     await creator;
     say(`${acknowledged.length} builds acknowledged; waiting for them to finish (up to ${drainMs / 1000} s)…`);
 
@@ -220,8 +242,9 @@ export async function runFaults(repoRoot: string, env: Env = process.env): Promi
 }
 
 /**
- * One outage: kills the dependency's server with SIGKILL, probes three routes while it is down for `downMs`, starts
- * it again, and keeps probing until each route has answered with success five times in a row (at most 90 s).
+ * One outage: kills a server or process with SIGKILL and probes three routes until each has answered with success
+ * five times in a row after it runs again (at most 90 s). A server is held down for `downMs` and then released to the
+ * supervisor; a process (`downMs` 0) is left to the supervisor at once, and "back" starts when it runs again.
  */
 async function outage(
   stack: Stack,
@@ -233,10 +256,12 @@ async function outage(
   create: () => Promise<Answer>,
   say: (line: string) => void,
 ): Promise<OutageSummary & { killedAt: number }> {
-  const proc = stack.server(dependency);
-  if (!proc) throw new Error(`no ${dependency} server of the stack's own to kill`);
+  const proc = stack.supervisor.current(dependency);
+  if (!proc) throw new Error(`no ${dependency} process of the stack's own to kill`);
   const known = (await listBuilds(api, buildsPath))[0]?.number ?? 1;
-  say(`killing ${proc.name} (SIGKILL) for ${downMs / 1000} s…`);
+  const held = downMs > 0;
+  say(`killing ${proc.name} (SIGKILL)${held ? ` for ${downMs / 1000} s` : ""}…`);
+  if (held) stack.supervisor.hold(dependency);
   proc.kill("SIGKILL");
   await proc.exited;
   const killedAt = Date.now();
@@ -270,10 +295,17 @@ async function outage(
       await sleep(pauseMs);
     }
   });
-  await sleep(downMs);
-  restartAt = Date.now() - killedAt;
-  phase = "back";
-  const again = await stack.restartServer(dependency);
+  let again: ManagedProcess;
+  if (held) {
+    await sleep(downMs);
+    restartAt = Date.now() - killedAt;
+    phase = "back";
+    again = await stack.supervisor.release(dependency);
+  } else {
+    again = await runningAgain(stack, dependency, proc, 120_000);
+    restartAt = Date.now() - killedAt;
+    phase = "back";
+  }
   say(`  ${again.name} started again after ${((Date.now() - killedAt) / 1000).toFixed(1)} s`);
   await Promise.all(probing);
   const summary = { ...summarizeOutage(dependency, samples, restartAt), killedAt };
@@ -281,6 +313,22 @@ async function outage(
     `  ${dependency}: while down ${JSON.stringify(summary.byStatus)}, after ${JSON.stringify(summary.afterRestart)}, max ${summary.maxMs} ms, recovered ${summary.recoveryMs ?? "never"} ms after the restart`,
   );
   return summary;
+}
+
+/** The supervisor's new process for `name` once it runs (the one killed was `killed`). */
+async function runningAgain(
+  stack: Stack,
+  name: Dependency,
+  killed: ManagedProcess,
+  timeoutMs: number,
+): Promise<ManagedProcess> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const now = stack.supervisor.current(name);
+    if (now && now !== killed && now.running()) return now;
+    if (Date.now() > deadline) throw new Error(`${name} was not started again within ${timeoutMs / 1000} s`);
+    await sleep(100);
+  }
 }
 
 /** The backlog of every durable consumer on the events stream. */

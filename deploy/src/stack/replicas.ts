@@ -2,6 +2,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { describeExit, type ManagedProcess } from "../host/child.js";
 import { type Env, envValue } from "../host/paths.js";
 import { type Balancer, type BalancerTarget, startBalancer } from "./balancer.js";
+import { type Life, nextRestart, recentLives } from "./restart-policy.js";
 import type { ReplicaSlot } from "./services.js";
 import { httpStatus } from "./wait.js";
 
@@ -33,12 +34,6 @@ export async function replicaSlots(
 
 /** How often each replica's readiness is checked (the balancers skip a replica that failed its last check). */
 const CHECK_INTERVAL_MS = 500;
-/** The first pause before a replica that died is started again; it doubles while restarts fail quickly. */
-const RESTART_DELAY_MS = 500;
-const MAX_RESTART_DELAY_MS = 30_000;
-/** A replica that ran this long before it died is restarted after the first pause again. */
-const STABLE_AFTER_MS = 10_000;
-
 export interface ReplicaSetOptions {
   /** The process's name ("builds", "gateway"), for messages. */
   name: string;
@@ -76,8 +71,8 @@ interface Replica {
 
 /**
  * Starts every replica (together) and then supervises them: each is checked for readiness twice a second, and one
- * that exits while the stack is not stopping is started again after a pause (0.5 s, doubling while it keeps dying
- * within 10 s, up to 30 s), as a Deployment's controller would.
+ * that exits while the stack is not stopping is started again after a pause (restart-policy.ts: 0.5 s, doubling
+ * while it keeps dying within 10 s, up to 30 s), as a Deployment's controller would.
  */
 export async function startReplicaSet(opts: ReplicaSetOptions): Promise<ReplicaSet> {
   const replicas: Replica[] = await Promise.all(
@@ -95,33 +90,36 @@ export async function startReplicaSet(opts: ReplicaSetOptions): Promise<ReplicaS
   }, CHECK_INTERVAL_MS);
   checker.unref();
 
-  const supervise = (r: Replica) => {
+  const supervise = (r: Replica, lives: Life[]) => {
     const proc = r.proc;
     const startedAt = Date.now();
     void proc.exited.then(async (status) => {
       r.ready = false;
       if (closed || opts.stopping()) return;
-      let delay = Date.now() - startedAt > STABLE_AFTER_MS ? RESTART_DELAY_MS : RESTART_DELAY_MS * 2;
+      let history = recentLives([...lives, { startedAt, endedAt: Date.now() }]);
       opts.log(`${r.slot.name} ${describeExit(status)}; starting it again (see ${proc.logFile})`);
       for (;;) {
-        await sleep(delay);
+        // A replica set never gives up (as a Deployment): the other replicas serve meanwhile.
+        const decision = nextRestart(history, { giveUp: false });
+        await sleep(decision.kind === "restart" ? decision.delayMs : 0);
         if (closed || opts.stopping()) return;
+        const attemptAt = Date.now();
         try {
           r.proc = await opts.start(r.slot);
           r.ready = true;
           restarts++;
           opts.log(`${r.slot.name} is running again`);
-          supervise(r);
+          supervise(r, history);
           return;
         } catch (err) {
           if (closed || opts.stopping()) return;
+          history = recentLives([...history, { startedAt: attemptAt, endedAt: Date.now() }]);
           opts.log(`${r.slot.name} did not start again (${(err as Error).message}); retrying`);
-          delay = Math.min(delay * 2, MAX_RESTART_DELAY_MS);
         }
       }
     });
   };
-  for (const r of replicas) supervise(r);
+  for (const r of replicas) supervise(r, []);
 
   const target = (r: Replica, kind: "rpc" | "health"): BalancerTarget => ({
     name: r.slot.name,

@@ -37,6 +37,7 @@ import {
 } from "./services.js";
 import { claimDataDir, recordProcess, releaseDataDir, type StackRecord, writeStackFile } from "./stack-file.js";
 import type { StackInfo } from "./stack-info.js";
+import { type SupervisedEntry, type Supervisor, superviseProcesses } from "./supervisor.js";
 import { StackStartError } from "./wait.js";
 
 export interface StartStackOptions {
@@ -66,10 +67,16 @@ export interface Stack {
   readonly info: StackInfo;
   readonly processes: readonly ManagedProcess[];
   /**
-   * Resolves when one of the processes exits while the stack is not stopping (with CONVEYOR_REPLICAS above 1, a
-   * replica that exits is started again instead).
+   * Resolves when a process keeps dying and the supervisor gave up on it (supervisor.ts: a process that exits while
+   * the stack is not stopping is started again, and given up after five quick deaths in a row); its owner then
+   * stops the stack.
    */
-  readonly unexpectedExit: Promise<{ proc: ManagedProcess; status: ExitStatus }>;
+  readonly unexpectedExit: Promise<{ proc: ManagedProcess; status: ExitStatus; reason: string }>;
+  /**
+   * Keeps the stack's own servers ("mongodb", "nats", "s3") and, with one replica each, the seven processes (by
+   * name) running. With CONVEYOR_REPLICAS above 1 the replica sets keep the processes running instead.
+   */
+  readonly supervisor: Supervisor;
   /** With CONVEYOR_REPLICAS above 1: the replicas of each backend service and of the gateway; else empty. */
   readonly replicaSets: readonly ReplicaSet[];
   /** With CONVEYOR_REPLICAS above 1: the balancers on the usual ports in front of the replicas; else empty. */
@@ -84,12 +91,6 @@ export interface Stack {
   adopt(proc: ManagedProcess): void;
   /** The process of one of the stack's own servers now (the last one started); undefined for an external server. */
   server(kind: ServerKind): ManagedProcess | undefined;
-  /**
-   * Starts one of the stack's own servers again, on its port and data directory, once its process has exited (a
-   * fault drill kills it with SIGKILL): nothing supervises the servers, and the services reconnect by themselves.
-   * Resolves when it accepts connections again.
-   */
-  restartServer(kind: ServerKind): Promise<ManagedProcess>;
 }
 
 /** The servers the stack depends on. */
@@ -134,8 +135,10 @@ export async function startStack(opts: StartStackOptions): Promise<Stack> {
     record.processes.push(recordProcess(proc.name, proc.pid));
     writeStackFile(paths, record);
   };
+  let supervisor: Supervisor | undefined;
   const stop = () => {
     stopping = true;
+    supervisor?.close();
     for (const set of replicaSets) set.close();
     const closeBalancers = async () => {
       await Promise.all(balancers.map((b) => b.close()));
@@ -223,16 +226,26 @@ export async function startStack(opts: StartStackOptions): Promise<Stack> {
     };
     const replicas = replicaCount(env);
     const t1 = Date.now();
+    // What the supervisor keeps running: the stack's own servers, and the processes when there is one of each.
+    const supervised: SupervisedEntry[] = [];
+    for (const kind of ["mongodb", "nats", "s3"] as const) {
+      const proc = servers[kind].proc;
+      if (proc) supervised.push({ name: kind, proc, restart: () => restartServer(kind) });
+    }
     if (replicas === 1) {
+      const startSupervised = async (name: ProcessName) => {
+        const proc = await startProcess(name, topo, procCtx);
+        supervised.push({ name, proc, restart: () => startProcess(name, topo, procCtx) });
+      };
       log(`starting ${BACKEND_SERVICES.join(", ")}…`);
       await Promise.all(
         BACKEND_SERVICES.map(async (name) => {
-          await startProcess(name, topo, procCtx);
+          await startSupervised(name);
           log(`  ${name} ready on 127.0.0.1:${ports[name]} (health :${ports.health[name]})`);
         }),
       );
       log("starting gateway…");
-      await startProcess("gateway", topo, procCtx);
+      await startSupervised("gateway");
       log(`all seven processes ready in ${((Date.now() - t1) / 1000).toFixed(1)} s`);
     } else {
       const start = (name: ProcessName) =>
@@ -266,17 +279,10 @@ export async function startStack(opts: StartStackOptions): Promise<Stack> {
     record.info = info;
     writeStackFile(paths, record);
 
-    const supervised = new Set(replicaSets.flatMap((set) => set.slots.map((slot) => slot.name)));
-    const unexpectedExit = new Promise<{ proc: ManagedProcess; status: ExitStatus }>((resolve) => {
-      for (const proc of procs) {
-        if (supervised.has(proc.name)) continue;
-        void proc.exited.then((status) => {
-          if (!stopping) resolve({ proc, status });
-        });
-      }
-    });
+    supervisor = superviseProcesses(supervised, { log, stopping: () => stopping });
+    const unexpectedExit = supervisor.gaveUp.then(({ proc, status, reason }) => ({ proc, status, reason }));
     const server = (kind: ServerKind) => servers[kind].proc;
-    return { info, processes: procs, unexpectedExit, replicaSets, balancers, stop, adopt, server, restartServer };
+    return { info, processes: procs, unexpectedExit, supervisor, replicaSets, balancers, stop, adopt, server };
   } catch (err) {
     if (procs.length > 0) {
       log(`${opts.signal?.aborted ? "start interrupted" : "start failed"}; stopping what was started…`);
