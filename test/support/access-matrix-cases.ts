@@ -71,6 +71,8 @@ function ownValues(world: World, template: string): Record<string, string> {
     registry: a.registrySlug,
     token: isClusterRoute(template) ? a.clusterTokenId : a.registryTokenId,
     cluster: a.clusterId,
+    queue: a.queueId,
+    maintainer: a.maintainerId,
     agent: a.agentId,
     annotation: a.build.annotationId,
   };
@@ -113,6 +115,8 @@ function misplacedValues(
       ? { value: b.clusterTokenId, message: "No token found", what: "another organization's cluster token" }
       : { value: world.otherRegistryTokenId, message: "No token found", what: "another registry's token" },
     cluster: { value: b.clusterId, message: "No cluster found", what: "another organization's cluster" },
+    queue: { value: b.queueId, message: "No queue found", what: "another organization's cluster queue" },
+    maintainer: { value: b.maintainerId, message: "No maintainer found", what: "another cluster's maintainer" },
     agent: { value: b.agentId, message: "No agent found", what: "another organization's agent" },
     annotation: { value: q.build.annotationId, message: "No annotation found", what: "another build's annotation" },
   };
@@ -157,6 +161,12 @@ function bodyOf(world: World, operationId: string): unknown {
     createCluster: { name: "Access Matrix Refused Cluster" },
     updateCluster: { description: "changed by a refused request" },
     createClusterToken: { description: "refused" },
+    updateClusterToken: { description: "changed by a refused request" },
+    updateClusterTokenPut: { description: "changed by a refused request" },
+    createClusterQueue: { key: "refused" },
+    updateClusterQueue: { description: "changed by a refused request" },
+    pauseClusterQueueDispatch: { dispatch_paused_note: "refused" },
+    createClusterMaintainer: { user: world.a.adminId },
     updateTeam: { description: "changed by a refused request" },
     stopAgent: { force: false },
   };

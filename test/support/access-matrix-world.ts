@@ -54,6 +54,10 @@ export interface OrgWorld {
   sourceProviderId: string;
   /** A notification webhook of the organization (docs/notifications.md#organization-webhooks). */
   webhookId: string;
+  /** The cluster's queue "default" (the agent's). */
+  queueId: string;
+  /** The cluster's maintainer: its administrator. */
+  maintainerId: string;
 }
 
 export interface World {
@@ -161,6 +165,13 @@ async function arrangeAgent(organizationId: string, clusterId: string) {
   };
 }
 
+/** The cluster's queue "default" (made after its agent registered: its queue) and its administrator as maintainer. */
+async function arrangeQueueAndMaintainer(organizationId: string, clusterId: string, userId: string) {
+  const { queue } = await agents.createClusterQueue({ organizationId, clusterId, key: "default" });
+  const { maintainer } = await agents.addClusterMaintainer({ organizationId, clusterId, userId });
+  return { queueId: queue?.id ?? "", maintainerId: maintainer?.id ?? "" };
+}
+
 async function arrangeRegistryToken(slug: string, secret: string, organizationId: string) {
   const { registry } = await registries.createRegistry({ organization: organizationId, name: unique("Registry") });
   const path = `/v2/packages/organizations/${slug}/registries/${registry?.slug}/tokens`;
@@ -233,6 +244,7 @@ async function arrangeOrg(privacy: TeamPrivacy): Promise<OrgWorld> {
     ruleId: rule.body.uuid,
     ...(await arrangeRegistryToken(org.slug, org.secret, org.id)),
     ...(await arrangeAgent(org.id, clusterId)),
+    ...(await arrangeQueueAndMaintainer(org.id, clusterId, owner.user.id)),
     sourceProviderId: await arrangeSourceProvider(org),
     webhookId: await arrangeWebhook(org),
   };
