@@ -151,7 +151,9 @@ async function start(repoRoot: string, dataDir: string): Promise<number> {
       agents = startLocalAgents({
         count: agentCount,
         bin: running.info.agentBin,
-        endpoint: running.info.agentUrl,
+        // Over TLS when the stack has it: the agents stream their pings (HTTP/2) and poll only when that fails.
+        endpoint: running.info.agentTlsUrl ?? running.info.agentUrl,
+        ...(running.info.trustFile ? { trustFile: running.info.trustFile } : {}),
         token: credentials.agentToken.secret,
         dataDir: running.info.dataDir,
         logsDir: running.info.logsDir,
@@ -249,6 +251,9 @@ function printSummary(
     `                (one-time link for ${creds.user.email}, valid 15 minutes; a new one at every start)`,
     `  REST API      ${info.apiUrl}/v2/…   (header: Authorization: Bearer <API token>)`,
     `  Agent API     ${info.agentUrl}`,
+    ...(info.agentTlsUrl && info.trustFile
+      ? [`  Agent TLS     ${info.agentTlsUrl}   (streaming pings; CA and roots: ${shortPath(info.trustFile)})`]
+      : []),
     `  Organization  ${creds.organization.slug}   (${creds.organization.name}, id ${creds.organization.id})`,
     `  Cluster       ${creds.cluster.name}   (id ${creds.cluster.id}; pipelines need a cluster_id)`,
     `  Admin user    ${creds.user.email}   (id ${creds.user.id})`,

@@ -94,6 +94,9 @@ export default async function globalSetup(_globalConfig: unknown, projectConfig:
       [MONGO_SERVER_VAR]: mongoServer,
       CONVEYOR_API_URL: info.apiUrl,
       CONVEYOR_AGENT_URL: info.agentUrl,
+      // The agent API on the gateway's TLS port, where the agents suites start stream their pings (HTTP/2).
+      CONVEYOR_AGENT_TLS_URL: info.agentTlsUrl ?? "",
+      CONVEYOR_AGENT_TRUST_FILE: info.trustFile ?? "",
       CONVEYOR_API_TOKEN: credentials.apiToken.secret,
       CONVEYOR_AGENT_TOKEN: credentials.agentToken.secret,
       CONVEYOR_ORG_SLUG: credentials.organization.slug,

@@ -25,9 +25,17 @@ let count = 0;
 
 /**
  * Starts the real agent the test stack built (CONVEYOR_AGENT_BIN) against the stack's agent API, with its own
- * folders, as `npm start` starts local agents. `stopAllAgents` in an afterAll stops whatever a suite started.
+ * folders, as `npm start` starts local agents: on the TLS port (pings streamed) unless `polling` or the stack has
+ * no TLS. `stopAllAgents` in an afterAll stops whatever a suite started.
  */
-export function startAgent(opts: { token: string; tags?: string[]; name?: string; args?: string[] }): RealAgent {
+export function startAgent(opts: {
+  token: string;
+  tags?: string[];
+  name?: string;
+  args?: string[];
+  /** Poll the plain-HTTP agent API rather than stream pings over the TLS port (the default when the stack has TLS). */
+  polling?: boolean;
+}): RealAgent {
   count += 1;
   const name = opts.name ?? `e2e-${process.pid}-${count}`;
   const dirs = agentDirs(root, name);
@@ -35,16 +43,27 @@ export function startAgent(opts: { token: string; tags?: string[]; name?: string
   const config = join(root, "empty.cfg");
   writeFileSync(config, "");
   const logFile = join(dirs.root, "agent.log");
+  const tls = opts.polling ? undefined : stack.agentTls;
   const child: ChildProcess = spawn(
     stack.agentBin,
     [
-      ...agentStartArgs({ endpoint: stack.agentUrl, name, dirs, config, ...(opts.tags ? { tags: opts.tags } : {}) }),
+      ...agentStartArgs({
+        endpoint: tls?.url ?? stack.agentUrl,
+        name,
+        dirs,
+        config,
+        ...(opts.tags ? { tags: opts.tags } : {}),
+      }),
       ...(opts.args ?? []),
     ],
     // Only what a shell needs: the test stack's own settings (S3 keys and the like) must not reach jobs, where the
     // agent would also redact their values from logs.
     {
-      env: agentEnv({ PATH: process.env.PATH, HOME: process.env.HOME, TMPDIR: process.env.TMPDIR }, opts.token),
+      env: agentEnv(
+        { PATH: process.env.PATH, HOME: process.env.HOME, TMPDIR: process.env.TMPDIR },
+        opts.token,
+        tls?.trustFile,
+      ),
       stdio: ["ignore", "pipe", "pipe"],
     },
   );

@@ -15,6 +15,15 @@ export const stack = {
   get agentUrl(): string {
     return need("CONVEYOR_AGENT_URL");
   },
+  /**
+   * The agent API on the gateway's TLS port (https://localhost:…/v3) and the file its agents trust it by
+   * (SSL_CERT_FILE); undefined when the stack has no TLS.
+   */
+  get agentTls(): { url: string; trustFile: string } | undefined {
+    const url = process.env.CONVEYOR_AGENT_TLS_URL;
+    const trustFile = process.env.CONVEYOR_AGENT_TRUST_FILE;
+    return url && trustFile ? { url, trustFile } : undefined;
+  },
   /** The bootstrap organization's agent registration token (of the cluster below). */
   get agentToken(): string {
     return need("CONVEYOR_AGENT_TOKEN");

@@ -22,6 +22,8 @@ export interface AgentBenchTarget {
   pids: Record<string, number>;
   /** The agents service's health port /stats, for its database command counts. */
   agentsStatsUrl?: string;
+  /** The agent API on the gateway's TLS port and the file agents trust it by: the streaming rows (none: skipped). */
+  agentTls?: { url: string; trustFile: string };
 }
 
 /** How many builds and simulated agents: BENCH_DISPATCH_BUILDS (50), BENCH_PING_AGENTS (500), … */
@@ -32,7 +34,8 @@ export function agentBenchSettings(env: Env) {
     return value;
   };
   return {
-    dispatchBuilds: int("BENCH_DISPATCH_BUILDS", 50),
+    dispatchBuilds: int("BENCH_DISPATCH_BUILDS", 200),
+    gapBuilds: int("BENCH_GAP_BUILDS", 20),
     pingAgents: int("BENCH_PING_AGENTS", 500),
     pingIntervalMs: int("BENCH_PING_INTERVAL_S", 2) * 1000,
     pingPhaseSec: int("BENCH_PING_PHASE", 10),
@@ -96,39 +99,68 @@ async function arrange(target: AgentBenchTarget, work: string) {
   git("init", "-q", "-b", "main");
   git("add", ".");
   git("commit", "-q", "-m", "bench");
+  writeFileSync(join(work, "empty.cfg"), "");
+  const base = { target, work, auth, repo, clusterId: cluster?.id ?? "", registration: secret };
+  // The polling row's agent, on the plain port.
+  const { pipeline, agent } = await agentAndPipeline(base, "bench-dispatch", `${target.apiUrl}/v3`);
+  return { ...base, pipeline, agent };
+}
+
+/**
+ * A pipeline of one `true` step on `queue` (`parallelism` jobs) and one real agent of that queue on `endpoint`: over
+ * https it streams its pings (`--ping-mode auto`), over http it polls.
+ */
+async function agentAndPipeline(
+  base: {
+    target: AgentBenchTarget;
+    work: string;
+    auth: Record<string, string>;
+    repo: string;
+    clusterId: string;
+    registration: string;
+  },
+  queue: string,
+  endpoint: string,
+  opts: { trustFile?: string; parallelism?: number; agent?: boolean } = {},
+) {
+  const { target, work, auth } = base;
+  const parallel = opts.parallelism ? `    parallelism: ${opts.parallelism}\n` : "";
   const res = await fetch(`${target.apiUrl}/v2/organizations/${target.orgSlug}/pipelines`, {
     method: "POST",
     headers: auth,
     body: JSON.stringify({
-      name: `Bench dispatch ${Date.now()}`,
-      repository: repo,
-      cluster_id: cluster?.id,
-      configuration: "steps:\n  - label: dispatched\n    command: 'true'\n    agents:\n      queue: bench-dispatch\n",
+      name: `Bench ${queue} ${Date.now()}`,
+      repository: base.repo,
+      cluster_id: base.clusterId,
+      configuration: `steps:\n  - label: dispatched\n    command: 'true'\n${parallel}    agents:\n      queue: ${queue}\n`,
     }),
   });
   if (res.status !== 201) throw new Error(`bench pipeline: ${res.status} ${await res.text()}`);
   const pipeline = (await res.json()) as { id: string; slug: string };
-  const dirs = agentDirs(work, "bench-agent");
+  if (opts.agent === false) return { pipeline, agent: undefined };
+  const dirs = agentDirs(work, `bench-${queue}`);
   for (const dir of [dirs.builds, dirs.hooks, dirs.plugins, dirs.sockets]) mkdirSync(dir, { recursive: true });
-  writeFileSync(join(work, "empty.cfg"), "");
   const agent: ChildProcess = spawn(
     target.agentBin,
     agentStartArgs({
-      endpoint: `${target.apiUrl}/v3`,
-      name: `bench-agent-${process.pid}`,
+      endpoint,
+      name: `bench-${queue}-${process.pid}`,
       dirs,
       config: join(work, "empty.cfg"),
-      tags: ["queue=bench-dispatch"],
+      tags: [`queue=${queue}`],
     }),
-    { env: agentEnv({ PATH: process.env.PATH, HOME: process.env.HOME }, secret), stdio: "ignore" },
+    {
+      env: agentEnv({ PATH: process.env.PATH, HOME: process.env.HOME }, base.registration, opts.trustFile),
+      stdio: "ignore",
+    },
   );
-  return { registration: secret, pipeline, agent, auth };
+  return { pipeline, agent };
 }
 
 /** Latencies of build create → job accepted by the real agent, measured from NATS job events. */
 async function dispatchLatencies(
   target: AgentBenchTarget,
-  arranged: Awaited<ReturnType<typeof arrange>>,
+  arranged: { pipeline: { id: string; slug: string }; auth: Record<string, string> },
   builds: number,
   progress: (done: number) => void,
 ): Promise<number[]> {
@@ -175,6 +207,59 @@ async function dispatchLatencies(
     await nc.close();
   }
   return latencies;
+}
+
+/**
+ * The gap between two jobs on one agent: builds of two parallel jobs on a queue of one agent, each measured from the
+ * first job's end to the second's accept (NATS job events).
+ */
+async function jobGaps(
+  target: AgentBenchTarget,
+  arranged: { pipeline: { id: string; slug: string }; auth: Record<string, string> },
+  builds: number,
+): Promise<number[]> {
+  const nc = await connect({ servers: target.natsUrl });
+  const times = new Map<number, { finished: number[]; accepted: number[] }>();
+  const sub = nc.subscribe(SUBJECTS.builds.jobStateChanged);
+  void (async () => {
+    for await (const msg of sub) {
+      const event = decodeEvent(JobStateChangedSchema, msg.data);
+      if (event.pipelineId !== arranged.pipeline.id || !event.job) continue;
+      const t = times.get(event.buildNumber) ?? { finished: [], accepted: [] };
+      times.set(event.buildNumber, t);
+      if (event.job.state === "accepted") t.accepted.push(performance.now());
+      if (["passed", "failed", "canceled"].includes(event.job.state)) t.finished.push(performance.now());
+    }
+  })();
+  await nc.flush();
+  const gaps: number[] = [];
+  try {
+    for (let i = 0; i < builds; i++) {
+      const res = await fetch(
+        `${target.apiUrl}/v2/organizations/${target.orgSlug}/pipelines/${arranged.pipeline.slug}/builds`,
+        {
+          method: "POST",
+          headers: arranged.auth,
+          body: JSON.stringify({ commit: "HEAD", branch: "main", message: `gap ${i}` }),
+        },
+      );
+      if (res.status !== 201) throw new Error(`bench build: ${res.status} ${await res.text()}`);
+      const { number } = (await res.json()) as { number: number };
+      const deadline = Date.now() + 60_000;
+      while ((times.get(number)?.finished.length ?? 0) < 2) {
+        if (Date.now() > deadline) throw new Error(`bench build ${number} did not finish within 60 s`);
+        await sleep(20);
+      }
+      const t = times.get(number);
+      const second = t?.accepted[1];
+      const first = t?.finished[0];
+      if (second !== undefined && first !== undefined) gaps.push(second - first);
+    }
+  } finally {
+    sub.unsubscribe();
+    await nc.close();
+  }
+  return gaps;
 }
 
 /** Registers `count` protocol-level agents (idle: their queue has no jobs) and returns their access tokens. */
@@ -228,6 +313,14 @@ async function pingLoad(target: AgentBenchTarget, tokens: readonly string[], int
 
 export interface AgentBenchResult {
   dispatch: { builds: number; p50Ms: number; p99Ms: number; maxMs: number };
+  /** The same with an agent streaming its pings over the TLS port, and the gap between two jobs on it. */
+  streaming?: {
+    builds: number;
+    p50Ms: number;
+    p99Ms: number;
+    maxMs: number;
+    gap: { builds: number; p50Ms: number; p99Ms: number };
+  };
   pings: {
     agents: number;
     intervalMs: number;
@@ -240,7 +333,8 @@ export interface AgentBenchResult {
 
 /**
  * The agent rows of `npm run bench` (issue 9): dispatch latency (build create → job accepted by a real agent that
- * pings every second) over many builds, and ping capacity: hundreds of protocol-level idle agents pinging, first
+ * pings every second) over many builds, the same with a real agent streaming its pings over the TLS port (issue 37)
+ * with the gap between two jobs on it, and ping capacity: hundreds of protocol-level idle agents pinging, first
  * alone (with the database commands and CPU each ping costs), then while the real agent keeps running builds.
  */
 export async function runAgentBench(
@@ -252,9 +346,43 @@ export async function runAgentBench(
   const work = mkdtempSync(join(tmpdir(), "conveyor-bench-agents-"));
   const arranged = await arrange(target, work);
   try {
-    say(`dispatch: ${settings.dispatchBuilds} builds on a real agent…`);
+    let streaming: AgentBenchResult["streaming"];
+    if (target.agentTls) {
+      // The streaming agent first: the polling agent (another queue) idles meanwhile, as it does in the rows after.
+      const stream = await agentAndPipeline(arranged, "bench-stream", target.agentTls.url, {
+        trustFile: target.agentTls.trustFile,
+      });
+      const pair = await agentAndPipeline(arranged, "bench-stream", target.agentTls.url, {
+        parallelism: 2,
+        agent: false,
+      });
+      try {
+        await sleep(3_000);
+        say(`dispatch (streaming): ${settings.dispatchBuilds} builds on a real agent streaming its pings…`);
+        const latencies = await dispatchLatencies(
+          target,
+          { ...arranged, pipeline: stream.pipeline },
+          settings.dispatchBuilds,
+          (n) => {
+            if (n % 50 === 0) say(`  ${n} builds`);
+          },
+        );
+        say(`dispatch (streaming): ${settings.gapBuilds} builds of two jobs on that one agent…`);
+        const gaps = await jobGaps(target, { ...arranged, pipeline: pair.pipeline }, settings.gapBuilds);
+        streaming = {
+          builds: latencies.length,
+          p50Ms: percentile(latencies, 50),
+          p99Ms: percentile(latencies, 99),
+          maxMs: Math.max(...latencies),
+          gap: { builds: gaps.length, p50Ms: percentile(gaps, 50), p99Ms: percentile(gaps, 99) },
+        };
+      } finally {
+        stream.agent?.kill("SIGTERM");
+      }
+    }
+    say(`dispatch (polling): ${settings.dispatchBuilds} builds on a real agent…`);
     const dispatch = await dispatchLatencies(target, arranged, settings.dispatchBuilds, (n) => {
-      if (n % 10 === 0) say(`  ${n} builds`);
+      if (n % 50 === 0) say(`  ${n} builds`);
     });
     say(`pings: registering ${settings.pingAgents} protocol-level agents…`);
     const tokens = await simulatedAgents(target, arranged.registration, settings.pingAgents);
@@ -294,6 +422,7 @@ export async function runAgentBench(
         p99Ms: percentile(dispatch, 99),
         maxMs: Math.max(...dispatch),
       },
+      ...(streaming ? { streaming } : {}),
       pings: {
         agents: tokens.length,
         intervalMs: settings.pingIntervalMs,
@@ -322,7 +451,7 @@ export async function runAgentBench(
       },
     };
   } finally {
-    arranged.agent.kill("SIGTERM");
+    arranged.agent?.kill("SIGTERM");
     await sleep(500);
     rmSync(work, { recursive: true, force: true });
   }

@@ -7,8 +7,17 @@ export function printAgentRows(r: AgentBenchResult, say: (line: string) => void)
   const f = (n: number) => (Number.isFinite(n) ? n.toFixed(n < 10 ? 1 : 0) : "–");
   say(`\nagents${" ".repeat(28)} ${"count".padStart(9)} ${"p50 ms".padStart(7)} ${"p99 ms".padStart(7)}`);
   say(
-    `${"dispatch: create → accepted".padEnd(34)} ${String(r.dispatch.builds).padStart(9)} ${f(r.dispatch.p50Ms).padStart(7)} ${f(r.dispatch.p99Ms).padStart(7)}`,
+    `${"dispatch: create → accepted, poll".padEnd(34)} ${String(r.dispatch.builds).padStart(9)} ${f(r.dispatch.p50Ms).padStart(7)} ${f(r.dispatch.p99Ms).padStart(7)}`,
   );
+  const s = r.streaming;
+  if (s) {
+    say(
+      `${"dispatch: create → accepted, stream".padEnd(34)} ${String(s.builds).padStart(9)} ${f(s.p50Ms).padStart(7)} ${f(s.p99Ms).padStart(7)}`,
+    );
+    say(
+      `${"gap: job end → next accepted, stream".padEnd(34)} ${String(s.gap.builds).padStart(9)} ${f(s.gap.p50Ms).padStart(7)} ${f(s.gap.p99Ms).padStart(7)}`,
+    );
+  } else say("dispatch, streaming: skipped (the stack has no TLS port)");
   const p = r.pings;
   say(
     `${`ping, ${p.agents} idle agents / ${p.intervalMs / 1000} s`.padEnd(34)} ${String(p.idle.pings).padStart(9)} ${f(p.idle.p50Ms).padStart(7)} ${f(p.idle.p99Ms).padStart(7)}${p.idle.errors ? `   (${p.idle.errors} errors!)` : ""}`,

@@ -285,6 +285,9 @@ function agentBenchTarget(
       agentBin: stack.info.agentBin,
       pids: Object.fromEntries(stack.processes.map((p) => [p.name, p.pid])),
       agentsStatsUrl: `http://127.0.0.1:${stack.info.ports.health.agents}/stats`,
+      ...(stack.info.agentTlsUrl && stack.info.trustFile
+        ? { agentTls: { url: stack.info.agentTlsUrl, trustFile: stack.info.trustFile } }
+        : {}),
     };
   }
   const agentsUrl = envValue(env, "AGENTS_URL");

@@ -17,9 +17,14 @@ export interface StackPorts {
   nats: number;
   s3: number;
   health: Record<BackendService, number>;
+  /** The gateway's TLS port (HTTP/2 and HTTP/1.1, for the agents' streaming pings): TLS_PORT, 8443 by default. */
+  gatewayTls?: number;
 }
 
 /** The names of the port keys, in the order ports are allocated and checked. */
+/** The gateway's TLS port of `npm start` (TLS_PORT overrides it). */
+export const DEFAULT_TLS_PORT = 8443;
+
 export const PORT_KEYS = [
   "gateway",
   ...BACKEND_SERVICES,
@@ -48,7 +53,10 @@ export function portsFromEnv(env: Env): StackPorts {
   }
   const health = {} as Record<BackendService, number>;
   for (const service of BACKEND_SERVICES) health[service] = ports[service] + HEALTH_PORT_OFFSET;
-  return { ...ports, health };
+  const tls = Number(envValue(env, "TLS_PORT") ?? DEFAULT_TLS_PORT);
+  if (!Number.isInteger(tls) || tls < 1 || tls > 65535)
+    throw new Error(`TLS_PORT must be a port number (got ${envValue(env, "TLS_PORT")})`);
+  return { ...ports, health, gatewayTls: tls };
 }
 
 /** Where free ports are looked for: below the kernel's ephemeral range (see getFreePort). */
@@ -106,7 +114,7 @@ export async function allocateFreePorts(): Promise<StackPorts> {
   for (const key of PORT_KEYS) ports[key] = await getFreePort();
   const health = {} as Record<BackendService, number>;
   for (const service of BACKEND_SERVICES) health[service] = await getFreePort();
-  return { ...ports, health };
+  return { ...ports, health, gatewayTls: await getFreePort() };
 }
 
 /** Whether nothing listens on 127.0.0.1:port (tried by listening on it). */

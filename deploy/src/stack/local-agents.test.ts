@@ -11,6 +11,7 @@ import {
   LocalAgentsConfigError,
   localAgentCount,
   localAgentName,
+  pingModeFor,
   restartDelayMs,
   shellCommand,
   shellCommandLines,
@@ -104,6 +105,19 @@ describe("agentEnv", () => {
       "bkat_secret",
     );
     expect(env).toEqual({ PATH: "/bin", HOME: "/home/me", BUILDKITE_AGENT_TOKEN: "bkat_secret" });
+  });
+
+  it("trusts the stack's local CA through SSL_CERT_FILE when given one", () => {
+    expect(agentEnv({ SSL_CERT_FILE: "/mine.pem" }, "t", "/data/tls/trust.pem").SSL_CERT_FILE).toBe(
+      "/data/tls/trust.pem",
+    );
+  });
+});
+
+describe("pingModeFor", () => {
+  it("streams pings over https (HTTP/2) and polls over plain http", () => {
+    expect(pingModeFor("https://localhost:8443/v3")).toBe("auto");
+    expect(pingModeFor("http://127.0.0.1:8080/v3")).toBe("poll-only");
   });
 });
 

@@ -73,9 +73,18 @@ export interface AgentStartOptions {
 }
 
 /**
+ * The agent's ping mode for an endpoint: `auto` (stream pings over HTTP/2, polling when the stream fails) over
+ * https, `poll-only` over plain http, where the agent's gRPC stream cannot work (it needs HTTP/2, so TLS).
+ */
+export function pingModeFor(endpoint: string): "auto" | "poll-only" {
+  return endpoint.startsWith("https:") ? "auto" : "poll-only";
+}
+
+/**
  * The arguments of `buildkite-agent start` for an agent of the stack (every flag checked against v3.137.0's
  * `start --help`):
- * - `--ping-mode poll-only`: the default `auto` first tries a gRPC stream that only Buildkite's own servers offer;
+ * - `--ping-mode` `auto` over https (pings stream over HTTP/2: the gateway's TLS port), `poll-only` over plain
+ *   http (pingModeFor);
  * - `--tags queue=default`: the queue pipeline steps target when they name none;
  * - its own build, hooks, plugins and sockets folders, so that the agent neither reads the machine's
  *   /etc/buildkite-agent/hooks nor shares ~/.buildkite-agent with a real agent;
@@ -97,7 +106,7 @@ export function agentStartArgs(opts: AgentStartOptions): string[] {
     "--tags",
     (opts.tags ?? ["queue=default"]).join(","),
     "--ping-mode",
-    "poll-only",
+    pingModeFor(opts.endpoint),
     "--build-path",
     opts.dirs.builds,
     "--hooks-path",
@@ -117,12 +126,14 @@ export function agentStartArgs(opts: AgentStartOptions): string[] {
  * agent must not redirect ours: every agent flag reads one, and jobs inherit them), plus the registration token,
  * which is kept out of the command line so that `ps` does not show it to other users of the machine.
  */
-export function agentEnv(base: Env, token: string): NodeJS.ProcessEnv {
+export function agentEnv(base: Env, token: string, trustFile?: string): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {};
   for (const [key, value] of Object.entries(base)) {
     if (value !== undefined && !key.startsWith("BUILDKITE_")) env[key] = value;
   }
   env.BUILDKITE_AGENT_TOKEN = token;
+  // The stack's local CA (with the system's roots) for the gateway's TLS port (stack/local-tls.ts).
+  if (trustFile !== undefined) env.SSL_CERT_FILE = trustFile;
   return env;
 }
 
@@ -172,6 +183,8 @@ export interface LocalAgentsOptions {
   /** The buildkite-agent binary. */
   bin: string;
   endpoint: string;
+  /** SSL_CERT_FILE of the agents, for an https endpoint signed by the stack's local CA. */
+  trustFile?: string;
   token: string;
   dataDir: string;
   logsDir: string;
@@ -200,7 +213,7 @@ export function startLocalAgents(opts: LocalAgentsOptions): LocalAgents {
   // Written even for no local agents: the command the summary shows for starting one by hand names it too.
   mkdirSync(join(opts.dataDir, "agents"), { recursive: true });
   writeFileSync(config, "# The agents of `npm start` are configured by their command line only.\n");
-  const env = agentEnv(opts.env, opts.token);
+  const env = agentEnv(opts.env, opts.token, opts.trustFile);
   let stopping = false;
   const supervisors = Array.from({ length: opts.count }, (_, i) => {
     const n = i + 1;

@@ -10,6 +10,20 @@ const topo = createTopology({}, ports, {
 });
 
 describe("processEnv", () => {
+  it("gives the gateway its certificate, key and TLS port (a replica its slot's second port), none without TLS", () => {
+    const tls = { certFile: "/d/tls/gateway.pem", keyFile: "/d/tls/gateway-key.pem", port: 8443 };
+    expect(processEnv("gateway", { ...topo, tls }, { TLS_PORT: "1" })).toMatchObject({
+      TLS_CERT_FILE: "/d/tls/gateway.pem",
+      TLS_KEY_FILE: "/d/tls/gateway-key.pem",
+      TLS_PORT: "8443",
+    });
+    const slot = { name: "gateway-2", port: 20001, healthPort: 20002 };
+    expect(processEnv("gateway", { ...topo, tls }, {}, slot).TLS_PORT).toBe("20002");
+    const plain = processEnv("gateway", topo, { TLS_CERT_FILE: "/x", TLS_PORT: "1" });
+    expect([plain.TLS_CERT_FILE, plain.TLS_PORT]).toEqual([undefined, undefined]);
+    expect(processEnv("builds", { ...topo, tls }, {}).TLS_CERT_FILE).toBeUndefined();
+  });
+
   it("gives a backend its ports, servers and the other services' URLs, not the launcher's own PORT/HOST", () => {
     const env = processEnv("identity", topo, { PORT: "1", HOST: "0.0.0.0", MONGODB_DATABASE: "shared", PATH: "/bin" });
     expect(env).toMatchObject({

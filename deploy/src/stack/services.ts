@@ -27,6 +27,8 @@ export interface Topology {
   webUrl?: string;
   /** The CREDENTIALS_ENCRYPTION_KEY of the services that seal values (stack/credentials-key.ts), when the launcher has one. */
   credentialsKey?: string;
+  /** The gateway's certificate and key (stack/local-tls.ts) and TLS port; none: plain HTTP only. */
+  tls?: { certFile: string; keyFile: string; port: number };
 }
 
 /** The key values at rest are sealed with, which only the services sealing them may hold. */
@@ -35,7 +37,15 @@ const CREDENTIALS_KEY_VARS = ["CREDENTIALS_ENCRYPTION_KEY", "CREDENTIALS_ENCRYPT
 const KEYED_SERVICES: readonly ProcessName[] = ["notifications", "agents"];
 
 /** Variables of the user's environment that must not leak into one process's config from the launcher's shell. */
-const PER_PROCESS_VARS = ["HOST", "PORT", "HEALTH_PORT", "MONGODB_DATABASE"];
+const PER_PROCESS_VARS = [
+  "HOST",
+  "PORT",
+  "HEALTH_PORT",
+  "MONGODB_DATABASE",
+  "TLS_CERT_FILE",
+  "TLS_KEY_FILE",
+  "TLS_PORT",
+];
 
 /** Builds the topology of a stack from its ports, servers and the launcher's environment. */
 export function createTopology(
@@ -94,6 +104,14 @@ export function processEnv(name: ProcessName, topo: Topology, base: Env, slot?: 
   if (name === "gateway") {
     const port = slot?.port ?? topo.ports.gateway;
     Object.assign(env, { HOST: topo.gatewayHost, PORT: String(port), PUBLIC_URL: topo.publicUrl });
+    // A gateway replica's TLS port is its slot's second port (a gateway has no health port); a balancer is in front.
+    if (topo.tls) {
+      Object.assign(env, {
+        TLS_CERT_FILE: topo.tls.certFile,
+        TLS_KEY_FILE: topo.tls.keyFile,
+        TLS_PORT: String(slot?.healthPort ?? topo.tls.port),
+      });
+    }
     // Signed artifact URLs point at the store (or S3_PUBLIC_URL), and ARTIFACTS_PROXY forwards to it.
     Object.assign(env, { S3_ENDPOINT: topo.s3.endpoint, S3_BUCKET: topo.s3.bucket });
     if (topo.webUrl !== undefined) env.WEB_URL = topo.webUrl;

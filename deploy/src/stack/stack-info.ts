@@ -16,6 +16,13 @@ export interface StackInfo {
   apiUrl: string;
   /** The agent API's base URL (apiUrl + /v3). */
   agentUrl: string;
+  /**
+   * The agent API on the gateway's TLS port (https://localhost:<TLS port>/v3), where agents stream their pings over
+   * HTTP/2; absent when the stack has no TLS (no openssl). Agents trust it through `trustFile` (SSL_CERT_FILE).
+   */
+  agentTlsUrl?: string;
+  /** The local CA with the system's roots (stack/local-tls.ts): SSL_CERT_FILE of the agents using agentTlsUrl. */
+  trustFile?: string;
   /** Each backend service's Connect/gRPC base URL. */
   serviceUrls: Record<BackendService, string>;
   mongodbUrl: string;

@@ -1,4 +1,5 @@
 import { mkdirSync } from "node:fs";
+import { join } from "node:path";
 import { BACKEND_SERVICES } from "@conveyor/runtime";
 import { describeExit, type ExitStatus, type ManagedProcess } from "../host/child.js";
 import { cacheDir, type DataPaths, dataPaths, type Env } from "../host/paths.js";
@@ -16,6 +17,7 @@ import { type BuildContext, ensureTool } from "../tools/go-build.js";
 import { type BinaryChoice, createMachineProbe, planAgent, planMongo, planNats, planS3 } from "../tools/tools.js";
 import type { Balancer } from "./balancer.js";
 import { credentialsKey } from "./credentials-key.js";
+import { ensureLocalTls } from "./local-tls.js";
 import { type ReplicaSet, replicaCount, replicaSlots, startReplicaBalancers, startReplicaSet } from "./replicas.js";
 import {
   resolveBinary,
@@ -211,9 +213,16 @@ export async function startStack(opts: StartStackOptions): Promise<Stack> {
       return again.proc;
     };
 
+    // The gateway's TLS port, for the agents' streaming pings: a local CA and certificate made once under the data dir.
+    const localTls = ports.gatewayTls === undefined ? undefined : ensureLocalTls(join(paths.root, "tls"), log);
+    const tls =
+      localTls && ports.gatewayTls !== undefined
+        ? { certFile: localTls.certFile, keyFile: localTls.keyFile, port: ports.gatewayTls }
+        : undefined;
     const topo = {
       ...createTopology(env, ports, { mongodbUrl: mongo.url, natsUrl: nats.url, s3 }),
       credentialsKey: credentialsKey(paths.credentialsKeyFile, env.CREDENTIALS_ENCRYPTION_KEY),
+      ...(tls ? { tls } : {}),
     };
     const procCtx: ProcessContext = {
       repoRoot: opts.repoRoot,
@@ -264,6 +273,7 @@ export async function startStack(opts: StartStackOptions): Promise<Stack> {
     const info: StackInfo = {
       apiUrl,
       agentUrl: `${apiUrl}/v3`,
+      ...(tls && localTls ? { agentTlsUrl: `https://localhost:${tls.port}/v3`, trustFile: localTls.trustFile } : {}),
       serviceUrls: serviceUrls(ports),
       mongodbUrl: mongo.url,
       natsUrl: nats.url,
@@ -313,7 +323,12 @@ async function startReplicas(
   });
   const started =
     name === "gateway"
-      ? await startReplicaBalancers(set, { host: topo.gatewayHost, port: topo.ports.gateway })
+      ? // The gateways' TLS ports are their slots' second ports: balanced like a backend's health ports.
+        await startReplicaBalancers(set, {
+          host: topo.gatewayHost,
+          port: topo.ports.gateway,
+          ...(topo.tls ? { healthPort: topo.tls.port } : {}),
+        })
       : await startReplicaBalancers(set, {
           host: "127.0.0.1",
           port: topo.ports[name],

@@ -53,9 +53,10 @@ try {
     ...(rateLimiter ? [shareRateLimitCounts(nc, rateLimiter, logger)] : []),
     followStreamEvents(nc, streams, logger),
   ];
-  await app.listen({ host: config.host, port: config.port });
+  // The TLS port first: the plain port's health check says the gateway is ready.
   const tlsServer = config.tls ? createTlsServer(app, config.tls, config.clientLimits ?? DEFAULT_CLIENT_LIMITS) : null;
   const tlsPort = tlsServer && config.tls ? await listenTls(tlsServer, config.host, config.tls.port) : null;
+  await app.listen({ host: config.host, port: config.port });
   logger.info({ url: config.publicUrl, ...(tlsPort !== null ? { tlsPort } : {}) }, "gateway ready");
   onShutdown(logger, [
     // Streams end first (Unavailable: each agent polls, then streams to another gateway), then the listeners.

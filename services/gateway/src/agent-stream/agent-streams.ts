@@ -50,9 +50,9 @@ export interface AgentStreamSettings {
 
 export const DEFAULT_STREAM_SETTINGS: AgentStreamSettings = {
   maxStreams: 10_000,
-  idleRecheckMs: 30_000,
+  idleRecheckMs: 10_000,
   candidatesPerJob: 5,
-  retryDelaysMs: [50, 250],
+  retryDelaysMs: [50, 200, 1_000, 3_000],
 };
 
 /** One agent's stream on this gateway and what it was last told. */
