@@ -1,4 +1,4 @@
-import { create, type MessageInitShape } from "@bufbuild/protobuf";
+import { create, type MessageInitShape, toBinary } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { type Annotation, AnnotationSchema } from "@conveyor/proto/annotations";
@@ -19,7 +19,7 @@ import {
   Role,
 } from "@conveyor/proto/identity";
 import { type Pipeline, PipelineSchema } from "@conveyor/proto/pipelines";
-import { ALL_SCOPES, invalidFields } from "@conveyor/runtime";
+import { ALL_SCOPES, contentVersion, invalidFields } from "@conveyor/runtime";
 import type { FastifyInstance } from "fastify";
 import { sessionCsrfToken } from "../web/session/csrf.js";
 import { SESSION_COOKIE } from "../web/session/session-cookie.js";
@@ -257,6 +257,8 @@ export interface Calls {
   rebuild: number[];
   teams: string[];
   builds: number;
+  /** GetBuild calls answered not modified (the caller held the build as it is). */
+  notModified: number;
 }
 
 /** The world's fakes and a signed-in inject. */
@@ -267,7 +269,17 @@ export async function buildPageWorld(opts: { logs?: Map<string, Buffer>; chunkBy
     [`${web.id}:7`, aBuild(web)],
     [`${app.id}:7`, aBuild(app)],
   ]);
-  const calls: Calls = { streams: [], env: [], retry: [], unblock: [], cancel: [], rebuild: [], teams: [], builds: 0 };
+  const calls: Calls = {
+    streams: [],
+    env: [],
+    retry: [],
+    unblock: [],
+    cancel: [],
+    rebuild: [],
+    teams: [],
+    builds: 0,
+    notModified: 0,
+  };
   const sessions = new Map<string, Principal>();
   const session = (secret: string, user: typeof ann, orgs: Array<[typeof acme, Role]>, scopes = [...ALL_SCOPES]) => {
     const principal = create(PrincipalSchema, makePrincipal(user, scopes, orgs));
@@ -373,8 +385,15 @@ export async function buildPageWorld(opts: { logs?: Map<string, Buffer>; chunkBy
       builds: {
         getBuild(req) {
           calls.builds++;
-          const build = findBuild(req.pipelineId, req.number);
-          return { build: req.includeRetriedJobs ? build : { ...build, jobs: build.jobs.filter((j) => !j.retried) } };
+          const found = findBuild(req.pipelineId, req.number);
+          const build = req.includeRetriedJobs ? found : { ...found, jobs: found.jobs.filter((j) => !j.retried) };
+          // Named by its content, as the builds service names it: an unchanged build is answered not modified.
+          const version = contentVersion(toBinary(BuildSchema, create(BuildSchema, build)));
+          if (req.ifNoneMatch === version) {
+            calls.notModified++;
+            return { version, notModified: true };
+          }
+          return { build, version };
         },
         async *streamJobLog(req) {
           calls.streams.push(req);

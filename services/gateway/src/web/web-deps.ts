@@ -3,6 +3,8 @@ import type { PipelineAccessChecks } from "../auth/pipeline-access.js";
 import type { GatewayClients } from "../clients/gateway-clients.js";
 import type { Urls } from "../render/urls.js";
 import type { SafeHtml } from "./html.js";
+import type { JobRowCache } from "./pages/build-jobs.js";
+import type { BuildReader } from "./pages/build-reader.js";
 
 /** A preHandler of the pages' routes. */
 export type PageHook = (request: FastifyRequest, reply: FastifyReply) => Promise<unknown>;
@@ -19,4 +21,8 @@ export interface WebDeps {
   requireCsrf: PageHook;
   /** The hidden input carrying the CSRF token, for every form that posts. */
   csrfField(request: FastifyRequest): SafeHtml;
+  /** Builds with every attempt, kept by version and confirmed current at each read (pages/build-reader.ts). */
+  readBuild: BuildReader;
+  /** The build page's rendered job rows, kept by what they show (pages/build-jobs.ts). */
+  jobRows: JobRowCache;
 }

@@ -16,7 +16,9 @@ import { registerLiveRoute } from "./live/live-route.js";
 import { agentPage } from "./pages/agent-page.js";
 import { agentsPage } from "./pages/agents-page.js";
 import { buildArtifactRoutes } from "./pages/build-artifacts.js";
+import { createJobRowCache } from "./pages/build-jobs.js";
 import { buildPageRoutes } from "./pages/build-page.js";
+import { createBuildReader } from "./pages/build-reader.js";
 import { currentJobRedirect } from "./pages/current-job-redirect.js";
 import { dashboardPage } from "./pages/dashboard-page.js";
 import { jobLogRoutes } from "./pages/job-log-page.js";
@@ -78,7 +80,12 @@ export async function registerWeb(app: FastifyInstance, opts: WebOptions): Promi
         sessions: opts.sessions,
         webUrl: opts.webUrl,
       });
-      const deps: WebDeps = { ...opts, ...hooks };
+      const deps: WebDeps = {
+        ...opts,
+        ...hooks,
+        readBuild: createBuildReader(opts.clients),
+        jobRows: createJobRowCache(),
+      };
       dashboardPage(pages, deps);
       organizationPage(pages, deps);
       pipelinePage(pages, deps);

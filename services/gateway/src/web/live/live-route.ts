@@ -74,7 +74,7 @@ export function registerLiveRoute(scope: FastifyInstance, deps: WebDeps, hub: Li
       const { access, pipeline, canBuild } = await buildAccess(request, deps, request.params);
       const ref = { pipelineId: pipeline.id, number: request.params.number };
       const readBuild = async () => {
-        const { build } = await deps.clients.builds.getBuild({ ...ref, includeRetriedJobs: true });
+        const { build } = await deps.readBuild(ref.pipelineId, ref.number);
         if (!build) throw new HttpError(404, "No build found");
         return build;
       };

@@ -22,6 +22,8 @@ export interface BuildPageData {
   canBuild: boolean;
   /** The build with every job, retried attempts included (REST's include_retried_jobs view). */
   build: Build;
+  /** The builds service's version of the build (build-reader.ts), under which its job rows are kept. */
+  buildVersion: string;
   /** The build's own annotations, highest priority first (at most PAGE_ITEMS). */
   annotations: Annotation[];
   moreAnnotations: boolean;
@@ -74,8 +76,8 @@ export async function loadBuildPage(
 ): Promise<BuildPageData> {
   const { access, pipeline, canBuild } = await buildAccess(request, deps, params);
   const ref = { pipelineId: pipeline.id, number: params.number };
-  const [{ build }, annotations] = await Promise.all([
-    deps.clients.builds.getBuild({ ...ref, includeRetriedJobs: true }),
+  const [{ build, version }, annotations] = await Promise.all([
+    deps.readBuild(ref.pipelineId, ref.number),
     deps.clients.annotations.listAnnotations({ ...ref, jobId: "", page: 1, perPage: PAGE_ITEMS }),
   ]);
   if (!build) throw new HttpError(404, "No build found");
@@ -90,6 +92,7 @@ export async function loadBuildPage(
     pipeline,
     canBuild,
     build,
+    buildVersion: version,
     annotations: annotations.annotations,
     moreAnnotations: annotations.hasMore,
     artifacts: artifacts.artifacts,

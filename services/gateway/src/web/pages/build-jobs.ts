@@ -1,6 +1,7 @@
 import type { Job } from "@conveyor/proto/builds";
+import { LRUCache } from "lru-cache";
 import { durationOf, personName, stateBadge, timeTag } from "../format.js";
-import { html, type SafeHtml } from "../html.js";
+import { html, type SafeHtml, trusted } from "../html.js";
 import { agentPath, buildPath } from "../paths.js";
 import { jobLogPath, jobPath } from "./build-paths.js";
 import { renderUnblockForm, type UnblockAttempt } from "./build-unblock-form.js";
@@ -14,7 +15,7 @@ export interface JobRowContext {
   canBuild: boolean;
   /** Whether the person may unblock this block step (build-data.ts's mayUnblock). */
   mayUnblock(job: Job): boolean;
-  /** The hidden CSRF input every form carries. */
+  /** The hidden CSRF input every form carries (a job's retry button submits the list's RETRY_FORM, which has it). */
   csrf: SafeHtml;
   /** The time durations of running jobs run to. */
   now: number;
@@ -22,6 +23,44 @@ export interface JobRowContext {
   opened?: { jobId: string; panel: SafeHtml };
   /** An unblock just refused for its values: the step is shown with them and the problems. */
   unblock?: UnblockAttempt;
+  /** Rendered rows kept for the next request, under the build's version (build-reader.ts): see keptRowKey. */
+  rows?: JobRowCache;
+  /** The builds service's version of the build the jobs are of; "" keeps no row. */
+  version?: string;
+}
+
+/** The id of the form every job's retry button submits (one per list, with the CSRF token: rows carry none). */
+export const RETRY_FORM = "job-retry";
+
+/** What the kept rows' HTML may take, per gateway. */
+const ROW_BYTES = 16 * 1024 * 1024;
+
+/**
+ * Rendered job rows, kept by everything they show (see keptRowKey): a build of 200 jobs that did not change is not
+ * rendered again at each view, only its running jobs, its waiting block steps and the open one.
+ */
+export function createJobRowCache() {
+  return new LRUCache<string, string>({
+    maxSize: ROW_BYTES,
+    sizeCalculation: (row, key) => 2 * (row.length + key.length),
+  });
+}
+
+/** Rendered job rows kept by createJobRowCache. */
+export type JobRowCache = ReturnType<typeof createJobRowCache>;
+
+/**
+ * The key a row is kept under: the build's version (which names every job and attempt), the job, and what of the
+ * person and the page the row shows (where it is, whether they may retry). No key, and the row is rendered every
+ * time, for a row that shows more: the open job (its log), an unblock just refused (the values), a waiting block
+ * step (its form carries the session's CSRF token) and a running job (its duration runs to now).
+ */
+function keptRowKey(job: Job, ctx: JobRowContext): string | undefined {
+  if (!ctx.rows || !ctx.version) return undefined;
+  if (ctx.opened?.jobId === job.id || ctx.unblock?.jobId === job.id) return undefined;
+  if (job.type === "manual" && job.state === "blocked") return undefined;
+  if (job.startedAt && !job.finishedAt) return undefined;
+  return [ctx.version, job.id, ctx.orgSlug, ctx.pipelineSlug, ctx.buildNumber, ctx.canBuild].join("\0");
 }
 
 /** A job with the earlier attempts its retries replaced, oldest first. */
@@ -117,7 +156,7 @@ function scriptJob(job: Job, attempts: readonly Job[], ctx: JobRowContext): Safe
   const panelUrl = `${jobLogPath(orgSlug, pipelineSlug, buildNumber, job.id)}?fragment=1`;
   const retry =
     ctx.canBuild && !job.retried && job.manualRetryProblem === ""
-      ? html`<form method="post" action="${jobPath(orgSlug, pipelineSlug, buildNumber, job.id)}/retry">${ctx.csrf}<button type="submit">Retry</button></form>`
+      ? html`<button type="submit" form="${RETRY_FORM}" formaction="${jobPath(orgSlug, pipelineSlug, buildNumber, job.id)}/retry">Retry</button>`
       : "";
   const agent = job.agent?.id
     ? html`<dt>Agent</dt><dd><a href="${agentPath(orgSlug, job.agent.id)}">${job.agent.name}</a></dd>`
@@ -193,9 +232,28 @@ export function renderJobRow(job: Job, attempts: readonly Job[], ctx: JobRowCont
   return html`<li class="job job-${job.type}" id="${job.id}" data-state="${job.state}">${body}</li>`;
 }
 
-/** A build's jobs in step order. */
+/** A job's row, from the kept rows when it was rendered before as it is now (keptRowKey). */
+function keptRow(job: Job, attempts: readonly Job[], ctx: JobRowContext): SafeHtml {
+  const key = keptRowKey(job, ctx);
+  if (key === undefined) return renderJobRow(job, attempts, ctx);
+  const held = ctx.rows?.get(key);
+  if (held !== undefined) return trusted(held);
+  const row = renderJobRow(job, attempts, ctx);
+  ctx.rows?.set(key, row.value);
+  return row;
+}
+
+/**
+ * A build's jobs in step order, after the form their retry buttons submit (outside the list, which live updates
+ * replace).
+ */
 export function renderJobs(jobs: readonly Job[], ctx: JobRowContext): SafeHtml {
   const ordered = jobsInOrder(jobs);
   if (ordered.length === 0) return html`<p class="empty">This build has no jobs yet.</p>`;
-  return html`<ol class="jobs">${ordered.map(({ job, attempts }) => renderJobRow(job, attempts, ctx))}</ol>`;
+  return html`<ol class="jobs">${ordered.map(({ job, attempts }) => keptRow(job, attempts, ctx))}</ol>`;
+}
+
+/** The form every job's Retry button submits (RETRY_FORM): the build page has one, beside its list of jobs. */
+export function retryForm(csrf: SafeHtml): SafeHtml {
+  return html`<form id="${RETRY_FORM}" method="post" hidden>${csrf}</form>`;
 }

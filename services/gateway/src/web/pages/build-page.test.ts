@@ -1,5 +1,7 @@
+import type { Build, Job } from "@conveyor/proto/builds";
 import {
   AGENT_ID,
+  aBuild,
   ann,
   BUILD_ID,
   buildPageWorld,
@@ -7,7 +9,10 @@ import {
   JOB,
   numberedLog,
   rita,
+  web,
 } from "../../testing/build-page-world.js";
+import { trusted } from "../html.js";
+import { createJobRowCache, renderJobs } from "./build-jobs.js";
 
 // The build page over the gateway's test app: what it shows of the build, its jobs, annotations, artifacts and
 // meta-data; who sees which buttons; that every person's text is escaped; and what it reads (no read per job).
@@ -110,6 +115,70 @@ describe("the build page", () => {
     // A passed job, a retried one and a soft failure the service says may not be retried get no button.
     expect(body).not.toContain(`jobs/${JOB.passed}/retry`);
     expect(body).not.toContain(`jobs/${JOB.firstAttempt}/retry`);
+  });
+
+  it("gives every job's Retry to one form, the only one with the CSRF token among the jobs", async () => {
+    const w = await buildPageWorld();
+    const body = (await w.get(BUILD)).body;
+    expect(body).toContain(
+      `<button type="submit" form="job-retry" formaction="/acme/web/builds/7/jobs/${JOB.failed}/retry">Retry</button>`,
+    );
+    expect(body).toMatch(/<form id="job-retry" method="post" hidden><input type="hidden" name="_csrf" value="[^"]+">/);
+    // The rows themselves carry no token (only a waiting block step's form does), so every person's are alike.
+    const row = body.slice(body.indexOf(`<li class="job job-script" id="${JOB.failed}"`));
+    expect(row.slice(0, row.indexOf('<li class="job ', 1))).not.toContain("_csrf");
+  });
+
+  it("reads an unchanged build as not modified and shows it as before; a changed build is read and shown anew", async () => {
+    const w = await buildPageWorld();
+    const first = (await w.get(BUILD)).body;
+    const again = (await w.get(BUILD)).body;
+    expect(w.calls.notModified).toBe(1);
+    const withoutTokens = (page: string) => page.replace(/name="_csrf" value="[^"]*"|nonce="[^"]*"/g, "");
+    expect(withoutTokens(again)).toBe(withoutTokens(first));
+    // A job changed: a new version, read whole, its row rendered again.
+    const key = `${web.id}:7`;
+    const build = w.builds.get(key) as Build;
+    w.builds.set(key, {
+      ...build,
+      jobs: build.jobs.map((j) => (j.id === JOB.failed ? { ...j, state: "passed", manualRetryProblem: "passed" } : j)),
+    });
+    const changed = (await w.get(BUILD)).body;
+    expect(w.calls.notModified).toBe(1);
+    expect(changed).toContain(`<li class="job job-script" id="${JOB.failed}" data-state="passed">`);
+    expect(changed).not.toContain(`jobs/${JOB.failed}/retry`);
+  });
+
+  it("keeps a row by what it shows: who may retry, the build's version; never a running job's or the open one", () => {
+    const rows = createJobRowCache();
+    const jobs = aBuild().jobs;
+    const ctx = (canBuild: boolean, version = "v1") => ({
+      orgSlug: "acme",
+      pipelineSlug: "web",
+      buildNumber: 7,
+      canBuild,
+      mayUnblock: () => canBuild,
+      csrf: trusted('<input type="hidden" name="_csrf" value="t">'),
+      now: Date.now(),
+      rows,
+      version,
+    });
+    const builder = renderJobs(jobs, ctx(true)).value;
+    expect(builder).toContain(`jobs/${JOB.failed}/retry`);
+    const kept = rows.size;
+    expect(kept).toBeGreaterThan(0);
+    expect(renderJobs(jobs, ctx(true)).value).toBe(builder);
+    expect(rows.size).toBe(kept);
+    expect(renderJobs(jobs, ctx(false)).value).not.toContain(`jobs/${JOB.failed}/retry`);
+    // Without a version nothing is kept.
+    const before = rows.size;
+    renderJobs(jobs, ctx(true, ""));
+    expect(rows.size).toBe(before);
+    // A running job's duration runs to now: rendered each time, never kept.
+    const running = { ...jobs[0], state: "running", finishedAt: undefined } as Job;
+    const at = (now: number) => renderJobs([running], { ...ctx(true, "v2"), now }).value;
+    expect(at(Number(running.startedAt?.seconds ?? 0n) * 1000 + 5_000)).toContain("5s");
+    expect(at(Number(running.startedAt?.seconds ?? 0n) * 1000 + 65_000)).toContain("1m 05s");
   });
 
   it("shows a person who may only read no action, except the block step their team may unblock", async () => {

@@ -7,7 +7,7 @@ import { renderPage } from "../layout.js";
 import type { WebDeps } from "../web-deps.js";
 import { type BuildParams as BuildRoute, loadBuildPage, mayUnblock } from "./build-data.js";
 import { renderBuildHeader } from "./build-header.js";
-import { renderJobs } from "./build-jobs.js";
+import { renderJobs, retryForm } from "./build-jobs.js";
 import { jobLogPath } from "./build-paths.js";
 import { renderAnnotations, renderArtifacts, renderMetaData } from "./build-sections.js";
 import type { UnblockAttempt } from "./build-unblock-form.js";
@@ -66,6 +66,8 @@ export async function sendBuildPage(
     mayUnblock: (job) => mayUnblock(job, data),
     csrf,
     now,
+    rows: deps.jobRows,
+    version: data.buildVersion,
     ...(opened ? { opened } : {}),
     ...(notice?.unblock ? { unblock: notice.unblock } : {}),
   });
@@ -78,6 +80,7 @@ ${error}
 ${renderAnnotations(data.annotations, data.moreAnnotations)}
 <section class="build-jobs" aria-labelledby="jobs-title">
 <h2 id="jobs-title">Jobs</h2>
+${retryForm(csrf)}
 ${jobs}
 </section>
 ${renderArtifacts(data)}
