@@ -10,7 +10,8 @@ import { agents, arrangeCluster, arrangeOrgUser, send, stack, unique } from "./s
 // A cluster's queues (issue 35 item 1): go-buildkite v4's ClusterQueues calls decoded against the stack
 // (test/go-client/cluster-queues-check), and pausing a queue's dispatch really stopping it: the real buildkite-agent
 // of that queue keeps polling and is offered nothing, its job stays scheduled, and it takes the job right after the
-// queue is resumed. An agent naming a queue its cluster does not have is refused at registration.
+// queue is resumed. An agent naming a queue its cluster does not have is refused at registration; /v3/token names the
+// queue object an agent is in.
 
 jest.setTimeout(180_000);
 
@@ -107,6 +108,21 @@ describe("a paused queue with the real agent", () => {
     });
     expect(refused.status).toBe(422);
     expect(JSON.stringify(await refused.json())).toContain('names queue \\"nope\\"');
+
+    // /v3/token names the queue object an agent of the queue is in.
+    const registered = await fetch(`${stack.agentUrl}/register`, {
+      method: "POST",
+      headers: { authorization: `Token ${secret}`, "content-type": "application/json" },
+      body: JSON.stringify({ name: unique("token-reader"), meta_data: ["queue=paused-q"] }),
+    });
+    expect(registered.status).toBe(200);
+    const { access_token } = (await registered.json()) as { access_token: string };
+    const tokenInfo = await fetch(`${stack.agentUrl}/token`, { headers: { authorization: `Token ${access_token}` } });
+    expect(await tokenInfo.json()).toMatchObject({
+      cluster_uuid: cluster,
+      organization_queue_uuid: queue.body.id,
+      organization_queue_key: "paused-q",
+    });
 
     const paused = await send("POST", `${queuePath}/pause_dispatch`, org.secret, { dispatch_paused_note: "e2e" });
     expect(paused.body.dispatch_paused).toBe(true);

@@ -1,7 +1,7 @@
 import { dispatchPausedFor, MAX_QUEUE_KEY, queueKeyProblem, registrationQueueProblem } from "./cluster-queues.js";
 
 describe("queueKeyProblem", () => {
-  it.each(["default", "linux-medium-x86", "mac_large_silicon", "A1", "x".repeat(MAX_QUEUE_KEY)])(
+  it.each(["default", "linux-medium-x86", "mac_large_silicon", "deploy.eu", "A1", "x".repeat(MAX_QUEUE_KEY)])(
     "accepts %s",
     (key) => {
       expect(queueKeyProblem(key)).toBeNull();
@@ -10,10 +10,10 @@ describe("queueKeyProblem", () => {
   it.each([
     ["", "can't be blank"],
     ["x".repeat(MAX_QUEUE_KEY + 1), `is too long (maximum is ${MAX_QUEUE_KEY} characters)`],
-    ["linux medium", "may only contain letters, digits, hyphens and underscores"],
-    ["queue=x", "may only contain letters, digits, hyphens and underscores"],
-    ["linux-*", "may only contain letters, digits, hyphens and underscores"],
-    ["dé", "may only contain letters, digits, hyphens and underscores"],
+    ["linux medium", "may only contain letters, digits, dots, hyphens and underscores"],
+    ["queue=x", "may only contain letters, digits, dots, hyphens and underscores"],
+    ["linux-*", "may only contain letters, digits, dots, hyphens and underscores"],
+    ["dé", "may only contain letters, digits, dots, hyphens and underscores"],
   ])("refuses %j: %s", (key, problem) => {
     expect(queueKeyProblem(key)).toBe(problem);
   });

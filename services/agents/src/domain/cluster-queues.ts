@@ -1,7 +1,7 @@
 /**
  * The rules of a cluster's queues (docs/compatibility.md#clusters-and-queues). Pure.
  *
- * A queue's key is what agents' `queue` tag and jobs' `queue` rule name: letters, digits, `-` and `_`, at most
+ * A queue's key is what agents' `queue` tag and jobs' `queue` rule name: letters, digits, `.`, `-` and `_` (what queue tags are in practice, `deploy.eu`), at most
  * MAX_QUEUE_KEY characters. An agent registering with a cluster's token joins the queue its `queue` tag names
  * ("default" without one); once the cluster has queues, a tag naming none of them is refused at registration, as
  * Buildkite refuses it. A cluster with no queue objects yet takes any queue tag (what Conveyor did before queues were
@@ -14,13 +14,13 @@ export const MAX_QUEUE_KEY = 100;
 /** The longest description or pause note of a queue. */
 export const MAX_QUEUE_TEXT = 1000;
 
-const KEY = /^[A-Za-z0-9_-]+$/;
+const KEY = /^[A-Za-z0-9._-]+$/;
 
 /** Why `key` cannot be a queue key, or null when it can. */
 export function queueKeyProblem(key: string): string | null {
   if (key === "") return "can't be blank";
   if (key.length > MAX_QUEUE_KEY) return `is too long (maximum is ${MAX_QUEUE_KEY} characters)`;
-  if (!KEY.test(key)) return "may only contain letters, digits, hyphens and underscores";
+  if (!KEY.test(key)) return "may only contain letters, digits, dots, hyphens and underscores";
   return null;
 }
 

@@ -35,7 +35,7 @@ describe("cluster queues", () => {
     const where = { organizationId: s.orgId, clusterId: s.clusterId };
     const bad = await failure(s.client.createClusterQueue({ ...where, key: "linux x" }));
     expect(fieldErrors(bad)).toEqual([
-      { field: "key", code: "may only contain letters, digits, hyphens and underscores" },
+      { field: "key", code: "may only contain letters, digits, dots, hyphens and underscores" },
     ]);
     const q = (await s.client.createClusterQueue({ ...where, key: "linux" })).queue;
     expect((await failure(s.client.createClusterQueue({ ...where, key: "linux" }))).code).toBe(Code.AlreadyExists);

@@ -157,6 +157,7 @@ function fakes() {
       },
       getAgent: () => ({ agent: { id: AGENT, currentJobId: JOB, queue: "gpu" } }),
       getCluster: () => ({ cluster: { id: "c1", name: "Default" } }),
+      listClusterQueues: () => ({ queues: [{ id: "q-deploy", clusterId: "c1", key: "deploy.eu" }] }),
     },
     builds: {
       getJob(req) {
@@ -356,10 +357,16 @@ describe("the agent's own routes", () => {
       organization_slug: "acme",
       cluster_uuid: "c1",
       cluster_name: "Default",
+      organization_queue_uuid: "q-deploy",
       organization_queue_key: "deploy.eu",
     });
+    // A queue key the cluster has no queue object of: no uuid.
     const agent = await app.inject({ method: "GET", url: "/v3/token", headers: token("bkaa_agent") });
-    expect(agent.json()).toMatchObject({ token_type: "agent", organization_queue_key: "gpu" });
+    expect(agent.json()).toMatchObject({
+      token_type: "agent",
+      organization_queue_uuid: "",
+      organization_queue_key: "gpu",
+    });
     const registration = await app.inject({ method: "GET", url: "/v3/token", headers: token("bkat_reg") });
     expect(registration.json()).toMatchObject({ token_type: "registration", organization_queue_key: "" });
   });

@@ -266,6 +266,16 @@ export function agentRoutes(app: FastifyInstance, deps: AgentApiDeps): void {
           : undefined,
         queueOf(credential),
       ]);
+      // The queue object of that key in the credential's cluster (docs/compatibility.md#clusters-and-queues).
+      const queueUuid =
+        credential.clusterId && queue
+          ? ((
+              await clients.agents.listClusterQueues({
+                organizationId: credential.organizationId,
+                clusterId: credential.clusterId,
+              })
+            ).queues.find((q) => q.key === queue)?.id ?? "")
+          : "";
       return {
         uuid: credential.kind === CredentialKind.JOB ? credential.jobId : credential.tokenId,
         description: "",
@@ -274,8 +284,8 @@ export function agentRoutes(app: FastifyInstance, deps: AgentApiDeps): void {
         organization_uuid: credential.organizationId,
         cluster_uuid: credential.clusterId,
         cluster_name: cluster?.name ?? "",
-        // Queues are named, not yet objects with ids (docs/compatibility.md#agent-endpoints).
-        organization_queue_uuid: "",
+        // Empty where the cluster has no queue of that key (or the credential has no cluster).
+        organization_queue_uuid: queueUuid,
         organization_queue_key: queue,
       };
     },
