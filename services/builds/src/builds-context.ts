@@ -5,15 +5,7 @@
  * they need each other. builds-service.ts assembles the RPCs from the parts, and main.ts runs their duties on timers.
  */
 
-import { BuildChangedSchema, JobStateChangedSchema } from "@conveyor/proto/builds";
-import {
-  createKeyedLock,
-  type EventPublisher,
-  type Fences,
-  type KeyedLock,
-  type Logger,
-  SUBJECTS,
-} from "@conveyor/runtime";
+import { createKeyedLock, type EventPublisher, type Fences, type KeyedLock, type Logger } from "@conveyor/runtime";
 import {
   type CountersOutboxDeps,
   createPipelineCounters,
@@ -24,6 +16,7 @@ import { createCreationRepair } from "./creation/creation-repair.js";
 import { type CurrentPipelines, createCurrentPipelines } from "./creation/current-pipelines.js";
 import type { Build } from "./domain/build.js";
 import type { Job } from "./domain/job.js";
+import { createStateEvents, jobEvent, type StateEvents, stateEventResolvers } from "./events/state-events.js";
 import { type ConcurrencyGate, createConcurrencyGate } from "./jobs/concurrency-gate.js";
 import { createJobLogs, type JobLogs, type LogLimits } from "./jobs/job-logs.js";
 import { createJobRetries, type JobRetries } from "./jobs/job-retries.js";
@@ -42,7 +35,6 @@ import { type BuildReads, createBuildReads } from "./reads/build-reads.js";
 import type { InvalidationFeed } from "./reads/cache-invalidation-feed.js";
 import { withInvalidations } from "./reads/invalidating-repository.js";
 import type { ReadCache } from "./reads/read-cache.js";
-import { buildMessage, jobMessage } from "./rpc/build-message.js";
 import type { BuildRepository } from "./store/build-repository.js";
 import type { ConcurrencySlotRepository } from "./store/concurrency-slot-repository.js";
 import type { JobLogRepository } from "./store/job-log-repository.js";
@@ -93,7 +85,9 @@ export interface BuildsContext extends PipelineCounters {
   now: () => Date;
   /** Serializes the compare-and-set sections per build; see createKeyedLock. */
   withLock: KeyedLock;
-  publishBuild(subject: string, build: Build, previousState: string): Promise<void>;
+  /** Writes of builds' and jobs' states with their events made durable first (events/state-events.ts). */
+  stateEvents: StateEvents;
+  /** Announces a job as it is without recording it (tests announcing what they stored behind the service's back). */
   publishJob(job: Job, previousState: string): Promise<void>;
 }
 
@@ -104,25 +98,25 @@ export function createBuildsContext(
   const { events, logger, readCache } = deps;
   const repo = readCache ? withInvalidations(deps.repo, readCache.feed.publish, logger) : deps.repo;
   const now = deps.now ?? (() => new Date());
+  const counters = createPipelineCounters({
+    repo,
+    events,
+    outbox: deps.outbox,
+    resolvers: stateEventResolvers(repo, now),
+    logger,
+    now,
+  });
   return {
-    ...createPipelineCounters({ repo, events, outbox: deps.outbox, logger, now }),
+    ...counters,
+    stateEvents: createStateEvents(repo, counters.outbox),
     repo,
     reads: createBuildReads(deps.repo, readCache),
     logs: deps.logs,
     logger,
     now,
     withLock: createKeyedLock(),
-    async publishBuild(subject, build, previousState) {
-      await events.publish(subject, BuildChangedSchema, { build: buildMessage(build), previousState });
-    },
     async publishJob(job, previousState) {
-      await events.publish(SUBJECTS.builds.jobStateChanged, JobStateChangedSchema, {
-        job: jobMessage(job),
-        previousState,
-        organizationId: job.organizationId,
-        pipelineId: job.pipelineId,
-        buildNumber: job.buildNumber,
-      });
+      await counters.outbox.publishUnrecorded(jobEvent(job, previousState));
     },
   };
 }
@@ -139,7 +133,7 @@ const NO_TRIGGER_LOOKUPS: TriggerLookups = {
 
 /** The work the builds process runs on timers besides serving (main.ts says how often). */
 export interface BuildsDuties {
-  /** One pass of the outbox relay: republishes counters whose announcement failed or never happened. */
+  /** One pass of the outbox relay: republishes counters and state events whose publish failed or never happened. */
   relayOutbox(): Promise<unknown>;
   /** Re-announces the counters of pipelines with recent activity (pipeline-counters.ts). */
   republishCounts(): Promise<void>;

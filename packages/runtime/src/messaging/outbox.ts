@@ -63,6 +63,10 @@ export interface OutboxStore {
   get(key: string): Promise<OutboxEntry | null>;
   /** Removes the entry only while it is still at `version`. */
   remove(key: string, version: string): Promise<void>;
+  /** Upserts several entries in one command (record each). */
+  recordMany(entries: ReadonlyArray<{ key: string; version: string; at: Date; event: OutboxEvent }>): Promise<void>;
+  /** Removes several entries in one command, each only while still at its version. */
+  removeMany(entries: ReadonlyArray<{ key: string; version: string }>): Promise<void>;
   /** Entries recorded before `before` whose lease lapsed by `now`, oldest first. */
   due(before: Date, now: Date, limit: number): Promise<OutboxEntry[]>;
   /** Takes the lease of an entry still at `version` and not leased at `now`; false when someone else has it. */
@@ -141,6 +145,45 @@ export function createOutbox(opts: OutboxOptions) {
       await store.record(key, version, now(), event);
       return version;
     },
+    /**
+     * Makes several events durable in one write before the write they announce (each under its own key); returns
+     * the recorded entries, to hand to `sendAll` once the write committed or to `discardAll` when it did not.
+     */
+    async recordAll(items: ReadonlyArray<{ key: string; event: OutboxEvent }>): Promise<RecordedEvent[]> {
+      const at = now();
+      const entries = items.map(({ key, event }) => ({ key, version: randomUUID(), at, event }));
+      if (entries.length > 0) await store.recordMany(entries);
+      return entries;
+    },
+    /**
+     * Publishes recorded events in order, each with its entry's msgID; removes the published ones in one command,
+     * in the background (an entry left behind is published again by the relay under the same msgID, which
+     * JetStream drops within its duplicate window). The first failed publish stops the rest: they stay, in order,
+     * for the relay. Resolves to whether every one was published.
+     */
+    async sendAll(entries: readonly RecordedEvent[]): Promise<boolean> {
+      const sent: RecordedEvent[] = [];
+      let all = true;
+      for (const entry of entries) {
+        try {
+          await publish(entry.event.subject, entry.event.data, msgIdOf(entry.key, entry.version));
+          sent.push(entry);
+        } catch (err) {
+          logger.warn(
+            { err, subject: entry.event.subject, key: entry.key },
+            "event publish failed; the outbox keeps it",
+          );
+          all = false;
+          break;
+        }
+      }
+      if (sent.length > 0)
+        store.removeMany(sent).catch((err) => logger.warn({ err, count: sent.length }, "outbox entries not removed"));
+      return all;
+    },
+    /** Forgets recorded events whose write did not happen. */
+    discardAll: (entries: readonly RecordedEvent[]) =>
+      entries.length > 0 ? store.removeMany(entries) : Promise.resolve(),
     /** Publishes an event that was never recorded (a periodic re-announcement), with a fresh msgID. */
     publishUnrecorded: (event: OutboxEvent) => publish(event.subject, event.data, randomUUID()),
     /** Forgets an entry whose write did not happen. */
@@ -180,6 +223,14 @@ export function createOutbox(opts: OutboxOptions) {
 
 export type Outbox = ReturnType<typeof createOutbox>;
 
+/** An event recorded by `recordAll`, with the entry that holds it. */
+export interface RecordedEvent {
+  key: string;
+  version: string;
+  at: Date;
+  event: OutboxEvent;
+}
+
 const toEntry = (doc: OutboxDoc): OutboxEntry => ({
   key: doc._id,
   version: doc.version,
@@ -202,6 +253,29 @@ export async function createMongoOutboxStore(collection: Collection<OutboxDoc>):
         },
         { upsert: true },
       );
+    },
+    async recordMany(entries) {
+      await collection.bulkWrite(
+        entries.map(({ key, version, at, event }) => ({
+          updateOne: {
+            filter: { _id: key },
+            update: {
+              $set: { version, at, subject: event.subject, data: new Binary(event.data) },
+              $setOnInsert: { leaseUntil: new Date(0) },
+            },
+            upsert: true,
+          },
+        })),
+        { ordered: false },
+      );
+    },
+    async removeMany(entries) {
+      if (entries.length === 1) {
+        const [only] = entries;
+        if (only) await collection.deleteOne({ _id: only.key, version: only.version });
+        return;
+      }
+      await collection.deleteMany({ $or: entries.map(({ key, version }) => ({ _id: key, version })) });
     },
     async get(key) {
       const doc = await collection.findOne({ _id: key });
@@ -251,6 +325,12 @@ export function createMemoryOutboxStore(): OutboxStore & { docs: Map<string, Out
     },
     async remove(key, version) {
       if (docs.get(key)?.version === version) docs.delete(key);
+    },
+    async recordMany(entries) {
+      for (const { key, version, at, event } of entries) await this.record(key, version, at, event);
+    },
+    async removeMany(entries) {
+      for (const { key, version } of entries) await this.remove(key, version);
     },
     async due(before, now, limit) {
       return [...docs.values()]

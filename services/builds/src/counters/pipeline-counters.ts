@@ -4,7 +4,6 @@
  * that must not be lost goes through the outbox (the runtime's outbox.ts): a write that changes counters first
  * records that they must be announced, so a process that dies before announcing leaves the entry for the relay.
  */
-import { fromBinary } from "@bufbuild/protobuf";
 import { PipelineCountsChangedSchema } from "@conveyor/proto/builds";
 import {
   createCoalescer,
@@ -14,12 +13,14 @@ import {
   encodeEvent,
   type Logger,
   type Outbox,
+  type OutboxResolver,
   type OutboxStore,
   type RawPublish,
   SUBJECTS,
   toTimestamp,
 } from "@conveyor/runtime";
 import { LRUCache } from "lru-cache";
+import { publishThroughEvents } from "../events/state-events.js";
 import type { BuildRepository } from "../store/build-repository.js";
 
 /** Where counters events wait until JetStream has them; without it, an in-memory outbox (unit tests). */
@@ -67,6 +68,8 @@ export function createPipelineCounters(deps: {
   repo: Pick<BuildRepository, "pipelineCounts" | "activePipelines">;
   events: EventPublisher;
   outbox?: CountersOutboxDeps;
+  /** The resolvers of the other entries the service's one outbox holds (events/state-events.ts). */
+  resolvers?: Record<string, OutboxResolver>;
   logger: Logger;
   now: () => Date;
 }): PipelineCounters {
@@ -83,16 +86,13 @@ export function createPipelineCounters(deps: {
   };
   const outbox = createOutbox({
     store: deps.outbox?.store ?? createMemoryOutboxStore(),
-    publish:
-      deps.outbox?.publish ??
-      ((subject, data) =>
-        events.publish(subject, PipelineCountsChangedSchema, fromBinary(PipelineCountsChangedSchema, data))),
+    publish: deps.outbox?.publish ?? publishThroughEvents(events),
     logger,
     now,
     graceMs: deps.outbox?.graceMs,
     leaseMs: deps.outbox?.leaseMs,
     // The counters are recounted when published: republishing an entry is always right, whatever wrote since.
-    resolvers: { counts: (entry) => countsEvent(entry.key.slice("counts:".length)) },
+    resolvers: { ...deps.resolvers, counts: (entry) => countsEvent(entry.key.slice("counts:".length)) },
   });
 
   // Pipelines whose outbox entry this process recorded since their last announcement began; `announcements`

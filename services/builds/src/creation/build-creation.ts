@@ -15,6 +15,7 @@ import { type Job, storedJob } from "../domain/job.js";
 import { planJobs } from "../domain/jobs-from-steps.js";
 import { deriveBuildState } from "../domain/state-machine.js";
 import { buildsToSupersede } from "../domain/supersede.js";
+import { buildEvent, buildEventKey, jobEvent } from "../events/state-events.js";
 import type { BuildCancel } from "../lifecycle/build-cancel.js";
 import type { BuildWithJobs } from "../lifecycle/reconcile.js";
 import {
@@ -204,18 +205,27 @@ export function createBuildCreation(
     const claimedAt = now();
     const jobIds = jobs.map((job) => job.id);
     await claim({ buildId, pipelineId: pipeline.id, jobIds, createdAt: claimedAt });
+    // The jobs' events go with the build's: the build's mark says the whole creation committed.
+    let announced: Awaited<ReturnType<BuildsContext["stateEvents"]["announceNew"]>>;
     for (let attempt = 0; ; attempt++) {
       for (const job of jobs) job.buildNumber = number;
+      // Its events are made durable first, under this number (events/state-events.ts).
+      announced = await ctx.stateEvents.announceNew(draft, (mark, i) => buildEventKey(buildId, mark, i), [
+        buildEvent(SUBJECTS.builds.buildCreated, { ...draft, number }, ""),
+        ...jobs.filter((job) => job.state === "scheduled").map((job) => jobEvent(job, "pending")),
+      ]);
       await repo.insertJobs(jobs);
       // A creation this slow may have been taken for cut off, and its jobs removed: it gives up instead.
       if (now().getTime() - claimedAt.getTime() > CLAIM_GRACE_MS / 2) {
         await abandon(buildId, jobIds);
+        await announced.abandoned();
         throw new ConnectError("the build took too long to store: try again", Code.Unavailable);
       }
       try {
         await repo.insertBuild({ ...draft, number });
         break;
       } catch (err) {
+        await announced.abandoned();
         if (!(err instanceof DuplicateBuildNumberError)) throw err;
         // The number was stored already (its counter was behind): the jobs go again under the next number.
         await repo.deleteJobs(buildId, jobIds);
@@ -233,11 +243,8 @@ export function createBuildCreation(
     });
     // What is stored now, without reading it back.
     const build: Build = { ...draft, number };
-    // The events go out together (each waits for the stream's acknowledgement).
-    await Promise.all([
-      ctx.publishBuild(SUBJECTS.builds.buildCreated, build, ""),
-      ...jobs.filter((job) => job.state === "scheduled").map((job) => ctx.publishJob(job, "pending")),
-    ]);
+    // The events go out in order (each waits for the stream's acknowledgement).
+    await announced.stored();
     await supersede(build, pipeline);
     ctx.publishCounts(pipeline.id);
     // The jobs were planned and advanced already: what a reconcile would do after a change (start trigger jobs,

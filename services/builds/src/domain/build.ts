@@ -2,6 +2,7 @@
  * The one declaration of a build's shape in the builds service; the repository keeps its storage form private and
  * the proto Build and REST Build are views of it.
  */
+import type { NotifyRule } from "@conveyor/ci-rules";
 import type { BuildContext, BuildState } from "./types.js";
 
 /** A user as builds record them (creator), at creation. */
@@ -84,6 +85,10 @@ export interface Build {
   finishedAt: Date | null;
   /** Incremented by every update: the compare-and-set guard. */
   version: number;
+  /** The marks of its latest announced writes (events/state-events.ts); absent on builds stored before them. */
+  eventMarks?: string[];
+  /** The build-level `notify:` of each pipeline uploaded into it, by upload id (jobs/uploaded-notify.ts). */
+  notifyUploads?: Array<{ id: string; rules: NotifyRule[] }>;
 }
 
 /** What conditionals (`if:`) of a build's steps read: the build, its pipeline and organization. */

@@ -101,6 +101,8 @@ export interface Job extends PlannedJob {
   promisedFailureReason?: string | null;
   /** The idempotency uuids of the step updates applied to this job (domain/steps.ts), the latest last. */
   stepUpdateIds: string[];
+  /** The marks of its latest announced writes (events/state-events.ts); absent on jobs stored before them. */
+  eventMarks?: string[];
   /** When a running job times out (started + its timeout); null without a timeout. */
   deadlineAt: Date | null;
   createdAt: Date;

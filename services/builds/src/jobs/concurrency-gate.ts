@@ -48,16 +48,15 @@ export function createConcurrencyGate(ctx: BuildsContext, slots: ConcurrencySlot
       if (!(await slots.take(organizationId, group, slot, job.id, now()))) return;
       const at = now();
       await ctx.markCounts(job.pipelineId);
-      const updated = await repo.updateJob(job.id, "limited", {
-        state: "scheduled",
-        ...stampsFor(job, "scheduled", at),
-      });
+      const updated = await ctx.stateEvents.changeJob(
+        { ...job, state: "limited" },
+        { state: "scheduled", ...stampsFor(job, "scheduled", at) },
+      );
       if (!updated) {
         await slots.release(organizationId, group, slot, job.id);
         continue;
       }
       logger.info({ jobId: job.id, group, slot }, "job took a concurrency slot");
-      await ctx.publishJob(updated, "limited");
       ctx.publishCounts(job.pipelineId);
     }
   };

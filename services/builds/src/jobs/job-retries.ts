@@ -4,6 +4,7 @@ import type { UserSnapshot } from "../domain/build.js";
 import type { Job } from "../domain/job.js";
 import { automaticRetryRule, manualRetryProblem, type RetryType, retryOf } from "../domain/retries.js";
 import { STOPPED_BY_FAILURE_STATES } from "../domain/state-sets.js";
+import { jobEvent, jobEventKey } from "../events/state-events.js";
 import type { BuildWithJobs, Reconcile } from "../lifecycle/reconcile.js";
 
 /**
@@ -19,8 +20,7 @@ export function createJobRetries(ctx: BuildsContext) {
   const reopenBehind = async (jobs: readonly Job[]) => {
     for (const job of jobs) {
       if (job.retried || !STOPPED_BY_FAILURE_STATES.includes(job.state)) continue;
-      const reopened = await repo.updateJob(job.id, job.state, { state: "pending", finishedAt: null });
-      if (reopened) await ctx.publishJob(reopened, job.state);
+      await ctx.stateEvents.changeJob(job, { state: "pending", finishedAt: null });
     }
   };
 
@@ -28,18 +28,24 @@ export function createJobRetries(ctx: BuildsContext) {
   const retry = async (job: Job, jobs: readonly Job[], type: RetryType, by: UserSnapshot | null): Promise<Job> => {
     const { attempt, retried } = retryOf(job, { id: newId(), type, at: now(), retriedBy: by });
     await ctx.markCounts(job.pipelineId);
+    const announced = await ctx.stateEvents.announceNew(attempt, (mark) => jobEventKey(attempt.id, mark), [
+      jobEvent(attempt, ""),
+    ]);
     await repo.insertJobs([attempt]);
     // Only one retry of a job wins, whichever process makes it: the mark is a compare-and-set on "not retried yet".
-    let marked = await repo.updateJob(job.id, job.state, retried, { notRetried: true });
+    let marked = await ctx.stateEvents.changeJob(job, retried, { notRetried: true });
     // Another process's reconcile may have completed this very retry (completeInterrupted) between the insert and the
-    // mark.
-    if (!marked) marked = await repo.findJob(job.id).then((j) => (j?.retriedInJobId === attempt.id ? j : null));
+    // mark; it announced nothing, so this process does.
+    if (!marked) {
+      marked = await repo.findJob(job.id).then((j) => (j?.retriedInJobId === attempt.id ? j : null));
+      if (marked) await ctx.publishJob(marked, job.state);
+    }
     if (!marked) {
       await repo.deleteJob(attempt.id, attempt.state);
+      await announced.abandoned();
       throw failedPrecondition("This job has already been retried");
     }
-    await ctx.publishJob(marked, job.state);
-    await ctx.publishJob(attempt, "");
+    await announced.stored();
     await reopenBehind(jobs);
     ctx.publishCounts(job.pipelineId);
     ctx.logger.info({ jobId: job.id, attemptId: attempt.id, type }, "job retried");
@@ -106,8 +112,7 @@ export function createJobRetries(ctx: BuildsContext) {
         if (build.cancelRequested) {
           for (const stopped of jobs) {
             if (stopped.retried || stopped.state !== "canceled" || stopped.startedAt || stopped.id === job.id) continue;
-            const reopened = await repo.updateJob(stopped.id, "canceled", { state: "pending", finishedAt: null });
-            if (reopened) await ctx.publishJob(reopened, "canceled");
+            await ctx.stateEvents.changeJob(stopped, { state: "pending", finishedAt: null });
           }
         }
         for (let i = 0; i < MAX_ATTEMPTS; i++) {

@@ -105,9 +105,8 @@ export function createJobTransitions(ctx: BuildsContext, reconcile: Reconcile, r
           update.signalReason = opts.signalReason || null;
         }
         await ctx.markCounts(job.pipelineId);
-        const updated = await repo.updateJob(job.id, job.state, update, { agentId: opts.agentId });
+        const updated = await ctx.stateEvents.changeJob(job, update, { agentId: opts.agentId });
         if (!updated) continue;
-        await ctx.publishJob(updated, job.state);
         if (updated.state === "failed" || updated.state === "timed_out") {
           await retries.retryAutomatically(updated, await repo.jobsOf([job.buildId]));
         }

@@ -59,14 +59,13 @@ export function createJobUnblock(ctx: BuildsContext, reconcile: Reconcile, metaD
           const result = applyJobEvent(job, { type: "unblock" });
           if (!result.ok) throw failedPrecondition(result.reason);
           await ctx.markCounts(job.pipelineId);
-          const updated = await repo.updateJob(job.id, job.state, {
+          const updated = await ctx.stateEvents.changeJob(job, {
             state: result.job.state,
             ...stampsFor(job, result.job.state, now()),
             unblockedBy: by,
             unblockFields: Object.keys(values.metaData).length > 0 ? values.metaData : null,
           });
           if (!updated) continue;
-          await ctx.publishJob(updated, job.state);
           ctx.logger.info({ jobId: job.id, buildId: build.id, fields: Object.keys(values.metaData) }, "job unblocked");
           const { jobs } = await reconcile(build.id);
           ctx.publishCounts(job.pipelineId);

@@ -1,9 +1,10 @@
-import { failedPrecondition, notFound, SUBJECTS } from "@conveyor/runtime";
+import { failedPrecondition, notFound } from "@conveyor/runtime";
 import { type BuildsContext, MAX_ATTEMPTS } from "../builds-context.js";
 import type { Build } from "../domain/build.js";
 import { stampsFor } from "../domain/job-stamps.js";
 import { cancelPlan } from "../domain/state-machine.js";
 import { CANCELABLE_BUILD_STATES, SKIPPED_WITH_BUILD_STATES } from "../domain/state-sets.js";
+import type { JobState } from "../domain/types.js";
 import type { BuildWithJobs, Reconcile } from "./reconcile.js";
 
 /** Canceling builds: on request, and when a newer build supersedes them. */
@@ -26,12 +27,16 @@ export function createBuildCancel(ctx: BuildsContext, reconcile: Reconcile) {
       const plan = cancelPlan(jobs);
       const at = now();
       if (plan.cancel.length + plan.canceling.length > 0) await ctx.markCounts(current.pipelineId);
-      for (const job of jobs) {
-        const to = plan.cancel.includes(job.id) ? "canceled" : plan.canceling.includes(job.id) ? "canceling" : null;
-        if (!to) continue;
-        const updated = await repo.updateJob(job.id, job.state, { state: to, ...stampsFor(job, to, at) });
-        if (updated) await ctx.publishJob(updated, job.state);
-      }
+      await ctx.stateEvents.changeJobs(
+        jobs.flatMap((job) => {
+          const to: JobState | null = plan.cancel.includes(job.id)
+            ? "canceled"
+            : plan.canceling.includes(job.id)
+              ? "canceling"
+              : null;
+          return to ? [{ job, update: { state: to, ...stampsFor(job, to, at) } }] : [];
+        }),
+      );
       const reconciled = await reconcile(current.id);
       ctx.publishCounts(current.pipelineId);
       return reconciled;
@@ -58,16 +63,12 @@ export function createBuildCancel(ctx: BuildsContext, reconcile: Reconcile) {
     const jobs = await repo.jobsOf([id]);
     const at = now();
     await ctx.markCounts(build.pipelineId);
-    for (const job of jobs) {
-      if (!SKIPPED_WITH_BUILD_STATES.includes(job.state)) continue;
-      const updated = await repo.updateJob(job.id, job.state, { state: "skipped", finishedAt: at });
-      if (updated) await ctx.publishJob(updated, job.state);
-    }
-    const updated = await repo.updateBuild(id, build.version, { state: "skipped", blocked: false, finishedAt: at });
-    if (updated) {
-      await ctx.publishBuild(SUBJECTS.builds.buildStateChanged, updated, build.state);
-      await ctx.publishBuild(SUBJECTS.builds.buildFinished, updated, build.state);
-    }
+    await ctx.stateEvents.changeJobs(
+      jobs
+        .filter((job) => SKIPPED_WITH_BUILD_STATES.includes(job.state))
+        .map((job) => ({ job, update: { state: "skipped" as const, finishedAt: at } })),
+    );
+    await ctx.stateEvents.changeBuild(build, { state: "skipped", blocked: false, finishedAt: at });
     ctx.publishCounts(build.pipelineId);
   };
 

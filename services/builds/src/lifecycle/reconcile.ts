@@ -1,10 +1,11 @@
-import { notFound, SUBJECTS } from "@conveyor/runtime";
+import { notFound } from "@conveyor/runtime";
 import { type BuildsContext, MAX_ATTEMPTS } from "../builds-context.js";
 import type { Build } from "../domain/build.js";
 import { cancelOnFailingPlan } from "../domain/cancel-on-failing.js";
 import type { Job } from "../domain/job.js";
 import { stampsFor } from "../domain/job-stamps.js";
 import { advance, deriveBuildState } from "../domain/state-machine.js";
+import type { JobState } from "../domain/types.js";
 
 /** A build with its jobs, as they are after a change. */
 export interface BuildWithJobs {
@@ -38,15 +39,16 @@ export function createReconcile(
     const plan = cancelOnFailingPlan(jobs);
     if (plan.cancel.length + plan.canceling.length === 0) return false;
     await ctx.markCounts(build.pipelineId);
-    let changed = false;
-    for (const job of jobs) {
-      const to = plan.cancel.includes(job.id) ? "canceled" : plan.canceling.includes(job.id) ? "canceling" : null;
-      if (!to) continue;
-      const updated = await repo.updateJob(job.id, job.state, { state: to, ...stampsFor(job, to, at) });
-      if (updated) await ctx.publishJob(updated, job.state);
-      changed = true;
-    }
-    return changed;
+    const changes = jobs.flatMap((job) => {
+      const to: JobState | null = plan.cancel.includes(job.id)
+        ? "canceled"
+        : plan.canceling.includes(job.id)
+          ? "canceling"
+          : null;
+      return to ? [{ job, update: { state: to, ...stampsFor(job, to, at) } }] : [];
+    });
+    await ctx.stateEvents.changeJobs(changes);
+    return changes.length > 0;
   };
 
   return async (buildId) => {
@@ -61,23 +63,16 @@ export function createReconcile(
       // A write below changes the pipeline's counters: the outbox notes it first (free while the note stands).
       if (advanced.some((next) => jobs.find((j) => j.id === next.id)?.state !== next.state))
         await ctx.markCounts(build.pipelineId);
-      let raced = false;
-      const changedJobs: Array<[Job, string]> = [];
-      for (const next of advanced) {
+      // Their events are recorded in one command; the first write that loses a race ends the run.
+      const changes = advanced.flatMap((next) => {
         const current = jobs.find((j) => j.id === next.id);
-        if (!current || current.state === next.state) continue;
-        const updated = await repo.updateJob(current.id, current.state, {
-          state: next.state,
-          ...stampsFor(current, next.state, at),
-        });
-        if (!updated) {
-          raced = true;
-          break;
-        }
-        changedJobs.push([updated, current.state]);
-      }
-      for (const [job, previous] of changedJobs) await ctx.publishJob(job, previous);
-      if (raced) continue;
+        return !current || current.state === next.state
+          ? []
+          : [{ job: current, update: { state: next.state, ...stampsFor(current, next.state, at) } }];
+      });
+      const written = await ctx.stateEvents.changeJobs(changes, { stopAtMiss: true });
+      const changedJobs = written.filter((j): j is Job => j !== null);
+      if (changedJobs.length < changes.length) continue;
       if (changedJobs.length > 0) jobs = await repo.jobsOf([buildId]);
       // A failing build stops the jobs of its `cancel_on_build_failing` steps; then it is read again.
       if (await stopOnFailing(build, jobs, at)) continue;
@@ -96,17 +91,13 @@ export function createReconcile(
         return { build, jobs };
       }
       await ctx.markCounts(build.pipelineId);
-      const updated = await repo.updateBuild(build.id, build.version, {
+      const updated = await ctx.stateEvents.changeBuild(build, {
         state: derived.state,
         blocked: derived.blocked,
         startedAt,
         finishedAt,
       });
       if (!updated) continue;
-      if (updated.state !== build.state)
-        await ctx.publishBuild(SUBJECTS.builds.buildStateChanged, updated, build.state);
-      if (updated.finishedAt && !build.finishedAt)
-        await ctx.publishBuild(SUBJECTS.builds.buildFinished, updated, build.state);
       ctx.publishCounts(build.pipelineId);
       hooks.settled?.(updated, jobs);
       return { build: updated, jobs };

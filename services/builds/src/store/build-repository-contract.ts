@@ -22,6 +22,8 @@ export type BuildUpdate = Partial<
     | "metaData"
     | "commit"
     | "message"
+    | "eventMarks"
+    | "notifyUploads"
   >
 >;
 
@@ -48,6 +50,7 @@ export type JobUpdate = Partial<
     | "retriedBy"
     | "unblockedBy"
     | "deadlineAt"
+    | "eventMarks"
     | "triggeredBuild"
     | "unblockFields"
     | "priority"
