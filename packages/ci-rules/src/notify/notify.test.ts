@@ -81,9 +81,15 @@ describe("build-level notify", () => {
     expect(r.errors?.[0]?.code).toContain(code);
   });
 
-  it("is refused in an uploaded pipeline, whose notify nothing would read", () => {
-    expect(notifyOf("notify:\n  - email: a@example.com", { uploaded: true }).errors).toEqual([
-      { field: "configuration.notify", code: expect.stringContaining("uploaded pipeline") },
+  it("is read in an uploaded pipeline too, but for the commit statuses, which are the configuration's", () => {
+    expect(notifyOf("notify:\n  - email: a@example.com", { uploaded: true })).toEqual(
+      notifyOf("notify:\n  - email: a@example.com"),
+    );
+    expect(notifyOf("notify:\n  - github_commit_status: {context: x}", { uploaded: true }).errors).toEqual([
+      {
+        field: "configuration.notify[0].github_commit_status",
+        code: expect.stringContaining("uploaded pipeline"),
+      },
     ]);
   });
 });
@@ -116,10 +122,18 @@ describe("step-level notify", () => {
     expect(stepNotify(yaml).errors?.[0]?.field).toBe(field);
   });
 
-  it("is refused in an uploaded pipeline and in the visual steps", () => {
+  it("is read in an uploaded pipeline (commit statuses refused there), and refused in the visual steps", () => {
+    expect(stepNotify(`steps:\n  - command: make\n    notify:\n      - slack: ${SLACK}`, { uploaded: true })).toEqual({
+      notify: [{ type: "slack", url: SLACK, channels: [] }],
+    });
     expect(
-      stepNotify(`steps:\n  - command: make\n    notify:\n      - slack: ${SLACK}`, { uploaded: true }).errors?.[0],
-    ).toMatchObject({ field: "configuration.steps[0].notify" });
+      stepNotify("steps:\n  - command: make\n    notify:\n      - github_commit_status: {}", { uploaded: true }).errors,
+    ).toEqual([
+      {
+        field: "configuration.steps[0].notify[0].github_commit_status",
+        code: expect.stringContaining("uploaded pipeline"),
+      },
+    ]);
     const visual = parseVisualSteps([{ type: "script", command: "x", notify: [{ slack: SLACK }] }]);
     expect(visual.ok ? [] : visual.errors).toEqual([
       { field: "steps[0].notify", code: "is taken in YAML configuration only, not in the visual steps" },

@@ -97,7 +97,7 @@ function readSlack(val: Val, field: string, p: Problems): Extract<NotifyRule, { 
   return { type: "slack", url, channels, ...(message === undefined ? {} : { message }) };
 }
 
-function readRule(val: Val, field: string, level: NotifyLevel, p: Problems): NotifyRule | undefined {
+function readRule(val: Val, field: string, level: NotifyLevel, p: Problems, uploaded: boolean): NotifyRule | undefined {
   if (!isMapping(val.v)) return p.add(field, `must be a mapping such as {webhook: URL}, got ${describeValue(val.v)}`);
   const keys = Object.keys(val.v).filter((k) => k !== "if");
   if (keys.length !== 1) {
@@ -106,6 +106,7 @@ function readRule(val: Val, field: string, level: NotifyLevel, p: Problems): Not
   const kind = keys[0] as string;
   const at = `${field}.${kind}`;
   if (NOT_SERVED[kind]) return p.add(at, NOT_SERVED[kind] as string);
+  if (uploaded && kind === "github_commit_status") return p.add(at, UPLOADED_STATUS);
   if (!SERVED[level].includes(kind)) {
     return p.add(
       at,
@@ -160,7 +161,13 @@ function readRule(val: Val, field: string, level: NotifyLevel, p: Problems): Not
  * Reads a `notify:` list (absent or null: none). A problem is added for each wrong entry, naming it
  * (`configuration.notify[1].basecamp_campfire`).
  */
-export function readNotify(val: Val | undefined, field: string, level: NotifyLevel, p: Problems): NotifyRule[] {
+export function readNotify(
+  val: Val | undefined,
+  field: string,
+  level: NotifyLevel,
+  p: Problems,
+  uploaded = false,
+): NotifyRule[] {
   if (isUnset(val)) return [];
   if (!Array.isArray(val.v)) {
     p.add(field, `must be a list of notifications, got ${describeValue(val.v)}`);
@@ -172,7 +179,7 @@ export function readNotify(val: Val | undefined, field: string, level: NotifyLev
   }
   const rules: NotifyRule[] = [];
   for (let i = 0; i < val.v.length; i++) {
-    const rule = readRule(item(val, i), `${field}[${i}]`, level, p);
+    const rule = readRule(item(val, i), `${field}[${i}]`, level, p, uploaded);
     if (rule) rules.push(rule);
   }
   return rules;
@@ -197,24 +204,27 @@ export function notifyFiresOn(rule: NotifyRule, level: NotifyLevel, event: strin
   }
 }
 
-/** Why notify in an uploaded pipeline is refused: what the notifications service reads is the pipeline's own YAML. */
-const UPLOADED =
-  "is not supported in an uploaded pipeline yet: put notify in the pipeline's configuration (docs/notifications.md#notify)";
+/**
+ * Why `github_commit_status` in an uploaded pipeline is refused: the commit statuses are read from the pipeline's
+ * own configuration (docs/statuses.md), so one in an upload would be accepted and never take effect.
+ */
+const UPLOADED_STATUS =
+  "is not supported in an uploaded pipeline: commit statuses are read from the pipeline's configuration (docs/statuses.md)";
 
-/** The build-level `notify:` of a pipeline document (its top-level mapping); refused in an uploaded one. */
+/**
+ * The build-level `notify:` of a pipeline document (its top-level mapping). In an uploaded one it adds to the build's
+ * notifications (docs/notifications.md#notify-in-uploaded-pipelines), `github_commit_status` excepted.
+ */
 export function readBuildNotify(root: Val, p: Problems, uploaded: boolean): NotifyRule[] {
   const val = member(root, "notify");
   if (isUnset(val)) return [];
-  if (uploaded) {
-    p.add("configuration.notify", UPLOADED);
-    return [];
-  }
-  return readNotify(val, "configuration.notify", "build", p);
+  return readNotify(val, "configuration.notify", "build", p, uploaded);
 }
 
 /**
  * A step's `notify:`: read on command steps; refused on other kinds (Buildkite takes step-level notify on command
- * steps only, and a group's would be ignored here) and in an uploaded pipeline. Undefined when absent or refused.
+ * steps only, and a group's would be ignored here); `github_commit_status` is refused in an uploaded pipeline.
+ * Undefined when absent or refused.
  */
 export function readStepNotify(
   body: Val,
@@ -225,8 +235,7 @@ export function readStepNotify(
 ): NotifyRule[] | undefined {
   const val = member(body, "notify");
   if (isUnset(val)) return undefined;
-  if (uploaded) return p.add(`${field}.notify`, UPLOADED);
   if (kind !== "script") return p.add(`${field}.notify`, "is taken on command steps only");
-  const rules = readNotify(val, `${field}.notify`, "step", p);
+  const rules = readNotify(val, `${field}.notify`, "step", p, uploaded);
   return rules.length > 0 ? rules : undefined;
 }

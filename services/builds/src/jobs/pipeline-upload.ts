@@ -6,6 +6,7 @@ import { type Job, storedJob } from "../domain/job.js";
 import { keysOf, planUpload } from "../domain/pipeline-upload.js";
 import type { Reconcile } from "../lifecycle/reconcile.js";
 import type { PipelineUploadRepository, UploadRecord } from "../store/pipeline-upload-repository.js";
+import { addUploadedNotify, uploadedNotifyProblem } from "./uploaded-notify.js";
 
 /** The largest pipeline an upload may send, as JSON or YAML text. */
 export const MAX_UPLOAD_BYTES = 1024 * 1024;
@@ -54,6 +55,9 @@ export function createPipelineUpload(ctx: BuildsContext, reconcile: Reconcile, u
       newId,
     });
     if (!planned.ok) throw invalidFields([{ field: "pipeline", code: planned.problem }]);
+    const notify = parsed.notify ?? [];
+    const notifyProblem = uploadedNotifyProblem(build, notify);
+    if (notifyProblem) throw invalidFields([{ field: "pipeline.notify", code: notifyProblem }]);
     const stepIdsByPosition = new Map<number, string>();
     const stepIds = planned.plan.jobs.map((job) => {
       const known = stepIdsByPosition.get(job.stepPosition) ?? newId();
@@ -69,6 +73,7 @@ export function createPipelineUpload(ctx: BuildsContext, reconcile: Reconcile, u
       stepIds,
       jobsAdded: planned.plan.jobs.length,
       createdAt: now(),
+      ...(notify.length > 0 ? { notify } : {}),
     };
   };
 
@@ -95,6 +100,7 @@ export function createPipelineUpload(ctx: BuildsContext, reconcile: Reconcile, u
     // New jobs first: a job told to wait for them must find them.
     await repo.insertMissingJobs(jobs);
     for (const { id, dependsOn } of plan.waitFor) await repo.addDependencies(id, dependsOn);
+    if (record.notify?.length) await addUploadedNotify(ctx, uploader.buildId, record.id, record.notify);
   };
 
   return async function upload(req: UploadRequest): Promise<number> {

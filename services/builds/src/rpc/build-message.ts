@@ -112,6 +112,7 @@ export function jobMessage(j: Job): MessageInitShape<typeof JobSchema> {
     triggeredBuild: j.triggeredBuild ?? undefined,
     block: j.step.type === "manual" ? blockFormMessage(j.step) : undefined,
     manualRetryProblem: manualRetryProblem(j) ?? "",
+    notifyJson: j.step.type === "script" && j.step.notify?.length ? JSON.stringify(j.step.notify) : "",
   };
 }
 
@@ -156,6 +157,7 @@ export function buildMessage(b: Build, jobs: readonly Job[] = []): MessageInitSh
     cleanCheckout: b.cleanCheckout,
     jobs: jobs.map(jobMessage),
     version: b.version,
+    uploadedNotifyJson: b.notifyUploads?.length ? JSON.stringify(b.notifyUploads.flatMap((u) => u.rules)) : "",
   };
 }
 

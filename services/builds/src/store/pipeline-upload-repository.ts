@@ -1,3 +1,4 @@
+import type { NotifyRule } from "@conveyor/ci-rules";
 import { isDuplicateKeyError } from "@conveyor/runtime";
 import type { Collection, Db } from "mongodb";
 import type { UploadPlan } from "../domain/pipeline-upload.js";
@@ -15,6 +16,8 @@ export interface UploadRecord {
   stepIds: string[];
   jobsAdded: number;
   createdAt: Date;
+  /** The uploaded pipeline's build-level `notify:`, added to the build when the plan is applied; absent when none. */
+  notify?: NotifyRule[];
 }
 
 /** Persistence of pipeline uploads (idempotence and crash recovery). */

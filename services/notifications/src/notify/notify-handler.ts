@@ -19,6 +19,9 @@ import {
   slackText,
 } from "./notify-rules.js";
 
+/** Notify rules the builds service carries as JSON (a build's uploaded ones, a job's step's); none when empty. */
+const rulesOf = (json: string): NotifyRule[] => (json === "" ? [] : (JSON.parse(json) as NotifyRule[]));
+
 const stepJob = (j: Job): StepJob => ({
   id: j.id,
   stepId: j.stepId,
@@ -154,22 +157,31 @@ export function createNotifyHandler(deps: NotifyHandlerDeps): EventHandler {
         const name = notifyBuildEvent(e.kind, e.build.state, e.previousState);
         if (!name) return [];
         const cached = await deps.pipelines.get(e.build.organizationId, e.build.pipelineId);
-        if (!cached || cached.rules.buildNotify.length === 0) return [];
+        if (!cached) return [];
+        // The configuration's rules, then those the build's uploaded pipelines added.
+        const rules = [...cached.rules.buildNotify, ...rulesOf(e.build.uploadedNotifyJson)];
+        if (rules.length === 0) return [];
         const slug = await orgSlug(e.build.organizationId);
-        return intentsFor(e, cached.rules.buildNotify, "build", name, e.build, cached.pipeline, slug);
+        return intentsFor(e, rules, "build", name, e.build, cached.pipeline, slug);
       }
       // A job's end is its step's step.finished, and its first hard failure while others run step.failing.
       if (e.job.state === e.previousState || !ENDED_JOB_STATES.has(e.job.state)) return [];
+      // The step's rules as the build has them (from the configuration when it was created, or from an upload); a job
+      // announced without them (by a builds service before they were carried) is matched to the configuration.
+      let notify = rulesOf(e.job.notifyJson);
       const cached = await deps.pipelines.get(e.organizationId, e.pipelineId);
-      if (!cached || cached.rules.steps.length === 0) return [];
-      const step = stepOf(cached.rules.steps, e.job);
-      if (step?.type !== "script" || !step.notify?.length) return [];
+      if (!cached) return [];
+      if (notify.length === 0 && e.job.notifyJson === "") {
+        const step = stepOf(cached.rules.steps, e.job);
+        notify = step?.type === "script" ? (step.notify ?? []) : [];
+      }
+      if (notify.length === 0) return [];
       const { build } = await deps.builds.getBuild({ pipelineId: e.pipelineId, number: e.buildNumber });
       if (!build) return [];
       const slug = await orgSlug(e.organizationId);
       const intents: DeliveryIntent[] = [];
       for (const name of notifyStepEvents(stepJob(e.job), e.previousState, build.jobs.map(stepJob)))
-        intents.push(...(await intentsFor(e, step.notify, "step", name, build, cached.pipeline, slug, e.job)));
+        intents.push(...(await intentsFor(e, notify, "step", name, build, cached.pipeline, slug, e.job)));
       return intents;
     },
   };

@@ -139,6 +139,54 @@ describe("the notify handler", () => {
   });
 });
 
+describe("notify from uploaded pipelines", () => {
+  it("adds a build's uploaded build-level rules to the configuration's", async () => {
+    const e = buildEvent("build_created", "scheduled");
+    if (e.type !== "build") throw new Error("a build event");
+    e.build.uploadedNotifyJson = JSON.stringify([{ type: "webhook", url: "https://uploaded.example/hook" }]);
+    const intents = await handler().intents(e);
+    expect(intents.map((i) => i.targetKey)).toEqual([
+      "build:0:https://hooks.example/ci",
+      "build:1:https://uploaded.example/hook",
+    ]);
+  });
+
+  it("sends an uploaded step's slack from the rules its job carries", async () => {
+    const rules = [{ type: "slack", url: SLACK, channels: ["#up"], message: "uploaded" }];
+    const job = create(JobSchema, {
+      id: "j-9",
+      label: "Uploaded",
+      stepPosition: 0.5,
+      state: "passed",
+      type: "script",
+      notifyJson: JSON.stringify(rules),
+    });
+    const intents = await handler().intents({
+      type: "job",
+      kind: "job_state_changed",
+      seq: 3,
+      job,
+      previousState: "running",
+      organizationId: ORG,
+      pipelineId: "p-1",
+      buildNumber: 7,
+    });
+    expect(intents).toEqual([
+      expect.objectContaining({
+        kind: "slack",
+        event: "step.finished",
+        request: {
+          url: SLACK,
+          payload: {
+            text: "uploaded\n<http://web.test/acme/web/builds/7#j-9|Uploaded of build #7 of Web passed>",
+            channel: "#up",
+          },
+        },
+      }),
+    ]);
+  });
+});
+
 describe("notifyStepEvents", () => {
   const j = (id: string, state: string, more: Partial<StepJob> = {}): StepJob => ({
     id,
