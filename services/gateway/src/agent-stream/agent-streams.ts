@@ -81,7 +81,7 @@ const UNSTARTED_JOB_STATES = ["assigned", "accepted"];
  * changed for an idle agent (the stream opened, a job became runnable in its queue, its job ended, an event said it
  * changed), and tells the agent what the answer was. An agent holding a job is never pinged for it (a ping of an
  * agent running a job would mean it lost the job); its pause, resume and stop are read from the agent_changed event.
- * A job assigned by any process (a poll, another gateway's ping) reaches the stream through job_dispatched. One
+ * A job assigned by the agent's own poll (job_dispatched, agent_changed) keeps it from being asked for another. One
  * stream per agent: a new one replaces the old, here or (announced) on another gateway.
  */
 export function createAgentStreams(deps: AgentStreamsDeps) {
@@ -144,8 +144,12 @@ export function createAgentStreams(deps: AgentStreamsDeps) {
     return false;
   };
 
-  /** Brings the stream up to date with the agent as it is (read when not given); true when a job was offered. */
-  const update = async (entry: Entry, known?: Agent): Promise<boolean> => {
+  /**
+   * Brings the stream up to date with the agent as it is (read when not given); true when a job was offered. A job
+   * the agent holds unstarted is told only when the stream opens (`tellHeld`): one assigned to it by its own poll
+   * is already known to it, and telling it twice makes it try to accept the job again after running it.
+   */
+  const update = async (entry: Entry, known?: Agent, tellHeld = false): Promise<boolean> => {
     const agent =
       known ?? (await agents.getAgent({ organizationId: entry.agent.organizationId, id: entry.agent.agentId })).agent;
     if (entry.ended) return false;
@@ -163,7 +167,8 @@ export function createAgentStreams(deps: AgentStreamsDeps) {
         entry.mode = "resume";
         tell(entry, { kind: "resume" });
       }
-      await tellHeldJob(entry, agent.currentJobId);
+      if (tellHeld) await tellHeldJob(entry, agent.currentJobId);
+      else entry.sentJob = agent.currentJobId;
       return false;
     }
     entry.holdsJob = false;
@@ -221,7 +226,7 @@ export function createAgentStreams(deps: AgentStreamsDeps) {
       };
       entries.set(agent.agentId, entry);
       deps.announce?.(agent.agentId, entry.streamId);
-      void enqueue(entry, () => update(entry));
+      void enqueue(entry, () => update(entry, undefined, true));
       return {
         streamId: entry.streamId,
         close: () => {
@@ -238,15 +243,15 @@ export function createAgentStreams(deps: AgentStreamsDeps) {
       return enqueue(entry, () => update(entry, agent));
     },
 
-    /** job_dispatched: a job assigned to a streaming agent by any process is told to it. */
-    jobDispatched(agentId: string, jobId: string): Promise<boolean> | undefined {
+    /**
+     * job_dispatched: a streaming agent was assigned a job, by this stream's ping or by its own poll (which told it):
+     * it is not asked for another until the job ends (agent_changed).
+     */
+    jobDispatched(agentId: string, jobId: string): void {
       const entry = entries.get(agentId);
-      if (!entry || entry.sentJob === jobId) return undefined;
-      return enqueue(entry, async () => {
-        entry.holdsJob = true;
-        await tellHeldJob(entry, jobId);
-        return true;
-      });
+      if (!entry) return;
+      entry.holdsJob = true;
+      entry.sentJob = jobId;
     },
 
     /**

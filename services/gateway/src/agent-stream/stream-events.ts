@@ -14,7 +14,7 @@ export function announceStream(nc: NatsConnection): (agentId: string, streamId: 
 
 /**
  * Feeds the streams this gateway holds from the events every gateway hears: agent_changed (pause, resume, stop, a
- * job's end), job_dispatched (a job assigned by anyone), job_state_changed (a job became runnable) and the other
+ * job's end), job_dispatched (a job assigned to it, by its poll or its stream), job_state_changed (a job became runnable) and the other
  * gateways' announcements of a newer stream. Returns a function that stops them.
  */
 export function followStreamEvents(nc: NatsConnection, streams: AgentStreams, logger: Logger): () => Promise<void> {
@@ -23,7 +23,7 @@ export function followStreamEvents(nc: NatsConnection, streams: AgentStreams, lo
       if (e.agent) void streams.agentChanged(e.agent);
     }),
     subscribeEvents({ nc }, SUBJECTS.agents.jobDispatched, JobDispatchedSchema, logger, (e) => {
-      void streams.jobDispatched(e.agentId, e.jobId);
+      streams.jobDispatched(e.agentId, e.jobId);
     }),
     subscribeEvents({ nc }, SUBJECTS.builds.jobStateChanged, JobStateChangedSchema, logger, (e) => {
       const job = e.job;

@@ -57,7 +57,7 @@ const credentials = {
 function call(session: ClientHttp2Session, token: string, agentId = "agent-1") {
   const actions: StreamAction[] = [];
   let headers: Record<string, unknown> = {};
-  let buffered = Buffer.alloc(0);
+  let buffered: Buffer = Buffer.alloc(0);
   const req = session.request({
     [constants.HTTP2_HEADER_METHOD]: "POST",
     [constants.HTTP2_HEADER_PATH]: STREAM_PINGS_PATH,
@@ -120,8 +120,8 @@ describe("StreamPings over TLS and HTTP/2", () => {
     );
     services = fakeServices();
     streams = createAgentStreams({
-      agents: services.agents,
-      builds: services.builds,
+      agents: services.agents as never,
+      builds: services.builds as never,
       logger: createLogger("test", "silent"),
       settings: { retryDelaysMs: [] },
     });
@@ -151,8 +151,8 @@ describe("StreamPings over TLS and HTTP/2", () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
-  const agentAs = (fields: Partial<Agent>) =>
-    create(AgentSchema, { id: "agent-1", organizationId: "org", connectionState: "connected", ...fields });
+  const agentAs = (fields: Partial<Omit<Agent, "$typeName">>): Agent =>
+    create(AgentSchema, { id: "agent-1", organizationId: "org", connectionState: "connected", ...fields } as never);
 
   it("tells an idle agent to carry on, then pause and resume as its agent changes, without asking twice", async () => {
     const c = call(session, "agent-secret");
@@ -172,7 +172,7 @@ describe("StreamPings over TLS and HTTP/2", () => {
     await until(() => c.actions.length === 1);
     services.state.ping = { action: "idle", message: "", jobId: "job-1" };
     await streams.jobRunnable({ id: "job-1", organizationId: "org", clusterId: "", agentQueryRules: [] });
-    await streams.jobDispatched("agent-1", "job-1");
+    streams.jobDispatched("agent-1", "job-1");
     await expectActions(c, [{ kind: "resume" }, { kind: "job_assigned", jobId: "job-1" }]);
   });
 
@@ -180,7 +180,7 @@ describe("StreamPings over TLS and HTTP/2", () => {
     const c = call(session, "agent-secret");
     await until(() => c.actions.length === 1);
     services.state.ping = { action: "idle", message: "", jobId: "job-2" };
-    await streams.jobDispatched("agent-1", "job-2");
+    await streams.jobRunnable({ id: "job-2", organizationId: "org", clusterId: "", agentQueryRules: [] });
     const pings = services.state.pings;
     await streams.agentChanged(agentAs({ currentJobId: "job-2", paused: true, pausedNote: "n" }));
     await streams.jobRunnable({ id: "job-3", organizationId: "org", clusterId: "", agentQueryRules: [] });
@@ -193,6 +193,17 @@ describe("StreamPings over TLS and HTTP/2", () => {
       { kind: "job_assigned", jobId: "job-2" },
       { kind: "pause", reason: "Paused: n" },
     ]);
+  });
+
+  it("does not tell again a job the agent's own poll was assigned, nor ask for another while it holds it", async () => {
+    const c = call(session, "agent-secret");
+    await until(() => c.actions.length === 1);
+    const pings = services.state.pings;
+    streams.jobDispatched("agent-1", "job-9");
+    await streams.jobRunnable({ id: "job-10", organizationId: "org", clusterId: "", agentQueryRules: [] });
+    await streams.agentChanged(agentAs({ currentJobId: "job-9" }));
+    expect(services.state.pings).toBe(pings);
+    await expectActions(c, [{ kind: "resume" }]);
   });
 
   it("tells a job of another queue to nobody here", async () => {
