@@ -48,6 +48,16 @@ function renderAgent(agent: JobAgent | undefined, build: BuildUrls, detail: JobD
   };
 }
 
+const StepSignatureSchema = Type.Object({ algorithm: Str, signed_fields: Type.Array(Str), value: Str });
+type StepSignatureBody = Static<typeof StepSignatureSchema>;
+
+/** A signed step's `signature` (docs/security.md#signed-pipelines), from the job's signed step; null when unsigned. */
+function signatureOf(signedStepJson: string): StepSignatureBody | null {
+  if (signedStepJson === "") return null;
+  const { signature } = JSON.parse(signedStepJson) as { signature: StepSignatureBody };
+  return { algorithm: signature.algorithm, signed_fields: [...signature.signed_fields], value: signature.value };
+}
+
 /** The REST Job object (an element of a build's `jobs`), with the JSON types go-buildkite decodes (docs/compatibility.md#go-buildkite). */
 export function renderJob(job: Job, build: BuildUrls, detail: JobDetail): JobBody {
   const jobApi = `${build.api}/jobs/${job.id}`;
@@ -59,7 +69,7 @@ export function renderJob(job: Job, build: BuildUrls, detail: JobDetail): JobBod
     name: orNull(job.name),
     label: orNull(job.label),
     step_key: orNull(job.stepKey),
-    step: job.stepId ? { id: job.stepId, signature: null } : null,
+    step: job.stepId ? { id: job.stepId, signature: signatureOf(job.signedStepJson) } : null,
     agent_query_rules: job.agentQueryRules,
     state: REST_JOB_STATE[job.state as JobState] ?? job.state,
     build_url: build.api,
@@ -145,7 +155,7 @@ export const JobSchema = Type.Object({
   name: NullableStr,
   label: NullableStr,
   step_key: NullableStr,
-  step: Nullable(Type.Object({ id: Str, signature: Type.Null() })),
+  step: Nullable(Type.Object({ id: Str, signature: Nullable(StepSignatureSchema) })),
   agent_query_rules: Type.Array(Str),
   state: Str,
   build_url: Str,

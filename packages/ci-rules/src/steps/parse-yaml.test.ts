@@ -1407,10 +1407,10 @@ describe("command step", () => {
   });
 
   it("refuses attributes a command step does not have, and Buildkite's that are not supported, naming them", () => {
-    expect(errors(step("command: x\nsignature: {value: abc}\nfoo: bar"))).toEqual([
+    expect(errors(step("command: x\ncache: [node_modules]\nfoo: bar"))).toEqual([
       {
-        field: "configuration.steps[0].signature",
-        code: "is not supported by this server: steps are not signed, and jobs carry no signature for the agent",
+        field: "configuration.steps[0].cache",
+        code: "is not supported by this server: it has no hosted agents' cache volumes",
       },
       {
         field: "configuration.steps[0].foo",

@@ -39,6 +39,7 @@ export const STEP_ATTRIBUTES: Record<AttributeKind, readonly string[]> = {
     "cancel_on_build_failing",
     "plugins",
     "matrix",
+    "signature",
   ],
   wait: [...COMMON, ...NOTIFY, "wait", "waiter", "continue_on_failure"],
   block: [
@@ -88,7 +89,6 @@ export const STEP_ATTRIBUTES: Record<AttributeKind, readonly string[]> = {
 export const UNSUPPORTED_ATTRIBUTES: Record<string, string> = {
   cache: "is not supported by this server: it has no hosted agents' cache volumes",
   secrets: "is not supported by this server: it has no cluster secrets",
-  signature: "is not supported by this server: steps are not signed, and jobs carry no signature for the agent",
   if_changed: "is not supported by this server yet: builds do not compute the files a change touched",
   image: "is not supported by this server: it has no hosted agents to run an image on",
   checkout: "is not supported by this server yet: the agent's checkout settings are not passed on",

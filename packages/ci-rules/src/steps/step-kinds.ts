@@ -25,6 +25,7 @@ import {
 } from "./step-checks.js";
 import { STEP_LIMITS } from "./step-limits.js";
 import { alias, readAliasedString, readFields, readMatrix, readPlugins, readRetry } from "./step-options.js";
+import { readSignature, signedStepOf } from "./step-signature.js";
 
 /** The largest `concurrency` limit, and the longest `concurrency_group` name. */
 const MAX_CONCURRENCY = 10_000;
@@ -109,6 +110,9 @@ export function parseScript(body: Val, field: string, p: Problems, common: StepC
       for (const problem of matrixProblems(step, field)) p.add(problem.field, problem.code);
     }
   }
+  const signature = readSignature(member(body, "signature"), `${field}.signature`, p);
+  const signedStep = signature ? signedStepOf(body) : undefined;
+  if (signature && signedStep) step.signed = { signature, step: signedStep };
   return step;
 }
 

@@ -64,6 +64,18 @@ export interface ScriptStep extends StepCommon {
   plugins?: Array<Record<string, unknown>>;
   /** `matrix`; the job expansion is the builds service's business. */
   matrix?: StepMatrix;
+  /**
+   * A signed step (`signature`, docs/security.md#signed-pipelines): the step exactly as uploaded, its signature
+   * included, which jobs give the agent to verify. Absent on unsigned steps.
+   */
+  signed?: { signature: StepSignature; step: Record<string, unknown> };
+}
+
+/** A step's signature, as `buildkite-agent pipeline upload --jwks-file` makes it (a JWS with a detached payload). */
+export interface StepSignature {
+  algorithm: string;
+  signed_fields: string[];
+  value: string;
 }
 
 /** A command step's `matrix`. Values are strings, as go-pipeline keeps them. */

@@ -232,6 +232,23 @@ const everyScript: Required<Omit<ScriptStep, "notify">> = {
       { with: { os: "linux", arch: "arm64", "": "y" } },
     ],
   },
+  signed: {
+    signature: {
+      algorithm: "EdDSA",
+      signed_fields: ["command", "env", "matrix", "plugins", "repository_url"],
+      value: "a..b",
+    },
+    step: {
+      command: "make",
+      env: { A: "1" },
+      matrix: ["x"],
+      signature: {
+        algorithm: "EdDSA",
+        signed_fields: ["command", "env", "matrix", "plugins", "repository_url"],
+        value: "a..b",
+      },
+    },
+  },
   group: everyGroup,
 };
 const everyWaiter: Required<WaiterStep> = {

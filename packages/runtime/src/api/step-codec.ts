@@ -126,6 +126,7 @@ function commandInit(step: ScriptStep): Init<typeof wire.CommandStepSchema> {
     cancelOnBuildFailing: step.cancel_on_build_failing,
     plugins: step.plugins && { plugins: step.plugins.map(pluginInit) },
     matrix: step.matrix && matrixInit(step.matrix),
+    signedStepJson: step.signed && JSON.stringify(step.signed.step),
   };
 }
 
@@ -273,7 +274,17 @@ function scriptFrom(c: wire.CommandStep, common: StepCommon): ScriptStep {
     c.plugins?.plugins.map((p) => ({ [p.name]: p.configuration ? toJson(ValueSchema, p.configuration) : null })),
   );
   put(step, "matrix", c.matrix && matrixFrom(c.matrix));
+  if (c.signedStepJson !== undefined) step.signed = signedFrom(c.signedStepJson);
   return step;
+}
+
+/** A signed step from its JSON: the parser kept it only with a well-formed `signature`, which is read back from it. */
+function signedFrom(json: string): NonNullable<ScriptStep["signed"]> {
+  const step = JSON.parse(json) as Record<string, unknown> & {
+    signature: NonNullable<ScriptStep["signed"]>["signature"];
+  };
+  const { algorithm, signed_fields, value } = step.signature;
+  return { signature: { algorithm, signed_fields: [...signed_fields], value }, step };
 }
 
 function retryFrom(r: wire.StepRetry): Retry {

@@ -82,6 +82,7 @@ export function jobMessage(j: Job): MessageInitShape<typeof JobSchema> {
     parallelGroupIndex: j.parallelGroupIndex ?? undefined,
     parallelGroupTotal: j.parallelGroupTotal ?? undefined,
     matrix: j.matrix ?? {},
+    signedStepJson: j.step.type === "script" && j.step.signed ? JSON.stringify(j.step.signed.step) : "",
     exitStatus: j.exitStatus ?? undefined,
     signal: j.signal ?? "",
     signalReason: j.signalReason ?? "",

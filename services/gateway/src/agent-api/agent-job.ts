@@ -33,7 +33,21 @@ export function renderAgentJob(
     token,
     runnable_at: isoTime(job.runnableAt),
     priority: job.priority,
+    ...signedStepFields(job),
   };
+}
+
+/**
+ * What the agent verifies a signed job with (docs/security.md#signed-pipelines): `step`, the step exactly as
+ * uploaded with its `signature`, and `matrix_permutation`, the job's matrix combination, which the agent interpolates
+ * into the step before comparing it with the job's command, env and plugins. Jobs of unsigned steps have no `step`,
+ * which an agent that verifies refuses as unsigned.
+ */
+export function signedStepFields(job: Pick<Job, "signedStepJson" | "matrix">): Partial<AgentJobBody> {
+  const out: Partial<AgentJobBody> = {};
+  if (job.signedStepJson !== "") out.step = JSON.parse(job.signedStepJson) as Record<string, unknown>;
+  if (Object.keys(job.matrix).length > 0) out.matrix_permutation = { ...job.matrix };
+  return out;
 }
 
 /** The agent's Job (docs/compatibility.md#the-job-object): env values strings, no exit status; keys the agent does not read are kept as sent. */
@@ -48,6 +62,8 @@ export const AgentJobSchema = Type.Object(
     token: Type.String(),
     runnable_at: Type.Union([Type.String(), Type.Null()]),
     priority: Type.Integer(),
+    step: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
+    matrix_permutation: Type.Optional(Type.Record(Type.String(), Type.String())),
   },
   { additionalProperties: true },
 );
