@@ -6,6 +6,16 @@ import { redact, scanForSecrets, secretsInLine } from "./secret-scan.js";
 const hex40 = "0123456789abcdef0123456789abcdef01234567";
 
 describe("secretsInLine", () => {
+  it("finds a signed JWT (an OIDC token) and a private JSON Web Key, not a detached signature", () => {
+    const jwt = `eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJvcmdhbml6YXRpb246YWNtZSJ9.${"s".repeat(40)}`;
+    expect(secretsInLine(`{"msg":"token ${jwt}"}`, [])).toEqual([jwt]);
+    expect(secretsInLine(`{"signature":{"value":"eyJhbGciOiJFZERTQSJ9..${"s".repeat(40)}"}}`, [])).toEqual([]);
+    const d = "A".repeat(43);
+    expect(secretsInLine(`{"kty":"OKP","d":"${d}","x":"y"}`, [])).toHaveLength(1);
+    expect(secretsInLine(`"{\\"kty\\":\\"RSA\\",\\"d\\":\\"${d}\\"}"`, [])).toHaveLength(1);
+    expect(secretsInLine(`{"kty":"OKP","x":"${d}"}`, [])).toEqual([]);
+  });
+
   it.each(["bkua_", "bkat_", "bkaa_", "bkaj_", "bkpt_", "cvs_", "cvl_", "cvsv_"])(
     "finds an issued %s secret wherever it is in a line",
     (prefix) => {

@@ -5,12 +5,22 @@ import { createInterface } from "node:readline";
 /**
  * Finds secrets in logs. Every secret the services issue is a prefix and 40 hex digits (runtime's newSecret):
  * API access tokens `bkua_`, agent registration tokens `bkat_`, agent access tokens `bkaa_`, job tokens `bkaj_`,
- * registry tokens `bkpt_`, the pages' session secrets `cvs_` and one-time sign-in links `cvl_`; other secrets (the S3
- * secret key) are looked for by value. Cluster secrets' values are a user's and have no shape: the end-to-end suites
- * give the values they set one, `cvsv_` and 40 hex digits, so that a value leaked into any log is found as well. A
- * finding names the file, the line and a redacted form of the secret, never the secret itself.
+ * registry tokens `bkpt_`, the pages' session secrets `cvs_` and one-time sign-in links `cvl_`. Jobs' OIDC tokens are
+ * found as any signed JWT (header, payload and signature), and signing keys as any private JSON Web Key (its `d`);
+ * other secrets (the S3 secret key) are looked for by value. Cluster secrets' values are a user's and have no shape:
+ * the end-to-end suites give the values they set one, `cvsv_` and 40 hex digits, so that a value leaked into any log
+ * is found as well. A finding names the file, the line and a redacted form of the secret, never the secret itself.
  */
 export const ISSUED_SECRET = /\b(?:bk(?:ua|at|aa|aj|pt)|cv[sl]|cvsv)_[0-9a-f]{40}\b/g;
+
+/**
+ * A JWT with its payload (a job's OIDC token): three base64url parts, the first two JSON objects (`eyJ`). A signed
+ * pipeline step's signature has an empty (detached) payload and is not a secret: it does not match.
+ */
+export const SIGNED_JWT = /\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{16,}/g;
+
+/** The private part of a JSON Web Key (`"d":"…"`, an RSA, EC or OKP private key), escaped in a string or not. */
+export const PRIVATE_JWK = /\\?"d\\?"\s*:\s*\\?"[A-Za-z0-9_-]{32,}/g;
 
 export interface SecretFinding {
   file: string;
@@ -26,7 +36,7 @@ export function redact(secret: string): string {
 
 /** The secrets in one line of text: issued ones by their shape, known ones (at least 8 characters) by value. */
 export function secretsInLine(text: string, known: readonly string[]): string[] {
-  const found = [...text.matchAll(ISSUED_SECRET)].map((m) => m[0]);
+  const found = [ISSUED_SECRET, SIGNED_JWT, PRIVATE_JWK].flatMap((shape) => [...text.matchAll(shape)].map((m) => m[0]));
   for (const secret of known) if (secret.length >= 8 && text.includes(secret)) found.push(secret);
   return found;
 }

@@ -10,10 +10,12 @@ import {
   type TeamsService,
 } from "@conveyor/proto/identity";
 import type { NotificationsService } from "@conveyor/proto/notifications";
+import type { OidcService } from "@conveyor/proto/oidc";
 import type { PipelinesService } from "@conveyor/proto/pipelines";
 import type { SourceProvidersService } from "@conveyor/proto/source-providers";
 import { type Client, isoTime, TEAM_MEMBER_ROLES, TEAM_PRIVACIES } from "@conveyor/runtime";
 import { type CliArgs, type FlagTypes, optionalFlag, requireFlag, UsageError } from "./args.js";
+import { OIDC_COMMANDS } from "./oidc-commands.js";
 import { PROVIDER_COMMANDS } from "./provider-commands.js";
 import { QUEUE_COMMANDS } from "./queue-commands.js";
 import { SCHEDULE_COMMANDS } from "./schedule-commands.js";
@@ -28,6 +30,8 @@ export interface CommandContext {
   /** Package registries, served by the identity process. */
   registries(): Client<typeof RegistriesService>;
   agents(): Client<typeof AgentsService>;
+  /** Jobs' OIDC signing keys, served by the agents process. */
+  oidc(): Client<typeof OidcService>;
   artifacts(): Client<typeof ArtifactsService>;
   /** Pipelines and their schedules. */
   pipelines(): Client<typeof PipelinesService>;
@@ -92,6 +96,7 @@ export const COMMANDS: Record<string, CommandSpec> = {
   ...USER_COMMANDS,
   ...SCHEDULE_COMMANDS,
   ...QUEUE_COMMANDS,
+  ...OIDC_COMMANDS,
   ...PROVIDER_COMMANDS,
   ...WEBHOOK_COMMANDS,
   "member add": {

@@ -2,6 +2,7 @@ import { AgentsService } from "@conveyor/proto/agents";
 import { ArtifactsService } from "@conveyor/proto/artifacts";
 import { IdentityService, RegistriesService, TeamsService } from "@conveyor/proto/identity";
 import { NotificationsService } from "@conveyor/proto/notifications";
+import { OidcService } from "@conveyor/proto/oidc";
 import { PipelinesService } from "@conveyor/proto/pipelines";
 import { SourceProvidersService } from "@conveyor/proto/source-providers";
 import { createEnvReader, createServiceClient, DEFAULT_PORTS, defaultServiceUrl } from "@conveyor/runtime";
@@ -24,6 +25,7 @@ const ctx: CommandContext = {
   teams: () => createServiceClient(TeamsService, identityUrl, grpc),
   registries: () => createServiceClient(RegistriesService, identityUrl, grpc),
   agents: () => createServiceClient(AgentsService, agentsUrl, grpc),
+  oidc: () => createServiceClient(OidcService, agentsUrl, grpc),
   artifacts: () => createServiceClient(ArtifactsService, artifactsUrl, grpc),
   pipelines: () => createServiceClient(PipelinesService, pipelinesUrl, grpc),
   sourceProviders: () => createServiceClient(SourceProvidersService, notificationsUrl, grpc),

@@ -1,10 +1,14 @@
 import { AgentsService } from "@conveyor/proto/agents";
 import { BuildsService } from "@conveyor/proto/builds";
+import { OidcService } from "@conveyor/proto/oidc";
 import { SecretsService } from "@conveyor/proto/secrets";
 import { createServiceClient, repeat, runService } from "@conveyor/runtime";
 import { createAgentsDomain } from "./agents-service.js";
 import { readAgentsConfig } from "./config.js";
 import { followEvents } from "./events/followed-events.js";
+import { readOidcConfig } from "./oidc/oidc-config.js";
+import { createMongoOidcKeyRepository } from "./oidc/oidc-key-repository.js";
+import { createOidc } from "./oidc/oidc-service.js";
 import { createMongoSecretRepository } from "./secrets/secret-repository.js";
 import { readSecretsConfig } from "./secrets/secrets-config.js";
 import { createSecrets } from "./secrets/secrets-service.js";
@@ -21,7 +25,7 @@ const HINTS_MS = 3_000;
 void runService(
   {
     name: "agents",
-    serviceNames: [AgentsService.typeName, SecretsService.typeName],
+    serviceNames: [AgentsService.typeName, SecretsService.typeName, OidcService.typeName],
     async setup({ db, nats, events, logger, env }) {
       const config = readAgentsConfig(env);
       const [clusters, agents, queues, maintainers] = await Promise.all([
@@ -40,13 +44,25 @@ void runService(
         logger,
       });
       secrets.start();
+      const oidc = createOidc({
+        keys: createMongoOidcKeyRepository(db),
+        builds,
+        clusters,
+        config: readOidcConfig(env),
+        logger,
+      });
+      await oidc.start();
       followEvents(nats, domain, logger);
       repeat(domain.flushLiveness, { what: "liveness flush", everyMs: FLUSH_MS, logger });
       repeat(domain.sweepLost, { what: "lost agent sweep", everyMs: SWEEP_MS, logger });
       // A refresh reads every queued job: with thousands queued it is paced by its cost (events keep hints current).
       repeat(domain.refreshHints, { what: "dispatch hints refresh", everyMs: HINTS_MS, costFactor: 10, logger });
       void domain.refreshHints().catch((err) => logger.warn({ err }, "dispatch hints not loaded yet"));
-      return (router) => router.service(AgentsService, domain.service).service(SecretsService, secrets.service);
+      return (router) =>
+        router
+          .service(AgentsService, domain.service)
+          .service(SecretsService, secrets.service)
+          .service(OidcService, oidc.service);
     },
   },
   process.env,

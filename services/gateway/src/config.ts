@@ -17,6 +17,8 @@ export interface GatewayConfig {
   readonly port: number;
   /** Base of every `url` field and Link header, for example http://127.0.0.1:8080. */
   readonly publicUrl: string;
+  /** The issuer of jobs' OIDC tokens (OIDC_ISSUER, default PUBLIC_URL): `iss`, and where its documents are served. */
+  readonly oidcIssuer: string;
   /** Base of every `web_url` field. */
   readonly webUrl: string;
   readonly serviceUrls: Readonly<Record<BackendService, string>>;
@@ -136,6 +138,7 @@ export function readGatewayConfig(env: Env): GatewayConfig {
     host,
     port,
     publicUrl,
+    oidcIssuer: r.url("OIDC_ISSUER", publicUrl).replace(/\/$/, ""),
     webUrl: r.url("WEB_URL", publicUrl),
     serviceUrls: Object.freeze(serviceUrls),
     natsUrl: r.string("NATS_URL", DEFAULT_NATS_URL),

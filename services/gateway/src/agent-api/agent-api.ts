@@ -13,6 +13,7 @@ import { artifactAgentRoutes } from "./artifact-routes.js";
 import { createJobAccess, type JobAccess } from "./job-access.js";
 import { jobRoutes } from "./job-routes.js";
 import { metaDataRoutes } from "./meta-data-routes.js";
+import { oidcAgentRoutes } from "./oidc-routes.js";
 import { createOrganizationLookup, type OrganizationLookup } from "./organizations.js";
 import { pipelineUploadRoutes } from "./pipeline-upload-routes.js";
 import { secretAgentRoutes } from "./secret-routes.js";
@@ -46,6 +47,8 @@ export async function registerAgentApi(
     logs: LogSettings;
     credentials: AgentCredentialCache;
     artifactUrlBase: string;
+    /** The issuer of jobs' OIDC tokens (OIDC_ISSUER). */
+    oidcIssuer: string;
     /** The streams this gateway holds (agent-stream/); none: StreamPings answers 404. */
     streams?: AgentStreams;
   },
@@ -86,5 +89,6 @@ export async function registerAgentApi(
     artifactAgentRoutes(scope, deps);
     stepRoutes(scope, deps);
     secretAgentRoutes(scope, deps);
+    oidcAgentRoutes(scope, deps, { issuer: opts.oidcIssuer });
   });
 }

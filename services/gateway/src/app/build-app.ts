@@ -17,6 +17,7 @@ import type { GatewayClients } from "../clients/gateway-clients.js";
 import type { GatewayConfig, TrustProxy } from "../config.js";
 import { registerErrorHandling } from "../errors/error-handler.js";
 import { registerObjectProxy } from "../object-proxy/object-proxy.js";
+import { oidcDiscoveryRoutes } from "../oidc/oidc-discovery-routes.js";
 import { metaRoutes } from "../public/meta-routes.js";
 import { openApiRoutes, registerOpenApi } from "../public/openapi.js";
 import { RATE_LIMIT_HEADER_NAMES } from "../rate-limit/rate-limit-hook.js";
@@ -38,7 +39,7 @@ export interface AppDeps {
     GatewayConfig,
     "publicUrl" | "webUrl" | "tokenCacheTtlMs" | "bodyLimitBytes" | "agentCredentialTtlMs" | "agentLogs" | "artifacts"
   > &
-    Partial<Pick<GatewayConfig, "clientLimits" | "renderCacheBytes" | "trustProxy">>;
+    Partial<Pick<GatewayConfig, "clientLimits" | "renderCacheBytes" | "trustProxy" | "oidcIssuer">>;
   clients: GatewayClients;
   logger?: Logger;
   /** Counts REST requests per organization (main.ts shares its counts with the other gateways); none: no limit. */
@@ -111,6 +112,8 @@ export async function buildApp(deps: AppDeps): Promise<GatewayApp> {
   // Public routes: open to anyone, outside both APIs' scopes.
   metaRoutes(app);
   openApiRoutes(app);
+  const oidcIssuer = deps.config.oidcIssuer ?? deps.config.publicUrl;
+  oidcDiscoveryRoutes(app, { clients: deps.clients, issuer: oidcIssuer });
   const pipelineAccess = createPipelineAccess(deps.clients);
   await registerRestApi(app, {
     deps: {
@@ -137,6 +140,7 @@ export async function buildApp(deps: AppDeps): Promise<GatewayApp> {
     logs: deps.config.agentLogs,
     credentials: agentCredentials,
     artifactUrlBase: deps.config.artifacts.urlBase,
+    oidcIssuer,
     ...(deps.streams ? { streams: deps.streams } : {}),
   });
   // The pages last. The APIs' static paths win over the pages' patterns (`/{org}`, ...) in the router whatever the

@@ -4,6 +4,7 @@ import { ArtifactsService } from "@conveyor/proto/artifacts";
 import { BuildsService } from "@conveyor/proto/builds";
 import { IdentityService, RegistriesService, RulesService, TeamsService } from "@conveyor/proto/identity";
 import { NotificationsService } from "@conveyor/proto/notifications";
+import { OidcService } from "@conveyor/proto/oidc";
 import { PipelinesService } from "@conveyor/proto/pipelines";
 import { SecretsService } from "@conveyor/proto/secrets";
 import { SourceProvidersService } from "@conveyor/proto/source-providers";
@@ -26,6 +27,8 @@ export interface GatewayClients {
   agents: Client<typeof AgentsService>;
   /** Cluster secrets, served by the agents process. */
   secrets: Client<typeof SecretsService>;
+  /** Jobs' OIDC tokens and the key set, served by the agents process. */
+  oidc: Client<typeof OidcService>;
   /** Source-provider connections, served by the notifications process. */
   sourceProviders: Client<typeof SourceProvidersService>;
   /** Organization notification webhooks, served by the notifications process. */
@@ -48,6 +51,7 @@ export function createGatewayClients(config: GatewayConfig): GatewayClients {
     artifacts: createServiceClient(ArtifactsService, config.serviceUrls.artifacts, opts),
     agents: createServiceClient(AgentsService, config.serviceUrls.agents, opts),
     secrets: createServiceClient(SecretsService, config.serviceUrls.agents, opts),
+    oidc: createServiceClient(OidcService, config.serviceUrls.agents, opts),
     sourceProviders: createServiceClient(SourceProvidersService, config.serviceUrls.notifications, opts),
     notifications: createServiceClient(NotificationsService, config.serviceUrls.notifications, opts),
   };

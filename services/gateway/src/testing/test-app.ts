@@ -27,6 +27,7 @@ import {
   UserSchema,
 } from "@conveyor/proto/identity";
 import { NotificationsService } from "@conveyor/proto/notifications";
+import { OidcService } from "@conveyor/proto/oidc";
 import { PipelinesService } from "@conveyor/proto/pipelines";
 import { SecretsService } from "@conveyor/proto/secrets";
 import { SourceProvidersService } from "@conveyor/proto/source-providers";
@@ -141,6 +142,7 @@ export interface FakeServices {
   registries?: Partial<ServiceImpl<typeof RegistriesService>>;
   agents?: Partial<ServiceImpl<typeof AgentsService>>;
   secrets?: Partial<ServiceImpl<typeof SecretsService>>;
+  oidc?: Partial<ServiceImpl<typeof OidcService>>;
   artifacts?: Partial<ServiceImpl<typeof ArtifactsService>>;
   sourceProviders?: Partial<ServiceImpl<typeof SourceProvidersService>>;
   notifications?: Partial<ServiceImpl<typeof NotificationsService>>;
@@ -177,6 +179,7 @@ export async function buildTestApp(
       router.service(ArtifactsService, services.artifacts ?? {});
       router.service(AgentsService, services.agents ?? {});
       router.service(SecretsService, services.secrets ?? {});
+      router.service(OidcService, services.oidc ?? {});
       router.service(SourceProvidersService, services.sourceProviders ?? {});
       router.service(NotificationsService, services.notifications ?? {});
       // As the real clients and servers do: calls carry the request id of the context they are made in.
@@ -197,6 +200,7 @@ export async function buildTestApp(
     artifacts: createClient(ArtifactsService, transport),
     agents: createClient(AgentsService, transport),
     secrets: createClient(SecretsService, transport),
+    oidc: createClient(OidcService, transport),
     sourceProviders: createClient(SourceProvidersService, transport),
     notifications: createClient(NotificationsService, transport),
   };
