@@ -180,8 +180,10 @@ describe("AnnotationsService", () => {
     const last = await client.listAnnotations({ pipelineId: "p-1", number: 1, perPage: 2, page: 3 });
     expect(first.annotations.map((a) => a.context)).toEqual(["c0", "c1"]);
     expect(first.hasMore).toBe(true);
+    expect(first.totalCount).toBe(5);
     expect(last.annotations.map((a) => a.context)).toEqual(["c4"]);
     expect(last.hasMore).toBe(false);
+    expect(last.totalCount).toBe(5);
   });
 
   it("retries when another process changed the annotation first, and gives up when it never stops", async () => {

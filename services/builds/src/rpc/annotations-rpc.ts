@@ -151,8 +151,12 @@ export function createAnnotationRpcs(deps: AnnotationsDeps): ServiceImpl<typeof 
         if (job?.buildId !== build.id) throw notFound("job");
       }
       const { skip, perPage } = pageWindow(req.page, req.perPage);
-      const page = await annotations.list(build.id, req.jobId === "" ? null : req.jobId, skip, perPage + 1);
-      return { annotations: page.slice(0, perPage).map(annotationMessage), hasMore: page.length > perPage };
+      const ownerOf = req.jobId === "" ? null : req.jobId;
+      const page = await annotations.list(build.id, ownerOf, skip, perPage + 1);
+      const hasMore = page.length > perPage;
+      // Counted only when more follow (a build holds at most 1,000; counted from the owner's index); else it is known.
+      const totalCount = hasMore ? await annotations.countOf(build.id, ownerOf) : skip + page.length;
+      return { annotations: page.slice(0, perPage).map(annotationMessage), hasMore, totalCount };
     },
   };
 }

@@ -18,6 +18,8 @@ export interface AnnotationRepository {
   remove(buildId: string, jobId: AnnotationOwner, context: string): Promise<boolean>;
   /** How many annotations a build holds, its jobs' included. */
   count(buildId: string): Promise<number>;
+  /** How many annotations `list` lists of the build's own (null) or of one job's. */
+  countOf(buildId: string, jobId: AnnotationOwner): Promise<number>;
   /** Removes every annotation of these builds (their pipeline was deleted). */
   removeOfBuilds(buildIds: readonly string[]): Promise<void>;
   /** Highest priority first, then oldest first; one more than `limit` tells that more follow. */
@@ -83,6 +85,7 @@ export async function createMongoAnnotationRepository(db: Db): Promise<Annotatio
       return deletedCount > 0;
     },
     count: (buildId) => annotations.countDocuments({ buildId }),
+    countOf: (buildId, jobId) => annotations.countDocuments(owner(buildId, jobId)),
     async removeOfBuilds(buildIds) {
       if (buildIds.length > 0) await annotations.deleteMany({ buildId: { $in: [...buildIds] } });
     },

@@ -41,6 +41,9 @@ export function createMemoryAnnotationRepository(): AnnotationRepository & { all
     async count(buildId) {
       return [...rows.values()].filter((a) => a.buildId === buildId).length;
     },
+    async countOf(buildId, jobId) {
+      return [...rows.values()].filter((a) => same(a, buildId, jobId)).length;
+    },
     async list(buildId, jobId, skip, limit) {
       return [...rows.values()]
         .filter((a) => same(a, buildId, jobId))

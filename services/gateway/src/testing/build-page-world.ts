@@ -331,6 +331,17 @@ export async function buildPageWorld(opts: { logs?: Map<string, Buffer>; chunkBy
       bodyHtml: "<p>Also this</p>",
     }),
   ];
+  const jobAnnotations: Annotation[] = Array.from({ length: 250 }, (_, i) =>
+    create(AnnotationSchema, {
+      id: `job-a${i}`,
+      jobId: JOB.failed,
+      scope: "job",
+      context: `job-ctx-${i}${i === 0 ? XSS : ""}`,
+      style: "warning",
+      priority: 3,
+      bodyHtml: `<p>Job note ${i}</p>`,
+    }),
+  );
   const artifacts: Artifact[] = [
     create(ArtifactSchema, {
       id: "art-1",
@@ -443,7 +454,12 @@ export async function buildPageWorld(opts: { logs?: Map<string, Buffer>; chunkBy
       annotations: {
         listAnnotations(req) {
           findBuild(req.pipelineId, req.number);
-          return { annotations: req.jobId === "" ? annotations : [], hasMore: false };
+          // The failed job's job-scoped annotations: 250 of them, paged as the builds service pages them.
+          const all = req.jobId === "" ? annotations : req.jobId === JOB.failed ? jobAnnotations : [];
+          const perPage = req.perPage || 30;
+          const start = ((req.page || 1) - 1) * perPage;
+          const hasMore = all.length > start + perPage;
+          return { annotations: all.slice(start, start + perPage), hasMore, totalCount: hasMore ? all.length : 0 };
         },
       },
       artifacts: {

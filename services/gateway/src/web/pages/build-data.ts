@@ -12,6 +12,26 @@ import type { WebDeps } from "../web-deps.js";
 /** The most annotations and artifacts one page of a build shows (the services' largest page). */
 export const PAGE_ITEMS = 100;
 
+/** One page (PAGE_ITEMS) of the annotations of a build or of one of its jobs, highest priority first. */
+export interface AnnotationsPage {
+  annotations: Annotation[];
+  /** Which page, from 1. */
+  page: number;
+  /** How many the build (or job) has in all. */
+  total: number;
+}
+
+/** Reads a page of the build's own annotations (jobId "") or of one job's job-scoped ones. */
+export async function readAnnotations(
+  deps: Pick<WebDeps, "clients">,
+  ref: { pipelineId: string; number: number; jobId: string },
+  page: number,
+): Promise<AnnotationsPage> {
+  const res = await deps.clients.annotations.listAnnotations({ ...ref, page, perPage: PAGE_ITEMS });
+  const shown = (page - 1) * PAGE_ITEMS + res.annotations.length;
+  return { annotations: res.annotations, page, total: Math.max(res.totalCount, shown + (res.hasMore ? 1 : 0)) };
+}
+
 /** What the build page shows, read with one call per service, none per job. */
 export interface BuildPageData {
   access: OrganizationAccess;
@@ -24,9 +44,8 @@ export interface BuildPageData {
   build: Build;
   /** The builds service's version of the build (build-reader.ts), under which its job rows are kept. */
   buildVersion: string;
-  /** The build's own annotations, highest priority first (at most PAGE_ITEMS). */
-  annotations: Annotation[];
-  moreAnnotations: boolean;
+  /** A page of the build's own annotations (job-scoped ones are in their job's panel). */
+  annotations: AnnotationsPage;
   /** One page of the build's artifacts, and how many there are in all. */
   artifacts: Artifact[];
   artifactsTotal: number;
@@ -72,13 +91,14 @@ export async function loadBuildPage(
   request: FastifyRequest,
   deps: WebDeps,
   params: BuildParams,
-  artifactsPage = 1,
+  pages: { artifacts?: number | undefined; annotations?: number | undefined } = {},
 ): Promise<BuildPageData> {
+  const artifactsPage = pages.artifacts ?? 1;
   const { access, pipeline, canBuild } = await buildAccess(request, deps, params);
   const ref = { pipelineId: pipeline.id, number: params.number };
   const [{ build, version }, annotations] = await Promise.all([
     deps.readBuild(ref.pipelineId, ref.number),
-    deps.clients.annotations.listAnnotations({ ...ref, jobId: "", page: 1, perPage: PAGE_ITEMS }),
+    readAnnotations(deps, { ...ref, jobId: "" }, pages.annotations ?? 1),
   ]);
   if (!build) throw new HttpError(404, "No build found");
   const [artifacts, teams] = await Promise.all([
@@ -93,8 +113,7 @@ export async function loadBuildPage(
     canBuild,
     build,
     buildVersion: version,
-    annotations: annotations.annotations,
-    moreAnnotations: annotations.hasMore,
+    annotations,
     artifacts: artifacts.artifacts,
     artifactsTotal: artifacts.totalCount,
     artifactsPage,

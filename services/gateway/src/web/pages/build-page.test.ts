@@ -247,6 +247,35 @@ describe("the build page", () => {
     noRawXss(body);
   });
 
+  it("shows a job's own annotations in its panel, 100 at a time, with how many more and a link to them", async () => {
+    const w = await buildPageWorld();
+    const page = (await w.get(`${BUILD}?job=${JOB.failed}`)).body;
+    const panel = page.slice(page.indexOf('<div class="job-panel">'));
+    expect(panel).toContain(`<h2 id="annotations-${JOB.failed}-title">Job annotations</h2>`);
+    expect(panel).toContain("<p>Job note 0</p>");
+    expect(panel).toContain("<p>Job note 99</p>");
+    expect(panel).not.toContain("<p>Job note 100</p>");
+    expect(panel).toContain("Showing 1–100 of 250.");
+    const log = `/acme/web/builds/7/jobs/${JOB.failed}/log`;
+    expect(panel).toContain(`<a href="${log}?annotations_page=2#annotations-${JOB.failed}-title">150 more</a>`);
+    // The build's own annotations stay in the build's section, the job's only in its panel.
+    const section = page.slice(page.indexOf('<section class="annotations"'), page.indexOf("</section>"));
+    expect(section).not.toContain("Job note");
+    noRawXss(page);
+    // The next pages: on the job's log page (and its fragment), 100 more each, then the last 50.
+    const second = (await w.get(`${log}?annotations_page=2`)).body;
+    expect(second).toContain("<p>Job note 100</p>");
+    expect(second).toContain("Showing 101–200 of 250.");
+    expect(second).toContain(`<a href="${log}?annotations_page=1#annotations-${JOB.failed}-title">Previous 100</a>`);
+    expect(second).toContain("50 more");
+    const last = (await w.get(`${log}?annotations_page=3&fragment=1`)).body;
+    expect(last).toContain("Showing 201–250 of 250.");
+    expect(last).not.toContain("more</a>");
+    // Bounded: a build holds at most 1,000 annotations, so no page past the 10th is asked for.
+    expect((await w.get(`${log}?annotations_page=11`)).statusCode).toBe(400);
+    expect((await w.get(`${BUILD}?annotations_page=0`)).statusCode).toBe(400);
+  });
+
   it("is 404 to a person who may not read the pipeline or is not in the organization, and for a missing build", async () => {
     const w = await buildPageWorld();
     expect((await w.get("/teamsorg/app/builds/7", "olga")).statusCode).toBe(200);

@@ -4,12 +4,13 @@ import { typed } from "../../route-declarations/declare.js";
 import { BuildParams, Id, MAX_INT32 } from "../../route-declarations/params.js";
 import { html, type SafeHtml } from "../html.js";
 import { renderPage } from "../layout.js";
+import { buildPath } from "../paths.js";
 import type { WebDeps } from "../web-deps.js";
 import { type BuildParams as BuildRoute, loadBuildPage, mayUnblock } from "./build-data.js";
 import { renderBuildHeader } from "./build-header.js";
 import { renderJobs, retryForm } from "./build-jobs.js";
 import { jobLogPath } from "./build-paths.js";
-import { renderAnnotations, renderArtifacts, renderMetaData } from "./build-sections.js";
+import { ANNOTATION_PAGES, renderAnnotations, renderArtifacts, renderMetaData } from "./build-sections.js";
 import type { UnblockAttempt } from "./build-unblock-form.js";
 import { renderJobPanel } from "./job-panel.js";
 
@@ -17,6 +18,8 @@ import { renderJobPanel } from "./job-panel.js";
 export const BuildPageQuery = Type.Object({
   job: Type.Optional(Id),
   artifacts_page: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_INT32 })),
+  /** A page of the build's annotations (of 100). */
+  annotations_page: Type.Optional(Type.Integer({ minimum: 1, maximum: ANNOTATION_PAGES })),
 });
 
 /** What an action that did not go through adds to the page it answers with. */
@@ -42,10 +45,13 @@ export async function sendBuildPage(
   reply: FastifyReply,
   deps: WebDeps,
   params: BuildRoute,
-  query: { job?: string; artifacts_page?: number } = {},
+  query: { job?: string; artifacts_page?: number; annotations_page?: number } = {},
   notice?: BuildPageNotice,
 ): Promise<FastifyReply> {
-  const data = await loadBuildPage(request, deps, params, query.artifacts_page ?? 1);
+  const data = await loadBuildPage(request, deps, params, {
+    artifacts: query.artifacts_page,
+    annotations: query.annotations_page,
+  });
   const { build, orgSlug, pipeline } = data;
   const now = Date.now();
   const csrf = deps.csrfField(request);
@@ -56,6 +62,7 @@ export async function sendBuildPage(
       ref: { pipelineId: pipeline.id, number: build.number, jobId: openJob.id },
       logPath: jobLogPath(orgSlug, pipeline.slug, build.number, openJob.id),
       canReadEnv: data.canReadEnv,
+      annotationsPage: 1,
     }),
   };
   const jobs = renderJobs(build.jobs, {
@@ -77,7 +84,11 @@ export async function sendBuildPage(
   const body = html`<div class="build" data-build="${build.id}" data-state="${build.state}">
 ${renderBuildHeader(data, csrf, now)}
 ${error}
-${renderAnnotations(data.annotations, data.moreAnnotations)}
+${renderAnnotations(data.annotations, {
+  id: "annotations",
+  title: "Annotations",
+  pageHref: (page) => `${buildPath(orgSlug, pipeline.slug, build.number)}?annotations_page=${page}#annotations-title`,
+})}
 <section class="build-jobs" aria-labelledby="jobs-title">
 <h2 id="jobs-title">Jobs</h2>
 ${retryForm(csrf)}

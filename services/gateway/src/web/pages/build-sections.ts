@@ -1,28 +1,53 @@
 import type { Annotation } from "@conveyor/proto/annotations";
 import type { Artifact } from "@conveyor/proto/artifacts";
 import type { Job } from "@conveyor/proto/builds";
-import { html, type SafeHtml, trusted } from "../html.js";
+import { type HtmlValue, html, type SafeHtml, trusted } from "../html.js";
 import { buildPath } from "../paths.js";
-import { type BuildPageData, PAGE_ITEMS } from "./build-data.js";
+import { type AnnotationsPage, type BuildPageData, PAGE_ITEMS } from "./build-data.js";
 import { jobTitle } from "./build-jobs.js";
 import { jobPath } from "./build-paths.js";
 
 /** Annotation styles in the order Buildkite stacks them when priorities tie. */
 const STYLES = ["error", "warning", "info", "success", "default"];
 
+/** The pages of annotations a page may ask for: a build holds at most 1,000 (docs/limits.md), 100 a page. */
+export const ANNOTATION_PAGES = 10;
+
+/** Where a list of annotations sits: its heading's id prefix and words, and the address of another of its pages. */
+export interface AnnotationsPlace {
+  id: string;
+  title: string;
+  pageHref(page: number): string;
+}
+
+/** Which of the list's annotations a page shows and how many more follow, with links to the other pages. */
+function annotationsPager(list: AnnotationsPage, place: AnnotationsPlace): HtmlValue {
+  if (list.total <= PAGE_ITEMS && list.page === 1) return "";
+  const first = (list.page - 1) * PAGE_ITEMS + 1;
+  const last = first + list.annotations.length - 1;
+  const more = list.total - Math.max(last, first - 1);
+  return html`<nav class="pager" aria-label="${place.title} pages">
+${list.annotations.length > 0 ? html`<span>Showing ${first}–${last} of ${list.total}.</span>` : ""}
+${list.page > 1 ? html`<a href="${place.pageHref(list.page - 1)}">Previous ${PAGE_ITEMS}</a>` : ""}
+${more > 0 && list.page < ANNOTATION_PAGES ? html`<a href="${place.pageHref(list.page + 1)}">${more} more</a>` : ""}
+</nav>`;
+}
+
 /**
- * A build's annotations, grouped by style (the groups in the order of their highest-priority annotation), each
- * under its context. The body is the HTML the builds service stored: rendered from Markdown and restricted to a safe
- * allow-list there (services/builds/src/domain/annotation-html.ts), so it is inserted as it is.
+ * A page of annotations (a build's own, or a job's), grouped by style (the groups in the order of their
+ * highest-priority annotation), each under its context, with "N more" and a link to the next 100 when there are more.
+ * The body is the HTML the builds service stored: rendered from Markdown and restricted to a safe allow-list there
+ * (services/builds/src/domain/annotation-html.ts), so it is inserted as it is.
  */
-export function renderAnnotations(annotations: readonly Annotation[], more: boolean): SafeHtml {
-  if (annotations.length === 0) return html``;
+export function renderAnnotations(list: AnnotationsPage, place: AnnotationsPlace): SafeHtml {
+  const { annotations } = list;
+  if (annotations.length === 0 && list.page === 1) return html``;
   const groups = new Map<string, Annotation[]>();
   // The service lists them highest priority first; a style's group sits where its first annotation does.
   const styleOf = (a: Annotation) => (STYLES.includes(a.style) ? a.style : "default");
   for (const a of annotations) groups.set(styleOf(a), [...(groups.get(styleOf(a)) ?? []), a]);
-  return html`<section class="annotations" aria-labelledby="annotations-title">
-<h2 id="annotations-title">Annotations</h2>
+  return html`<section class="annotations" aria-labelledby="${place.id}-title">
+<h2 id="${place.id}-title">${place.title}</h2>
 ${[...groups].map(
   ([style, list]) => html`<div class="annotation-group annotation-${style}">
 ${list.map(
@@ -33,7 +58,7 @@ ${list.map(
 )}
 </div>`,
 )}
-${more ? html`<p class="muted">This build has more annotations than are shown here.</p>` : ""}
+${annotationsPager(list, place)}
 </section>`;
 }
 

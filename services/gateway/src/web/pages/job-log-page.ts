@@ -14,6 +14,7 @@ import type { WebDeps } from "../web-deps.js";
 import { buildAccess, mayReadEnv } from "./build-data.js";
 import { jobTitle } from "./build-jobs.js";
 import { jobAnchorPath, jobLogPath } from "./build-paths.js";
+import { ANNOTATION_PAGES } from "./build-sections.js";
 import { renderJobPanel } from "./job-panel.js";
 
 const LogQuery = Type.Object({
@@ -21,6 +22,8 @@ const LogQuery = Type.Object({
   all: Type.Optional(Type.Boolean()),
   /** Only the job's panel, for the build page's script to put in place. */
   fragment: Type.Optional(Type.Boolean()),
+  /** A page of the job's annotations (of 100). */
+  annotations_page: Type.Optional(Type.Integer({ minimum: 1, maximum: ANNOTATION_PAGES })),
 });
 
 /** Where the streamed log goes in the page: a comment no escaped text can contain. */
@@ -53,8 +56,9 @@ export function jobLogRoutes(scope: FastifyInstance, deps: WebDeps): void {
       const ref = { pipelineId: pipeline.id, number, jobId };
       const logPath = jobLogPath(orgSlug, pipeline.slug, number, jobId);
       const canReadEnv = mayReadEnv(request);
+      const annotationsPage = request.query.annotations_page ?? 1;
       if (request.query.fragment) {
-        const panel = await renderJobPanel(deps, { ref, logPath, canReadEnv });
+        const panel = await renderJobPanel(deps, { ref, logPath, canReadEnv, annotationsPage });
         return reply.type("text/html; charset=utf-8").header("cache-control", "no-store").send(panel.value);
       }
       const { build } = await deps.clients.builds.getBuild({
@@ -81,7 +85,7 @@ export function jobLogRoutes(scope: FastifyInstance, deps: WebDeps): void {
         });
       reply.type("text/html; charset=utf-8");
       if (!request.query.all) {
-        const panel = await renderJobPanel(deps, { ref, logPath, canReadEnv });
+        const panel = await renderJobPanel(deps, { ref, logPath, canReadEnv, annotationsPage });
         return reply.send(page(panel));
       }
       const [before, after] = page(
