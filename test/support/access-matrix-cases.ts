@@ -73,6 +73,7 @@ function ownValues(world: World, template: string): Record<string, string> {
     cluster: a.clusterId,
     queue: a.queueId,
     maintainer: a.maintainerId,
+    secret: a.secretId,
     agent: a.agentId,
     annotation: a.build.annotationId,
   };
@@ -117,6 +118,7 @@ function misplacedValues(
     cluster: { value: b.clusterId, message: "No cluster found", what: "another organization's cluster" },
     queue: { value: b.queueId, message: "No queue found", what: "another organization's cluster queue" },
     maintainer: { value: b.maintainerId, message: "No maintainer found", what: "another cluster's maintainer" },
+    secret: { value: b.secretId, message: "No secret found", what: "another organization's cluster secret" },
     agent: { value: b.agentId, message: "No agent found", what: "another organization's agent" },
     annotation: { value: q.build.annotationId, message: "No annotation found", what: "another build's annotation" },
   };
@@ -167,6 +169,9 @@ function bodyOf(world: World, operationId: string): unknown {
     updateClusterQueue: { description: "changed by a refused request" },
     pauseClusterQueueDispatch: { dispatch_paused_note: "refused" },
     createClusterMaintainer: { user: world.a.adminId },
+    createClusterSecret: { key: "REFUSED_SECRET", value: "refused-value" },
+    updateClusterSecret: { description: "changed by a refused request" },
+    updateClusterSecretValue: { value: "changed-by-a-refused-request" },
     updateTeam: { description: "changed by a refused request" },
     stopAgent: { force: false },
   };
@@ -204,6 +209,8 @@ function memberExpectations(world: World, op: Operation): MemberCase[] {
     };
     return write ? [hidden, { ...plain, expect: forbidden }, visible] : [hidden];
   }
+  // A cluster's secrets are its administrators' and maintainers' alone, to read as to change.
+  if (/\/clusters\/\{cluster\}\/secrets/.test(op.path)) return [{ ...outsider, expect: forbidden }];
   // Source-provider connections are the organization's administrators' alone, to read as to change.
   if (/\/source_providers(\/|$)/.test(op.path)) return [{ ...outsider, expect: forbidden }];
   // Teams are created by administrators only (identity's access policy).

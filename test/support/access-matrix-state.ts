@@ -122,7 +122,10 @@ const AGENT_BODIES: Record<string, unknown> = {
  * organization that holds no job, and another organization's agent. Both must get 404, as for a job that does not
  * exist (job-access.ts), whatever the body.
  */
-export function agentJobCases(world: World, ops: Array<{ method: string; path: string; operationId: string }>) {
+export function agentJobCases(
+  world: World,
+  ops: Array<{ method: string; path: string; operationId: string; credential?: string[] }>,
+) {
   const agentsHoldingNothing = {
     "an agent of the organization holding no job": `Token ${world.a.agentSecret}`,
     "another organization's agent": `Token ${world.b.agentSecret}`,
@@ -130,7 +133,9 @@ export function agentJobCases(world: World, ops: Array<{ method: string; path: s
   const cases: Case[] = [];
   // `--acquire-job` is how an agent of the job's cluster takes a job it does not hold: its refusals (another
   // organization's job 404, one it cannot take 422) are the agents service's tests'.
-  const held = ops.filter((o) => o.operationId !== "agentAcquireJob");
+  // A route for a job's own token alone (`secret get`, docs/security.md#cluster-secrets) takes no agent's access
+  // token at all: that is the wrong-kind 401 of agentCases, whatever job the agent holds.
+  const held = ops.filter((o) => o.operationId !== "agentAcquireJob" && (o.credential ?? ["agent"]).includes("agent"));
   for (const op of held.filter((o) => o.path.includes("{id}") || o.path.startsWith("/v3/steps/{step}"))) {
     // A step is looked for in the build of the job the credential holds: with none, no build is found.
     const onBuild = op.path.startsWith("/v3/builds") || op.path.startsWith("/v3/steps");

@@ -1,4 +1,4 @@
-import { createHash } from "node:crypto";
+import { createHash, randomBytes } from "node:crypto";
 import { ArtifactsService } from "@conveyor/proto/artifacts";
 import { Role, TeamPrivacy } from "@conveyor/proto/identity";
 import { createServiceClient, ALL_SCOPES as RUNTIME_SCOPES } from "@conveyor/runtime";
@@ -58,6 +58,8 @@ export interface OrgWorld {
   queueId: string;
   /** The cluster's maintainer: its administrator. */
   maintainerId: string;
+  /** A secret of the cluster (docs/security.md#cluster-secrets). */
+  secretId: string;
 }
 
 export interface World {
@@ -200,6 +202,16 @@ async function arrangeWebhook(org: { slug: string; secret: string }): Promise<st
   return res.body.id;
 }
 
+/** A secret of the cluster, over REST (its value of the shape the log scan looks for); returns its id. */
+async function arrangeClusterSecret(org: { slug: string; secret: string }, clusterId: string): Promise<string> {
+  const res = await send("POST", `/v2/organizations/${org.slug}/clusters/${clusterId}/secrets`, org.secret, {
+    key: "MATRIX_SECRET",
+    value: `cvsv_${randomBytes(20).toString("hex")}`,
+  });
+  if (res.status !== 201) throw new Error(`cluster secret: ${res.status} ${res.text}`);
+  return res.body.id;
+}
+
 /** A schedule of a pipeline that never builds during a run (once a year); returns its id. */
 async function arrangeSchedule(org: { slug: string; secret: string }, p: Pipe): Promise<string> {
   const path = `/v2/organizations/${org.slug}/pipelines/${p.slug}/schedules`;
@@ -247,6 +259,7 @@ async function arrangeOrg(privacy: TeamPrivacy): Promise<OrgWorld> {
     ...(await arrangeQueueAndMaintainer(org.id, clusterId, owner.user.id)),
     sourceProviderId: await arrangeSourceProvider(org),
     webhookId: await arrangeWebhook(org),
+    secretId: await arrangeClusterSecret(org, clusterId),
   };
 }
 
