@@ -192,6 +192,9 @@ describe("MongoDB pipelines repository", () => {
         expect(text).toMatch(/USING (COVERING )?INDEX \S*org_archive_state_name/);
         expect(text).not.toMatch(/detail=SCAN|TEMP B-TREE/);
         expect(plan).toMatchObject({ filterPushdown: true, sortPushdown: true });
+        // The list's count is the count command's (countOf), right for either state.
+        const counted = await client.db(dbName).command({ count: "pipelines", query: filter });
+        expect(counted.n).toBe(state === "active" ? 11 : 1);
       } else {
         expect(text).toContain("IXSCAN");
         expect(text).not.toContain("COLLSCAN");

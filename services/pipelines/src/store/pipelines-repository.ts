@@ -1,5 +1,5 @@
 import { isDuplicateKeyError, isUuid } from "@conveyor/runtime";
-import { type Collection, type Db, MongoServerError } from "mongodb";
+import { type Collection, type Db, type Filter, MongoServerError } from "mongodb";
 import type { ProviderSettings } from "../domain/provider.js";
 import { webhookTokenHash } from "../domain/webhook-token.js";
 
@@ -215,6 +215,15 @@ export async function createMongoPipelinesRepository(db: Db): Promise<PipelinesR
       slug: slug !== undefined && found.some((p) => p.slug === slug),
     };
   };
+  /**
+   * How many pipelines match a filter, with the `count` command: the bundled FerretDB answers it from an index
+   * without reading a document when the filter only compares strings (deploy/ferretdb/count-pushdown.patch), as a
+   * list's does; countDocuments is an aggregation, which it answers by reading and decoding every match.
+   */
+  const countOf = async (query: Filter<PipelineDoc>): Promise<number> => {
+    const res = await db.command({ count: pipelines.collectionName, query });
+    return Number(res.n ?? 0);
+  };
   // A pipeline named by id or by slug: two point lookups, each on an index. One query with `$or` of both is not
   // index-backed on the bundled FerretDB: it decoded every pipeline of the organization, on every build created.
   const byRef = async (organizationId: string, idOrSlug: string) =>
@@ -245,7 +254,7 @@ export async function createMongoPipelinesRepository(db: Db): Promise<PipelinesR
       const query = filter === "all" ? scope : { ...scope, archiveState: filter };
       const [items, total] = await Promise.all([
         pipelines.find(query).sort({ nameKey: 1 }).skip(skip).limit(limit).toArray(),
-        pipelines.countDocuments(query),
+        countOf(query),
       ]);
       return { items, total };
     },
