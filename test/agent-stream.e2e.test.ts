@@ -32,7 +32,7 @@ function ownEnv(): NodeJS.ProcessEnv {
   return {
     ...env,
     CONVEYOR_REPLICAS: "2",
-    LOG_LEVEL: "info",
+    LOG_LEVEL: process.env.STREAM_E2E_LOG_LEVEL ?? "info",
     MAX_CONNECTION_AGE_S: "5",
     AGENT_PING_INTERVAL_S: String(PING_INTERVAL_S),
     AGENT_HEARTBEAT_INTERVAL_S: "2",
@@ -150,13 +150,13 @@ describe("streaming pings with the real agent over TLS", () => {
     const agents = await rest("GET", "/agents?name=streamer");
     const id = agents.body[0].id;
     const paused = await rest("PUT", `/agents/${id}/pause`, { note: "stream e2e", timeout_in_minutes: 5 });
-    expect(paused.status).toBe(200);
+    expect(paused.status).toBe(204);
     const t0 = Date.now();
     await eventually("the agent hears the pause", async () =>
       log().includes("Pause reason: Paused: stream e2e") ? true : undefined,
     );
     expect(Date.now() - t0).toBeLessThan(5_000);
-    expect((await rest("PUT", `/agents/${id}/resume`, {})).status).toBe(200);
+    expect((await rest("PUT", `/agents/${id}/resume`, {})).status).toBe(204);
     const t1 = Date.now();
     await eventually("the agent hears the resume", async () =>
       log().includes("Agent has resumed after being paused") ? true : undefined,

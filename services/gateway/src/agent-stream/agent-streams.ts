@@ -121,6 +121,7 @@ export function createAgentStreams(deps: AgentStreamsDeps) {
   /** Asks the agents service what an idle agent should do, as its poll would; true when a job was offered. */
   const ask = async (entry: Entry): Promise<boolean> => {
     const res = await agents.pingAgent({ agentId: entry.agent.agentId });
+    logger.debug({ agentId: entry.agent.agentId, action: res.action, jobId: res.jobId }, "streaming ping: asked");
     if (res.action === "disconnect") {
       disconnect(entry, res.message || "This agent was asked to stop.");
       return false;
@@ -153,6 +154,10 @@ export function createAgentStreams(deps: AgentStreamsDeps) {
     const agent =
       known ?? (await agents.getAgent({ organizationId: entry.agent.organizationId, id: entry.agent.agentId })).agent;
     if (entry.ended) return false;
+    logger.debug(
+      { agentId: entry.agent.agentId, state: agent?.connectionState, job: agent?.currentJobId, paused: agent?.paused },
+      "streaming ping: update",
+    );
     if (!agent || STOPPED_STATES.includes(agent.connectionState)) {
       disconnect(entry, "This agent is no longer connected.");
       return false;
@@ -245,13 +250,12 @@ export function createAgentStreams(deps: AgentStreamsDeps) {
 
     /**
      * job_dispatched: a streaming agent was assigned a job, by this stream's ping or by its own poll (which told it):
-     * it is not asked for another until the job ends (agent_changed).
+     * it is not asked for another until the job ends (agent_changed). The event may arrive before this stream's own
+     * ping has answered: telling the agent stays the ping's (sentJob is not touched here).
      */
-    jobDispatched(agentId: string, jobId: string): void {
+    jobDispatched(agentId: string, _jobId: string): void {
       const entry = entries.get(agentId);
-      if (!entry) return;
-      entry.holdsJob = true;
-      entry.sentJob = jobId;
+      if (entry) entry.holdsJob = true;
     },
 
     /**
@@ -271,6 +275,10 @@ export function createAgentStreams(deps: AgentStreamsDeps) {
               mayTake(e.queue, job.agentQueryRules),
           )
           .slice(0, settings.candidatesPerJob);
+        logger.debug(
+          { jobId: job.id, candidates: candidates.length, streams: entries.size, delay },
+          "streaming ping: runnable job",
+        );
         if (candidates.length === 0) return;
         for (const entry of candidates) {
           if (await enqueue(entry, () => (idle(entry) ? update(entry) : Promise.resolve(false)))) return;

@@ -195,6 +195,20 @@ describe("StreamPings over TLS and HTTP/2", () => {
     ]);
   });
 
+  it("tells a job its ping was offered even when job_dispatched arrives before the ping's answer", async () => {
+    const c = call(session, "agent-secret");
+    await until(() => c.actions.length === 1);
+    services.state.ping = { action: "idle", message: "", jobId: "job-7" };
+    const original = services.agents.pingAgent;
+    services.agents.pingAgent = async () => {
+      streams.jobDispatched("agent-1", "job-7");
+      return original();
+    };
+    await streams.jobRunnable({ id: "job-7", organizationId: "org", clusterId: "", agentQueryRules: [] });
+    services.agents.pingAgent = original;
+    await expectActions(c, [{ kind: "resume" }, { kind: "job_assigned", jobId: "job-7" }]);
+  });
+
   it("does not tell again a job the agent's own poll was assigned, nor ask for another while it holds it", async () => {
     const c = call(session, "agent-secret");
     await until(() => c.actions.length === 1);
