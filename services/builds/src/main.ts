@@ -45,6 +45,8 @@ const JOB_SWEEP_MS = 5_000;
 const WEBHOOK_RELAY_MS = 5_000;
 /** How often webhook deliveries done long ago are forgotten. */
 const WEBHOOK_SWEEP_MS = 3_600_000;
+/** How often pipeline uploads a crash left unfinished (accepted, not applied, nobody polling) are completed. */
+const UPLOAD_SWEEP_MS = 30_000;
 
 void runService(
   {
@@ -102,6 +104,7 @@ void runService(
       every(JOB_SWEEP_MS, "job sweep", () => duties.sweepJobs());
       every(WEBHOOK_RELAY_MS, "webhook relay", () => duties.relayWebhooks());
       every(WEBHOOK_SWEEP_MS, "webhook retention sweep", () => duties.sweepWebhooks());
+      every(UPLOAD_SWEEP_MS, "unfinished pipeline uploads", () => parts.upload.completeUnfinished());
       // Through the context's repository: its removals must reach every replica's read cache as any other write does.
       await consumePipelineRemovals(
         nats,

@@ -39,3 +39,14 @@ export function permissionDenied(reason = "Forbidden"): ConnectError {
 export function fieldErrorsOf(err: ConnectError): Array<{ field: string; code: string }> {
   return err.findDetails(ValidationErrorsSchema).flatMap((d) => d.errors.map(({ field, code }) => ({ field, code })));
 }
+
+/**
+ * A ConnectError's field errors in one sentence for people ("steps.0.command is required; …"), the first `max` of
+ * them and how many more; its message when it has none.
+ */
+export function describeFieldErrors(err: ConnectError, max = 10): string {
+  const errors = fieldErrorsOf(err);
+  const listed = errors.slice(0, max).map((e) => `${e.field} ${e.code}`);
+  if (errors.length > max) listed.push(`and ${errors.length - max} more`);
+  return listed.join("; ") || err.rawMessage;
+}

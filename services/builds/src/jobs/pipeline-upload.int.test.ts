@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { Code, ConnectError, createClient, createRouterTransport } from "@connectrpc/connect";
-import { BuildsService, JobEventType } from "@conveyor/proto/builds";
+import { BuildsService, JobEventType, PipelineUploadState } from "@conveyor/proto/builds";
 import { createLogger, type EventPublisher, fieldErrorsOf } from "@conveyor/runtime";
 import { type Db, MongoClient } from "mongodb";
 import { createBuildsParts } from "../builds-context.js";
@@ -57,7 +57,7 @@ async function openService(
     BuildsService,
     createRouterTransport(({ service }) => service(BuildsService, createBuildsService(parts))),
   );
-  return { client, db };
+  return { client, db, parts };
 }
 
 const pipelineOf = pipelineFromYaml;
@@ -382,5 +382,114 @@ describe("pipeline upload after a crash", () => {
     expect((await byName("final")).state).toBe("waiting");
     await run(client, (await byName("b")).id);
     expect((await byName("final")).state).toBe("scheduled");
+  });
+});
+
+describe("asynchronous pipeline upload (the agent's ?async=true)", () => {
+  /** Polls the upload's status until it is applied or rejected, as the agent does. */
+  async function settled(client: Client, jobId: string, uuid: string) {
+    for (let i = 0; i < 200; i++) {
+      const { status } = await client.getPipelineUpload({ jobId, uuid });
+      if (status?.state === PipelineUploadState.APPLIED || status?.state === PipelineUploadState.REJECTED)
+        return status;
+      await new Promise((resolve) => setTimeout(resolve, 25));
+    }
+    throw new Error("the upload never settled");
+  }
+
+  it("answers before the upload is applied, then applies it once, whatever is sent again", async () => {
+    const { client } = await openService();
+    const { gen, jobs } = await uploading(client);
+    const uuid = randomUUID();
+    const accepted = await client.uploadPipeline({ jobId: gen, pipeline: TWO, uuid, asynchronous: true });
+    expect([PipelineUploadState.PENDING, PipelineUploadState.PROCESSING, PipelineUploadState.APPLIED]).toContain(
+      accepted.status?.state,
+    );
+    const status = await settled(client, gen, uuid);
+    expect(status).toMatchObject({ state: PipelineUploadState.APPLIED, jobsAdded: 2, message: "" });
+    // The agent retrying the post, and a synchronous upload of the same uuid, change nothing.
+    await client.uploadPipeline({ jobId: gen, pipeline: TWO, uuid, asynchronous: true });
+    expect((await client.uploadPipeline({ jobId: gen, pipeline: TWO, uuid })).jobsAdded).toBe(2);
+    expect((await jobs()).map((j) => j.name || j.type)).toEqual(["gen", "a", "b", "waiter", "final"]);
+  });
+
+  it("rejects a pipeline that cannot be used when it is planned, with the message the 422 would have had", async () => {
+    const { client } = await openService();
+    const { gen, jobs } = await uploading(client);
+    const uuid = randomUUID();
+    await client.uploadPipeline({
+      jobId: gen,
+      pipeline: "steps:\n  - command: x\n    nonsense: 1\n",
+      uuid,
+      asynchronous: true,
+    });
+    const status = await settled(client, gen, uuid);
+    expect(status.state).toBe(PipelineUploadState.REJECTED);
+    expect(status.message).toMatch(/^The pipeline could not be uploaded: pipeline\.steps\[0\].*nonsense/);
+    expect((await jobs()).map((j) => j.name || j.type)).toEqual(["gen", "waiter", "final"]);
+    // Sent again synchronously, the same uuid is refused the same way.
+    const again = await failure(client.uploadPipeline({ jobId: gen, pipeline: TWO, uuid }));
+    expect(again.code).toBe(Code.FailedPrecondition);
+    expect(again.rawMessage).toBe(status.message);
+  });
+
+  it("still refuses at once what is wrong before the build is read: a job that does not run, a uuid, the size", async () => {
+    const { client } = await openService();
+    const { gen } = await uploading(client);
+    await finish(client, gen);
+    const stopped = await failure(
+      client.uploadPipeline({ jobId: gen, pipeline: TWO, uuid: randomUUID(), asynchronous: true }),
+    );
+    expect(stopped.code).toBe(Code.FailedPrecondition);
+    const uuid = await failure(client.uploadPipeline({ jobId: gen, pipeline: TWO, uuid: "", asynchronous: true }));
+    expect(fieldErrorsOf(uuid).map((e) => e.field)).toEqual(["uuid"]);
+    const unknown = await failure(client.getPipelineUpload({ jobId: gen, uuid: randomUUID() }));
+    expect(unknown.code).toBe(Code.NotFound);
+  });
+
+  /** An upload stored by a process that died before planning it (its background work failed). */
+  async function leftPending() {
+    let crashed = true;
+    const first = await openService({
+      uploads: (u) => ({
+        ...u,
+        markPlanned: async (r) => {
+          if (crashed) throw new Error("killed");
+          return u.markPlanned(r);
+        },
+      }),
+    });
+    const { gen, jobs } = await uploading(first.client);
+    const uuid = randomUUID();
+    await first.client.uploadPipeline({ jobId: gen, pipeline: TWO, uuid, asynchronous: true });
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect((await first.client.getPipelineUpload({ jobId: gen, uuid })).status?.state).toBe(
+      PipelineUploadState.PENDING,
+    );
+    crashed = false;
+    return { db: first.db, gen, jobs, uuid };
+  }
+
+  it("completes an upload a crash left pending by the sweep, with nobody polling", async () => {
+    const { db, gen, jobs, uuid } = await leftPending();
+    const other = await openService({ db });
+    // Not before it is 30 s old (the process that took it may still be at it).
+    expect(await other.parts.upload.completeUnfinished()).toBe(0);
+    expect(await other.parts.upload.completeUnfinished(0)).toBe(1);
+    expect((await other.client.getPipelineUpload({ jobId: gen, uuid })).status).toMatchObject({
+      state: PipelineUploadState.APPLIED,
+      jobsAdded: 2,
+    });
+    expect((await jobs()).map((j) => j.name || j.type)).toEqual(["gen", "a", "b", "waiter", "final"]);
+    expect(await other.parts.upload.completeUnfinished(0)).toBe(0);
+  });
+
+  it("plans an upload a crash left pending only once when two processes take it up at once", async () => {
+    const { db, gen, jobs, uuid } = await leftPending();
+    const second = await openService({ db });
+    const third = await openService({ db });
+    await Promise.all([second.parts.upload.completeUnfinished(0), settled(third.client, gen, uuid)]);
+    expect((await settled(second.client, gen, uuid)).jobsAdded).toBe(2);
+    expect((await jobs()).map((j) => j.name || j.type)).toEqual(["gen", "a", "b", "waiter", "final"]);
   });
 });

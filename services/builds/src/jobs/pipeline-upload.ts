@@ -1,5 +1,6 @@
+import { Code, ConnectError } from "@connectrpc/connect";
 import { parsePipelineYaml } from "@conveyor/ci-rules";
-import { failedPrecondition, invalidFields, newId, notFound } from "@conveyor/runtime";
+import { describeFieldErrors, failedPrecondition, invalidFields, newId, notFound } from "@conveyor/runtime";
 import type { BuildsContext } from "../builds-context.js";
 import { conditionContext } from "../domain/build.js";
 import { type Job, storedJob } from "../domain/job.js";
@@ -103,7 +104,69 @@ export function createPipelineUpload(ctx: BuildsContext, reconcile: Reconcile, u
     if (record.notify?.length) await addUploadedNotify(ctx, uploader.buildId, record.id, record.notify);
   };
 
-  return async function upload(req: UploadRequest): Promise<number> {
+  /** An upload's id: the agent sends the same uuid when it retries. */
+  const uploadId = (buildId: string, uuid: string) => `${buildId}:${uuid}`;
+
+  /** Applies a planned upload (its plan stored), marks it applied and reconciles the build. Under the build's lock. */
+  const applyPlanned = async (record: UploadRecord, uploader: Job) => {
+    await apply(record, uploader);
+    await uploads.markApplied(record.id);
+    ctx.logger.info(
+      { jobId: uploader.id, buildId: uploader.buildId, uploadId: record.id, jobs: record.jobsAdded },
+      "pipeline uploaded",
+    );
+    await reconcile(uploader.buildId);
+  };
+
+  /**
+   * Takes a stored upload as far as it goes: plans a pending one from the build as it is now (a pipeline that cannot
+   * be used makes it rejected, saying why) and applies it. Safe to repeat, from any replica, after any crash.
+   */
+  const complete = (buildId: string, id: string): Promise<UploadRecord | null> =>
+    withLock(buildId, async () => {
+      const record = await uploads.find(id);
+      if (!record || record.state === "applied" || record.state === "rejected") return record;
+      const uploader = await repo.findJob(record.jobId);
+      if (!uploader) throw notFound("job");
+      let planned = record;
+      if (record.state === "pending") {
+        const request = record.request;
+        if (!request) throw new Error(`pipeline upload ${id} is pending without its request`);
+        try {
+          planned = await plan(uploader, { jobId: uploader.id, uuid: id, ...request }, id);
+        } catch (err) {
+          const error = ConnectError.from(err);
+          if (!REFUSALS.has(error.code)) throw err;
+          const message = `The pipeline could not be uploaded: ${describeFieldErrors(error)}`;
+          if (await uploads.markRejected(id, message)) return { ...record, state: "rejected", message };
+          return uploads.find(id);
+        }
+        if (!(await uploads.markPlanned(planned))) {
+          // Another replica planned it first: apply the plan it stored (applying is safe to repeat, planning twice
+          // would make two sets of jobs).
+          const stored = await uploads.find(id);
+          if (stored?.state !== "processing") return stored;
+          planned = stored;
+        }
+      }
+      await applyPlanned(planned, uploader);
+      return { ...planned, state: "applied", plan: null };
+    });
+
+  /** Uploads being completed in the background by this process, by id (one at a time each). */
+  const completing = new Map<string, Promise<unknown>>();
+  const completeInBackground = (buildId: string, id: string) => {
+    if (completing.has(id)) return;
+    const work = complete(buildId, id)
+      .catch((err: unknown) =>
+        ctx.logger.warn({ err, uploadId: id }, "pipeline upload not completed yet: taken up again when it is polled"),
+      )
+      .finally(() => completing.delete(id));
+    completing.set(id, work);
+  };
+
+  /** Checks what every upload must be, and finds the uploading job. */
+  const uploaderOf = async (req: UploadRequest): Promise<Job> => {
     const problems = [];
     if (req.uuid === "" || req.uuid.length > MAX_UUID_LENGTH)
       problems.push({ field: "uuid", code: `must be 1 to ${MAX_UUID_LENGTH} characters` });
@@ -112,10 +175,18 @@ export function createPipelineUpload(ctx: BuildsContext, reconcile: Reconcile, u
     if (problems.length > 0) throw invalidFields(problems);
     const found = req.jobId === "" ? null : await repo.findJob(req.jobId);
     if (!found) throw notFound("job");
-    return withLock(found.buildId, async () => {
-      const id = `${found.buildId}:${req.uuid}`;
+    return found;
+  };
+
+  /** Applied before it answers: the upload's jobs, or the 422 of a pipeline that cannot be used. */
+  async function uploadNow(req: UploadRequest): Promise<UploadStatus> {
+    const found = await uploaderOf(req);
+    const id = uploadId(found.buildId, req.uuid);
+    const done = await withLock(found.buildId, async () => {
       let record = await uploads.find(id);
-      if (record?.state === "applied") return record.jobsAdded;
+      if (record?.state === "applied" || record?.state === "rejected") return record;
+      // Sent asynchronously before, not yet planned: completed below like any pending upload.
+      if (record?.state === "pending") return null;
       const uploader = await repo.findJob(req.jobId);
       if (!uploader) throw notFound("job");
       if (!record) {
@@ -123,18 +194,97 @@ export function createPipelineUpload(ctx: BuildsContext, reconcile: Reconcile, u
         const planned = await plan(uploader, req, id);
         record = (await uploads.insert(planned)) ? planned : await uploads.find(id);
         if (!record) throw new Error(`pipeline upload ${id} vanished`);
-        if (record.state === "applied") return record.jobsAdded;
+        if (record.state !== "processing") return record;
       }
-      await apply(record, uploader);
-      await uploads.markApplied(id);
-      ctx.logger.info(
-        { jobId: uploader.id, buildId: uploader.buildId, uuid: req.uuid, jobs: record.jobsAdded },
-        "pipeline uploaded",
-      );
-      await reconcile(uploader.buildId);
-      return record.jobsAdded;
+      await applyPlanned(record, uploader);
+      return { ...record, state: "applied" as const };
     });
+    const record = done ?? (await complete(found.buildId, id));
+    if (!record) throw notFound("pipeline upload");
+    if (record.state === "rejected") throw failedPrecondition(record.message ?? "The pipeline could not be uploaded");
+    return statusOf(record);
+  }
+
+  /**
+   * Stored durably and answered at once (the agent's `?async=true`): the upload is planned and applied after the
+   * answer, and `status` says how it went. Nothing is checked against the build before the answer but that the job
+   * runs: a pipeline that cannot be used comes back as `rejected`, with the message the 422 would have had.
+   */
+  async function uploadLater(req: UploadRequest): Promise<UploadStatus> {
+    const found = await uploaderOf(req);
+    const id = uploadId(found.buildId, req.uuid);
+    const record = await withLock(found.buildId, async () => {
+      const known = await uploads.find(id);
+      if (known) return known;
+      const uploader = await repo.findJob(req.jobId);
+      if (!uploader) throw notFound("job");
+      if (uploader.state !== "running") throw failedPrecondition("Only a running job can upload steps");
+      const pending: UploadRecord = {
+        id,
+        buildId: found.buildId,
+        jobId: uploader.id,
+        state: "pending",
+        plan: null,
+        stepIds: [],
+        jobsAdded: 0,
+        createdAt: now(),
+        request: { pipeline: req.pipeline, replace: req.replace },
+      };
+      return (await uploads.insert(pending)) ? pending : await uploads.find(id);
+    });
+    if (!record) throw new Error(`pipeline upload ${id} vanished`);
+    if (record.state === "pending" || record.state === "processing") completeInBackground(found.buildId, id);
+    return statusOf(record);
+  }
+
+  return {
+    /** `buildkite-agent pipeline upload` (docs/compatibility.md#pipeline-upload): now, or stored and applied after. */
+    upload(req: UploadRequest & { asynchronous?: boolean }): Promise<UploadStatus> {
+      return req.asynchronous ? uploadLater(req) : uploadNow(req);
+    },
+
+    /** Where an upload stands. One not finished and not being completed here (a crash) is taken up again. */
+    async status(jobId: string, uuid: string): Promise<UploadStatus> {
+      const job = jobId === "" || uuid === "" ? null : await repo.findJob(jobId);
+      if (!job) throw notFound("job");
+      const id = uploadId(job.buildId, uuid);
+      const record = await uploads.find(id);
+      if (!record || record.jobId !== job.id) throw notFound("pipeline upload");
+      if (record.state === "pending" || record.state === "processing") completeInBackground(job.buildId, id);
+      return statusOf(record);
+    },
+
+    /**
+     * Completes the uploads a crash left unfinished (a supervised duty: an agent that stopped polling must not lose
+     * an upload it was told was accepted): those stored more than `olderThanMs` ago, at most `limit`, oldest first.
+     */
+    async completeUnfinished(olderThanMs = 30_000, limit = 100): Promise<number> {
+      const unfinished = await uploads.unfinished(new Date(now().getTime() - olderThanMs), limit);
+      for (const record of unfinished) {
+        try {
+          await complete(record.buildId, record.id);
+        } catch (err) {
+          // Left as it is: the agent's next poll, or the next start, takes it up again.
+          ctx.logger.warn({ err, uploadId: record.id }, "unfinished pipeline upload not completed");
+        }
+      }
+      return unfinished.length;
+    },
   };
 }
+
+/** What an upload has come to, as the RPC answers it. */
+export interface UploadStatus {
+  state: UploadRecord["state"];
+  jobsAdded: number;
+  message: string;
+}
+
+function statusOf(record: UploadRecord): UploadStatus {
+  return { state: record.state, jobsAdded: record.jobsAdded, message: record.message ?? "" };
+}
+
+/** The errors that mean the pipeline cannot be used (a rejection), not that something failed on the way. */
+const REFUSALS: ReadonlySet<Code> = new Set([Code.InvalidArgument, Code.FailedPrecondition, Code.NotFound]);
 
 export type PipelineUpload = ReturnType<typeof createPipelineUpload>;

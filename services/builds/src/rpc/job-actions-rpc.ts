@@ -1,17 +1,17 @@
 import type { ServiceImpl } from "@connectrpc/connect";
-import type { BuildsService } from "@conveyor/proto/builds";
+import { type BuildsService, PipelineUploadState } from "@conveyor/proto/builds";
 import { notFound } from "@conveyor/runtime";
 import type { BuildsContext } from "../builds-context.js";
 import { jobEnvironment } from "../domain/job-env.js";
 import type { JobRetries } from "../jobs/job-retries.js";
 import type { JobUnblock } from "../jobs/job-unblock.js";
-import type { PipelineUpload } from "../jobs/pipeline-upload.js";
+import type { PipelineUpload, UploadStatus } from "../jobs/pipeline-upload.js";
 import type { Reconcile } from "../lifecycle/reconcile.js";
 import { jobMessage, userSnapshot } from "./build-message.js";
 
 export type JobActionRpcs = Pick<
   ServiceImpl<typeof BuildsService>,
-  "retryJob" | "unblockJob" | "getJobEnv" | "uploadPipeline"
+  "retryJob" | "unblockJob" | "getJobEnv" | "uploadPipeline" | "getPipelineUpload"
 >;
 
 /** What people and running jobs do to jobs: retry, unblock, read the environment, upload more steps. */
@@ -50,13 +50,30 @@ export function createJobActionRpcs(
     },
 
     async uploadPipeline(req) {
-      const jobsAdded = await parts.upload({
+      const status = await parts.upload.upload({
         jobId: req.jobId,
         pipeline: req.pipeline,
         uuid: req.uuid,
         replace: req.replace,
+        asynchronous: req.asynchronous,
       });
-      return { jobsAdded };
+      return { jobsAdded: status.jobsAdded, status: uploadStatusMessage(status) };
+    },
+
+    async getPipelineUpload(req) {
+      return { status: uploadStatusMessage(await parts.upload.status(req.jobId, req.uuid)) };
     },
   };
+}
+
+const UPLOAD_STATES: Record<UploadStatus["state"], PipelineUploadState> = {
+  pending: PipelineUploadState.PENDING,
+  processing: PipelineUploadState.PROCESSING,
+  applied: PipelineUploadState.APPLIED,
+  rejected: PipelineUploadState.REJECTED,
+};
+
+/** An upload's status as the RPCs answer it. */
+function uploadStatusMessage(status: UploadStatus) {
+  return { state: UPLOAD_STATES[status.state], jobsAdded: status.jobsAdded, message: status.message };
 }

@@ -24,6 +24,40 @@ export function createMemoryPipelineUploadRepository(): PipelineUploadRepository
       const stored = records.get(id);
       if (stored) records.set(id, { ...stored, state: "applied", planJson: null });
     },
+    async markPlanned({ plan, id, stepIds, jobsAdded, notify }) {
+      const stored = records.get(id);
+      if (stored?.state !== "pending") return false;
+      const { request: _, ...rest } = stored;
+      records.set(
+        id,
+        asStored({
+          ...rest,
+          state: "processing" as const,
+          planJson: plan ? JSON.stringify(plan) : null,
+          stepIds,
+          jobsAdded,
+          ...(notify ? { notify } : {}),
+        }),
+      );
+      return true;
+    },
+    async markRejected(id, message) {
+      const stored = records.get(id);
+      if (stored?.state !== "pending") return false;
+      const { request: _, ...rest } = stored;
+      records.set(id, { ...rest, state: "rejected", message });
+      return true;
+    },
+    async unfinished(before, limit) {
+      return [...records.values()]
+        .filter((r) => (r.state === "pending" || r.state === "processing") && r.createdAt < before)
+        .sort((a, b) => a.createdAt.getTime() - b.createdAt.getTime())
+        .slice(0, limit)
+        .map(({ planJson, ...rest }) => ({
+          ...asStored(rest),
+          plan: planJson ? (JSON.parse(planJson) as UploadPlan) : null,
+        }));
+    },
     async removeOfBuilds(buildIds) {
       for (const [id, record] of records) if (buildIds.includes(record.buildId)) records.delete(id);
     },

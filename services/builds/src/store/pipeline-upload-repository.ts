@@ -9,13 +9,21 @@ export interface UploadRecord {
   id: string;
   buildId: string;
   jobId: string;
-  state: "processing" | "applied";
+  /**
+   * pending: stored as sent (an asynchronous upload), not yet planned; processing: planned, being applied; applied;
+   * rejected: the pipeline could not be used (`message` says why).
+   */
+  state: "pending" | "processing" | "applied" | "rejected";
   /** What the upload changes, kept until it is applied so that a replay after a crash applies the same. */
   plan: UploadPlan | null;
   /** The step id of each of the plan's jobs (parallel jobs of a step share one). */
   stepIds: string[];
   jobsAdded: number;
   createdAt: Date;
+  /** A pending upload's request, kept until it is planned. */
+  request?: { pipeline: string; replace: boolean };
+  /** Why a rejected upload was refused. */
+  message?: string;
   /** The uploaded pipeline's build-level `notify:`, added to the build when the plan is applied; absent when none. */
   notify?: NotifyRule[];
 }
@@ -27,6 +35,12 @@ export interface PipelineUploadRepository {
   insert(record: UploadRecord): Promise<boolean>;
   /** Marks an upload applied and drops its plan. */
   markApplied(id: string): Promise<void>;
+  /** Stores the plan of a pending upload (it becomes processing) and drops its request; false if it was not pending. */
+  markPlanned(record: UploadRecord): Promise<boolean>;
+  /** Marks a pending upload rejected, saying why, and drops its request; false if it was not pending. */
+  markRejected(id: string, message: string): Promise<boolean>;
+  /** Uploads neither applied nor rejected, stored before `before` (a crash interrupted them), oldest first. */
+  unfinished(before: Date, limit: number): Promise<UploadRecord[]>;
   /** Removes the upload records of these builds (their pipeline was deleted). */
   removeOfBuilds(buildIds: readonly string[]): Promise<void>;
 }
@@ -52,12 +66,46 @@ function parsePlan(json: string): UploadPlan {
 export async function createMongoPipelineUploadRepository(db: Db): Promise<PipelineUploadRepository> {
   const uploads: Collection<UploadDoc> = db.collection("pipeline_uploads");
   await uploads.createIndex({ buildId: 1 }, { name: "build_uploads" });
+  await uploads.createIndex({ state: 1, createdAt: 1 }, { name: "state_age" });
+  const record = (doc: UploadDoc): UploadRecord => {
+    const { _id, planJson, ...rest } = doc;
+    return { ...rest, id: _id, plan: planJson ? parsePlan(planJson) : null };
+  };
   return {
     async find(id) {
       const doc = await uploads.findOne({ _id: id });
-      if (!doc) return null;
-      const { _id, planJson, ...rest } = doc;
-      return { ...rest, id: _id, plan: planJson ? parsePlan(planJson) : null };
+      return doc ? record(doc) : null;
+    },
+    async markPlanned(planned) {
+      const res = await uploads.updateOne(
+        { _id: planned.id, state: "pending" },
+        {
+          $set: {
+            state: "processing",
+            planJson: planned.plan ? JSON.stringify(planned.plan) : null,
+            stepIds: planned.stepIds,
+            jobsAdded: planned.jobsAdded,
+            ...(planned.notify ? { notify: planned.notify } : {}),
+          },
+          $unset: { request: "" },
+        },
+      );
+      return res.modifiedCount === 1;
+    },
+    async markRejected(id, message) {
+      const res = await uploads.updateOne(
+        { _id: id, state: "pending" },
+        { $set: { state: "rejected", message }, $unset: { request: "" } },
+      );
+      return res.modifiedCount === 1;
+    },
+    async unfinished(before, limit) {
+      const docs = await uploads
+        .find({ state: { $in: ["pending", "processing"] }, createdAt: { $lt: before } })
+        .sort({ state: 1, createdAt: 1 })
+        .limit(limit)
+        .toArray();
+      return docs.map(record).sort((a, b) => a.createdAt.getTime() - b.createdAt.getTime());
     },
     async insert(record) {
       const { id, plan, ...rest } = record;

@@ -1,7 +1,13 @@
 import { create } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { type AuthenticateAgentCredentialResponse, CredentialKind } from "@conveyor/proto/agents";
-import { JobSchema, type UploadPipelineRequest } from "@conveyor/proto/builds";
+import {
+  type GetPipelineUploadRequest,
+  JobSchema,
+  PipelineUploadState,
+  type PipelineUploadStatus,
+  type UploadPipelineRequest,
+} from "@conveyor/proto/builds";
 import { invalidFields } from "@conveyor/runtime";
 import type { FastifyInstance } from "fastify";
 import { buildTestApp, makeOrg } from "../testing/test-app.js";
@@ -28,6 +34,11 @@ const credentials: Record<string, Credential> = {
 /** What the fake builds service does with the next upload. */
 let answer: (req: UploadPipelineRequest) => { jobsAdded: number } = () => ({ jobsAdded: 1 });
 const uploads: UploadPipelineRequest[] = [];
+/** What the fake builds service says of an upload's status. */
+let statusOf: (req: GetPipelineUploadRequest) => Partial<PipelineUploadStatus> = () => ({
+  state: PipelineUploadState.APPLIED,
+  jobsAdded: 1,
+});
 
 let app: FastifyInstance;
 beforeAll(async () => {
@@ -50,6 +61,9 @@ beforeAll(async () => {
           uploads.push(req);
           return answer(req);
         },
+        getPipelineUpload(req) {
+          return { status: { state: PipelineUploadState.UNSPECIFIED, jobsAdded: 0, message: "", ...statusOf(req) } };
+        },
       },
     },
   ));
@@ -60,10 +74,10 @@ beforeEach(() => {
   answer = () => ({ jobsAdded: 1 });
 });
 
-const upload = (payload: unknown, secret = "bkaj_job", jobId = JOB) =>
+const upload = (payload: unknown, secret = "bkaj_job", jobId = JOB, query = "") =>
   app.inject({
     method: "POST",
-    url: `/v3/jobs/${jobId}/pipelines`,
+    url: `/v3/jobs/${jobId}/pipelines${query}`,
     headers: { authorization: `Token ${secret}`, "content-type": "application/json" },
     payload: typeof payload === "string" ? payload : JSON.stringify(payload),
   });
@@ -186,5 +200,61 @@ describe("POST /v3/jobs/{id}/pipelines", () => {
     const res = await upload({ uuid: UUID, pipeline: STEPS });
     expect(res.statusCode).toBe(422);
     expect(res.json()).toEqual({ message: "Only a running job can upload steps" });
+  });
+});
+
+describe("asynchronous upload: POST /v3/jobs/{id}/pipelines?async=true, then GET …/pipelines/{uuid}", () => {
+  const poll = (uuid = UUID, secret = "bkaj_job", jobId = JOB) =>
+    app.inject({
+      method: "GET",
+      url: `/v3/jobs/${jobId}/pipelines/${uuid}`,
+      headers: { authorization: `Token ${secret}` },
+    });
+
+  it("answers 202 with the Location the agent polls and when to poll, having asked for an asynchronous upload", async () => {
+    const res = await upload({ uuid: UUID, pipeline: STEPS }, "bkaj_job", JOB, "?async=true");
+    expect(res.statusCode).toBe(202);
+    expect(res.headers.location).toBe(`/v3/jobs/${JOB}/pipelines/${UUID}`);
+    // The agent's own pattern for it: jobs/(?P<jobID>[^/]+)/pipelines/(?P<uploadUUID>[^/]+)
+    expect(String(res.headers.location)).toMatch(new RegExp(`jobs/${JOB}/pipelines/${UUID}$`));
+    expect(res.headers["retry-after"]).toBe("1");
+    expect(uploads[0]).toMatchObject({ jobId: JOB, uuid: UUID, asynchronous: true });
+  });
+
+  it("uploads synchronously without async, and with async=false", async () => {
+    expect((await upload({ uuid: UUID, pipeline: STEPS }, "bkaj_job", JOB, "?async=false")).statusCode).toBe(201);
+    expect(uploads[0]?.asynchronous).toBe(false);
+  });
+
+  it.each([
+    [PipelineUploadState.PENDING, "pending", "1"],
+    [PipelineUploadState.PROCESSING, "processing", "1"],
+    [PipelineUploadState.APPLIED, "applied", undefined],
+  ])("answers the state the agent reads (%s → %s)", async (state, name, retryAfter) => {
+    statusOf = () => ({ state });
+    const res = await poll();
+    expect(res.statusCode).toBe(200);
+    expect(res.json()).toEqual({ state: name, message: "" });
+    expect(res.headers["retry-after"]).toBe(retryAfter);
+  });
+
+  it("answers rejected with the reason, which the agent prints before it stops", async () => {
+    statusOf = () => ({ state: PipelineUploadState.REJECTED, message: "The pipeline could not be uploaded: x" });
+    expect((await poll()).json()).toEqual({ state: "rejected", message: "The pipeline could not be uploaded: x" });
+  });
+
+  it("asks about the job the token holds only: 404 for another job, 401 without a job's or agent's token", async () => {
+    const asked: string[] = [];
+    statusOf = (req) => {
+      asked.push(req.jobId);
+      return { state: PipelineUploadState.APPLIED };
+    };
+    expect((await poll(UUID, "bkaj_other")).statusCode).toBe(404);
+    expect((await poll(UUID, "bkat_reg")).statusCode).toBe(401);
+    expect((await poll(UUID, "bkaa_agent")).statusCode).toBe(200);
+    expect(asked).toEqual([JOB]);
+    // A uuid no upload can have names nothing.
+    expect((await poll("u".repeat(65))).statusCode).toBe(404);
+    expect(asked).toEqual([JOB]);
   });
 });
