@@ -126,14 +126,19 @@ describe("signed pipelines with the real agent", () => {
     expect(started.status).toBe(201);
     const number = started.body.number as number;
 
+    let seen: Json;
     const build = await eventually(
       "the build to finish",
       async () => {
-        const b = (await send("GET", `${base}/pipelines/${slug}/builds/${number}`, org.secret)).body as Json;
-        return b.finished_at ? b : undefined;
+        seen = (await send("GET", `${base}/pipelines/${slug}/builds/${number}`, org.secret)).body as Json;
+        return seen.finished_at ? seen : undefined;
       },
       180_000,
-    );
+    ).catch((err: Error) => {
+      // Say where it stopped: which jobs were in which state.
+      const jobs = ((seen?.jobs ?? []) as Json[]).map((j) => `${j.step_key ?? j.label}:${j.state}`).join(", ");
+      throw new Error(`${err.message}; the build is ${seen?.state}, its jobs ${jobs}`);
+    });
     const byKey = (key: string) => (build.jobs as Json[]).filter((j) => j.step_key === key);
     const log = async (job: Json) =>
       (
