@@ -395,7 +395,10 @@ describe("the build lifecycle on real agents", () => {
     expect(build.jobs).toHaveLength(1);
     expect(build.jobs[0]).toMatchObject({ state: "failed" });
     expect(build.jobs[0].exit_status).not.toBe(0);
-    expect(log).toContain("422");
+    // The agent uploads asynchronously and polls: the refusal arrives as the upload's `rejected` state, which it
+    // prints with the message and does not retry.
+    expect(log).toContain("pipeline upload rejected: The pipeline could not be uploaded:");
+    expect(log).toContain("Unrecoverable error, skipping retries");
     expect(log).toContain('timeout_in_minutes must be a positive integer, got "soon"');
     expect(log).toContain("parallelism must be an integer from 1 to 500, got 0");
   });
