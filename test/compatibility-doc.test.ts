@@ -60,7 +60,9 @@ describe("docs/compatibility.md against the gateway", () => {
 
   it("says not yet or refused only of operations that are not served and answer 404", async () => {
     const unserved = rows.filter((r) => !isServed(r.status));
-    expect(unserved.length).toBeGreaterThan(20);
+    // Few are left now that clusters, queues, secrets, OIDC and asynchronous uploads are served; the probe below
+    // must still have some to try, or it proves nothing.
+    expect(unserved.length).toBeGreaterThan(3);
     expect(unserved.filter((r) => served.has(r.key)).map((r) => `line ${r.line}: ${r.key}`)).toEqual([]);
     const wrong: string[] = [];
     for (const row of unserved) {
