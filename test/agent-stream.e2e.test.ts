@@ -64,11 +64,20 @@ let pipelineSlug: string;
 
 /** Creates a one-step build and waits for it to pass; returns how long its job waited to start once runnable. */
 async function buildAndWait(): Promise<number> {
-  const created = await rest("POST", `/pipelines/${pipelineSlug}/builds`, {
-    commit: "HEAD",
-    branch: "main",
-    message: "stream",
-  });
+  // A create cut by a gateway's kill (its connection was to the killed replica) is tried again.
+  let created: Awaited<ReturnType<typeof rest>> | undefined;
+  for (let attempt = 0; !created; attempt++) {
+    try {
+      created = await rest("POST", `/pipelines/${pipelineSlug}/builds`, {
+        commit: "HEAD",
+        branch: "main",
+        message: "stream",
+      });
+    } catch (err) {
+      if (attempt >= 10) throw err;
+      await sleep(500);
+    }
+  }
   expect(created.status).toBe(201);
   const build = await eventually(
     `build ${created.body.number} passes`,
