@@ -227,6 +227,16 @@ const rows: Row[] = [
   },
   {
     kind: "command",
+    attribute: "signature",
+    effect: "job.step.signed: the step exactly as uploaded, which the agent verifies (build-message signedStepJson)",
+    check: () => {
+      const signature = { algorithm: "EdDSA", signed_fields: ["command"], value: "eyJhbGciOiJFZERTQSJ9..c2ln" };
+      const step = stored(plan(one(`${CMD}\nsignature: ${JSON.stringify(signature)}`))).step;
+      expect(step.type === "script" && step.signed).toEqual({ signature, step: { command: "x", signature } });
+    },
+  },
+  {
+    kind: "command",
     attribute: "soft_fail",
     effect: "job.softFail: a failure with those statuses is soft",
     check: () => expect(job(plan(one(`${CMD}\nsoft_fail: [{exit_status: 2}]`))).softFail).toEqual([2]),
