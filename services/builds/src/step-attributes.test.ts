@@ -260,7 +260,7 @@ const rows: Row[] = [
         JSON.parse(
           jobEnvironment(aBuild(), stored(plan(one(`${CMD}\nplugins: ["docker#v5.0.0"]`)))).BUILDKITE_PLUGINS ?? "",
         ),
-      ).toEqual([{ "docker#v5.0.0": null }]),
+      ).toEqual([{ "github.com/buildkite-plugins/docker-buildkite-plugin#v5.0.0": null }]),
   },
   {
     kind: "command",

@@ -147,7 +147,7 @@ describe("jobEnvironment", () => {
       BUILDKITE_PULL_REQUEST_LABELS: "bug,ui",
       BUILDKITE_PULL_REQUEST_DRAFT: "true",
       BUILDKITE_CLEAN_CHECKOUT: "true",
-      BUILDKITE_PLUGINS: '[{"docker#v5":{"image":"node"}}]',
+      BUILDKITE_PLUGINS: '[{"github.com/buildkite-plugins/docker-buildkite-plugin#v5":{"image":"node"}}]',
     });
   });
 

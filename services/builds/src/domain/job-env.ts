@@ -4,6 +4,7 @@
  */
 import type { Build } from "./build.js";
 import type { Job } from "./job.js";
+import { pluginsEnvironment } from "./plugins-env.js";
 
 /**
  * Every variable of a job's environment, all strings. The user's env is laid down first (pipeline < YAML top-level
@@ -101,6 +102,5 @@ export function sshHost(repository: string): string | null {
 }
 
 function pluginsOf(job: Job): string | null {
-  if (job.step.type !== "script" || !job.step.plugins || job.step.plugins.length === 0) return null;
-  return JSON.stringify(job.step.plugins);
+  return job.step.type === "script" ? pluginsEnvironment(job.step.plugins) : null;
 }
