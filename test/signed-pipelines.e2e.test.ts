@@ -1,7 +1,7 @@
 import { execFileSync } from "node:child_process";
-import { mkdtempSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { Role } from "@conveyor/proto/identity";
 import { exportJWK, generateKeyPair } from "jose";
 import { parse } from "yaml";
@@ -11,7 +11,10 @@ import { agents, arrangeCluster, arrangeOrgUser, send, stack, unique } from "./s
 // Signed pipelines (docs/security.md#signed-pipelines) with the real agent: `pipeline upload --jwks-file` signs the
 // steps, the server keeps them verbatim and gives each job its `step` and `matrix_permutation`, and an agent started
 // with `--verification-jwks-file` runs the signed jobs and refuses (exit -1, signal_reason signature_rejected) a step
-// whose command was changed after signing (its signature copied onto another command) and a step with none.
+// whose command was changed after signing (its signature copied onto another command) and a step with none. Steps
+// with plugins (vendored in the repository, so no network) and step env run too: the agent compares the signed
+// plugins with the job's BUILDKITE_PLUGINS and the signed env with the job's env; a plugin's settings changed after
+// signing are refused like a changed command.
 
 jest.setTimeout(300_000);
 
@@ -46,7 +49,21 @@ beforeAll(async () => {
   // this repository (the signature covers the repository's URL).
   repository = localRepository({ "README.md": "# signed\n" });
   const original = join(dir, "original.yml");
-  writeFileSync(original, "steps:\n  - key: tampered\n    command: echo original\n    agents: {queue: verify}\n");
+  writeFileSync(
+    original,
+    [
+      "steps:",
+      "  - key: tampered",
+      "    command: echo original",
+      "    agents: {queue: verify}",
+      "  - key: tampered-plugin",
+      "    command: echo plugin-step-ran",
+      "    plugins:",
+      "      - ./.buildkite/plugins/hello: {greeting: original}",
+      "    agents: {queue: verify}",
+      "",
+    ].join("\n"),
+  );
   const signed = parse(
     execFileSync(
       stack.agentBin,
@@ -55,6 +72,7 @@ beforeAll(async () => {
     ),
   ) as Json;
   expect(signed.steps[0].signature.signed_fields).toContain("command");
+  expect(signed.steps[1].signature.signed_fields).toContain("plugins");
   commit(repository, {
     "signed.yml": [
       "steps:",
@@ -62,13 +80,34 @@ beforeAll(async () => {
       "    command: echo signed-ran $$GREETING",
       "    env: {GREETING: hello}",
       "    agents: {queue: verify}",
+      "  - key: signed-plugins",
+      "    command: echo plugin-step-ran",
+      "    env: {STEP_VAR: from-step}",
+      "    plugins:",
+      "      - ./.buildkite/plugins/hello: {greeting: hi}",
+      "      - ./.buildkite/plugins/bare",
+      "    agents: {queue: verify}",
+      "  - key: signed-plugins-map",
+      "    command: echo plugin-step-ran",
+      "    plugins:",
+      "      ./.buildkite/plugins/hello: {greeting: mapped}",
+      "    agents: {queue: verify}",
       "  - key: signed-matrix",
       '    command: echo "matrix {{matrix}}"',
       "    matrix: [a, b]",
       "    agents: {queue: verify}",
       "",
     ].join("\n"),
-    "tampered.json": JSON.stringify({ steps: [{ ...signed.steps[0], command: "echo tampered" }] }),
+    "tampered.json": JSON.stringify({
+      steps: [
+        { ...signed.steps[0], command: "echo tampered" },
+        { ...signed.steps[1], plugins: [{ "./.buildkite/plugins/hello": { greeting: "tampered" } }] },
+      ],
+    }),
+    // Vendored plugins: the agent runs their hooks from the checkout (a source starting with `.`).
+    ".buildkite/plugins/hello/hooks/pre-command":
+      '#!/bin/bash\necho "hello-plugin greeting=$BUILDKITE_PLUGIN_HELLO_GREETING step-var=$STEP_VAR"\n',
+    ".buildkite/plugins/bare/hooks/pre-command": '#!/bin/bash\necho "bare-plugin-ran"\n',
     "unsigned.yml": "steps:\n  - key: unsigned\n    command: echo unsigned-ran\n    agents: {queue: verify}\n",
   });
 
@@ -82,7 +121,10 @@ afterAll(stopAllAgents);
 
 /** Commits `files` on top of the repository at `dir` (its URL, which signatures cover, unchanged). */
 function commit(dir: string, files: Record<string, string>): void {
-  for (const [path, content] of Object.entries(files)) writeFileSync(join(dir, path), content);
+  for (const [path, content] of Object.entries(files)) {
+    mkdirSync(dirname(join(dir, path)), { recursive: true });
+    writeFileSync(join(dir, path), content, { mode: path.includes("/hooks/") ? 0o755 : 0o644 });
+  }
   const git = (...args: string[]) =>
     execFileSync("git", args, {
       cwd: dir,
@@ -152,6 +194,17 @@ describe("signed pipelines with the real agent", () => {
     expect(signedJob.step.signature).toMatchObject({ algorithm: "EdDSA", value: expect.stringMatching(/^eyJ/) });
     expect(await log(signedJob)).toContain("signed-ran hello");
 
+    const [pluginJob] = byKey("signed-plugins");
+    expect(pluginJob).toMatchObject({ state: "passed", exit_status: 0 });
+    expect(pluginJob.step.signature.signed_fields).toEqual(expect.arrayContaining(["command", "env", "plugins"]));
+    const pluginLog = await log(pluginJob);
+    expect(pluginLog).toContain("hello-plugin greeting=hi step-var=from-step");
+    expect(pluginLog).toContain("bare-plugin-ran");
+    expect(pluginLog).toContain("plugin-step-ran");
+    const [mapJob] = byKey("signed-plugins-map");
+    expect(mapJob).toMatchObject({ state: "passed", exit_status: 0 });
+    expect(await log(mapJob)).toContain("hello-plugin greeting=mapped");
+
     const matrix = byKey("signed-matrix");
     expect(matrix.map((j) => [j.state, j.command])).toEqual([
       ["passed", 'echo "matrix a"'],
@@ -159,14 +212,14 @@ describe("signed pipelines with the real agent", () => {
     ]);
     expect(await log(matrix[1])).toContain("matrix b");
 
-    for (const key of ["tampered", "unsigned"]) {
+    for (const key of ["tampered", "tampered-plugin", "unsigned"]) {
       const [job] = byKey(key);
       expect({ key, exit_status: job.exit_status, signal_reason: job.signal_reason }).toEqual({
         key,
         exit_status: -1,
         signal_reason: "signature_rejected",
       });
-      expect(await log(job)).not.toMatch(/tampered|unsigned-ran/);
+      expect(await log(job)).not.toMatch(/tampered|unsigned-ran|plugin-step-ran|hello-plugin/);
     }
     expect(build.state).toBe("failed");
   });
