@@ -166,5 +166,8 @@ describe("a paused queue with the real agent", () => {
     const job = (await send("GET", buildPath, org.secret)).body.jobs[0];
     expect(job.agent.name).toBe(agent.name);
     expect(new Date(job.started_at).getTime() - resumedAt).toBeLessThan(15_000);
+    // The job names the queue object it was dispatched through.
+    expect(job.cluster_queue_id).toBe(queue.body.id);
+    expect(job.cluster_queue_url).toMatch(new RegExp(`/clusters/${cluster}/queues/${queue.body.id}$`));
   });
 });

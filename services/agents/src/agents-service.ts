@@ -66,6 +66,11 @@ export function createAgentsDomain(deps: AgentsServiceDeps) {
     dispatchPaused: async (agent) =>
       agent.clusterId !== null &&
       dispatchPausedFor(agent.queue, await queueDirectory.pausedKeys(agent.organizationId, agent.clusterId)),
+    queueIdOf: async (agent) =>
+      agent.clusterId === null
+        ? ""
+        : ((await queueDirectory.queuesOf(agent.organizationId, agent.clusterId)).find((q) => q.key === agent.queue)
+            ?._id ?? ""),
   });
   // The lifecycle and liveness need each other (a sweep marks agents lost through the lifecycle); markLost is
   // resolved once both exist.

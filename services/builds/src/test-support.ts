@@ -90,6 +90,7 @@ export function aJob(overrides: Partial<Job> = {}): Job {
     buildNumber: 1,
     stepId: "s-1",
     clusterId: null,
+    clusterQueueId: null,
     agent: null,
     signal: null,
     signalReason: null,

@@ -36,6 +36,8 @@ export interface JobHandoffDeps {
   now: () => Date;
   /** Whether the agent's cluster queue has its dispatch paused (it is then offered nothing); never when absent. */
   dispatchPaused?: (agent: AgentDoc) => Promise<boolean>;
+  /** The id of the agent's cluster queue object (its cluster and queue key); "" when there is none. */
+  queueIdOf?: (agent: AgentDoc) => Promise<string>;
 }
 
 /** States of a job waiting for what comes before it: an acquire of one is answered `locked`. */
@@ -162,10 +164,12 @@ export function createJobHandoff(deps: JobHandoffDeps) {
         tags: parseTags(agent.metaData),
         dispatchPaused: (await deps.dispatchPaused?.(agent)) ?? false,
       };
+      let clusterQueueId: string | undefined;
       for (const candidate of hints.candidates(asking, CANDIDATES_PER_PING)) {
         hints.remove(candidate.id);
+        clusterQueueId ??= (await deps.queueIdOf?.(agent)) ?? "";
         try {
-          await builds.assignJob({ jobId: candidate.id, agent: jobAgentMessage(agent) });
+          await builds.assignJob({ jobId: candidate.id, agent: jobAgentMessage(agent), clusterQueueId });
         } catch (err) {
           if (refused(err)) continue;
           throw err;
@@ -214,7 +218,8 @@ export function createJobHandoff(deps: JobHandoffDeps) {
         throw failedPrecondition(`The job is ${job.state}: only a scheduled job can be acquired`);
       if (!rulesMatch(job.agentQueryRules, parseTags(agent.metaData)))
         throw failedPrecondition("The agent's tags do not match the job's agent rules");
-      await builds.assignJob({ jobId, agent: jobAgentMessage(agent) });
+      const clusterQueueId = (await deps.queueIdOf?.(agent)) ?? "";
+      await builds.assignJob({ jobId, agent: jobAgentMessage(agent), clusterQueueId });
       hints.remove(jobId);
       const holding = await directory.update(
         agent,

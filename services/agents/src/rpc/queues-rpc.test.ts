@@ -105,6 +105,17 @@ describe("cluster queues", () => {
     expect(resumed?.dispatchPausedAt).toBeUndefined();
     expect((await s.client.pingAgent({ agentId: a.id })).jobId).toBe(jobId);
     expect((await failure(s.client.resumeClusterQueue({ ...where, id }))).code).toBe(Code.FailedPrecondition);
+    // Each job records the queue object it was dispatched through (REST's cluster_queue_id).
+    expect((await s.builds.job(jobId)).clusterQueueId).toBe(id);
+    expect((await s.builds.job(defaultJob)).clusterQueueId).not.toBe(id);
+  });
+
+  it("records no queue on a job dispatched in a cluster without that queue object", async () => {
+    const s = await setup();
+    const a = await s.agent({});
+    const jobId = await s.job({});
+    expect((await s.client.pingAgent({ agentId: a.id })).jobId).toBe(jobId);
+    expect((await s.builds.job(jobId)).clusterQueueId).toBeNull();
   });
 
   it("a pause made on one process stops dispatch on another within the queue cache's lifetime", async () => {

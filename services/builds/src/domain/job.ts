@@ -72,6 +72,11 @@ export interface Job extends PlannedJob {
   stepId: string;
   /** The cluster of the pipeline when the job was created; null for an unclustered pipeline. */
   clusterId: string | null;
+  /**
+   * The cluster queue the job was dispatched through (the object of its cluster and queue key), set when it is
+   * assigned; null before, and when its cluster has no such queue object.
+   */
+  clusterQueueId: string | null;
   agent: AgentSnapshot | null;
   /** How the process ended, as the agent reported it. */
   signal: string | null;
@@ -143,6 +148,7 @@ export function storedJob(p: PlannedJob, place: JobPlace, at: Date): Job {
     ...place,
     allowFailureOf: p.allowFailureOf ?? [],
     agent: null,
+    clusterQueueId: null,
     signal: null,
     signalReason: null,
     headerTimes: {},

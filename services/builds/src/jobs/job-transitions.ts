@@ -31,6 +31,8 @@ export interface TransitionOptions {
   at?: Date;
   /** For assign: the agent taking the job. */
   agent?: AgentSnapshot;
+  /** For assign: the cluster queue it is dispatched through, when its cluster has that queue object. */
+  clusterQueueId?: string;
   /** The event applies only while the job is held by this agent. */
   agentId?: string;
   /** For finish: how the process ended. */
@@ -98,7 +100,11 @@ export function createJobTransitions(ctx: BuildsContext, reconcile: Reconcile, r
         // set when it starts.
         if (event.type === "start" && job.timeoutInMinutes !== null)
           update.deadlineAt = new Date(at.getTime() + job.timeoutInMinutes * 60_000);
-        if (event.type === "assign") update.agent = opts.agent ?? null;
+        if (event.type === "assign") {
+          update.agent = opts.agent ?? null;
+          // Kept once known: the job was dispatched through that queue (an unassign does not change its queue).
+          if (opts.clusterQueueId) update.clusterQueueId = opts.clusterQueueId;
+        }
         if (event.type === "unassign") Object.assign(update, { agent: null, assignedAt: null });
         if (event.type === "finish") {
           update.signal = opts.signal || null;
@@ -123,7 +129,8 @@ export function createJobTransitions(ctx: BuildsContext, reconcile: Reconcile, r
     apply,
 
     /** Gives a scheduled job to an agent; FailedPrecondition when it is no longer scheduled. */
-    assign: (jobId: string, agent: AgentSnapshot) => apply(jobId, { type: "assign" }, { agent }),
+    assign: (jobId: string, agent: AgentSnapshot, clusterQueueId = "") =>
+      apply(jobId, { type: "assign" }, { agent, ...(clusterQueueId ? { clusterQueueId } : {}) }),
 
     /**
      * The agent a job is assigned to accepts it: the job with the environment it runs with. Accepting again a job

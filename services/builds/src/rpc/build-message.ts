@@ -69,6 +69,7 @@ export function jobMessage(j: Job): MessageInitShape<typeof JobSchema> {
     label: j.label,
     stepKey: j.stepKey ?? "",
     clusterId: j.clusterId ?? "",
+    clusterQueueId: j.clusterQueueId ?? "",
     queue: j.queue ?? "",
     stepId: j.stepId,
     stepPosition: j.stepPosition,

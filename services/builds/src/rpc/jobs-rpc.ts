@@ -113,7 +113,7 @@ export function createJobRpcs(
     async assignJob(req) {
       const agent = agentSnapshot(req.agent);
       if (!agent) throw invalidFields([{ field: "agent", code: "is required" }]);
-      const { job } = await transitions.assign(req.jobId, agent);
+      const { job } = await transitions.assign(req.jobId, agent, req.clusterQueueId);
       return { job: jobMessage(job) };
     },
 

@@ -42,6 +42,7 @@ type LaterJobFields =
   | "triggeredBuild"
   | "unblockFields"
   | "clusterId"
+  | "clusterQueueId"
   | "stepUpdateIds";
 
 /**
@@ -163,6 +164,7 @@ export function fromJobDoc(d: JobDoc): Job {
     stepUpdateIds: d.stepUpdateIds ?? [],
     agent: d.agent ? { ...d.agent, metaData: d.agent.metaData ?? [] } : null,
     clusterId: d.clusterId ?? null,
+    clusterQueueId: d.clusterQueueId ?? null,
   };
 }
 

@@ -35,6 +35,7 @@ export type JobUpdate = Partial<
     | "exitStatus"
     | "softFailed"
     | "agent"
+    | "clusterQueueId"
     | "signal"
     | "signalReason"
     | "scheduledAt"
