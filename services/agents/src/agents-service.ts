@@ -1,7 +1,7 @@
 import type { ServiceImpl } from "@connectrpc/connect";
-import type { AgentsService } from "@conveyor/proto/agents";
+import { AgentChangedSchema, type AgentsService } from "@conveyor/proto/agents";
 import type { Job } from "@conveyor/proto/builds";
-import type { EventPublisher, Logger } from "@conveyor/runtime";
+import { type EventPublisher, type Logger, SUBJECTS } from "@conveyor/runtime";
 import type { AgentsConfig } from "./config.js";
 import { createDispatchHints } from "./dispatch/dispatch-hints.js";
 import { createHintsRefresh } from "./dispatch/hints-refresh.js";
@@ -13,6 +13,7 @@ import { createAgentPausing } from "./lifecycle/agent-pausing.js";
 import { createLiveness } from "./lifecycle/liveness.js";
 import { createMetrics } from "./metrics/metrics.js";
 import { createQueueDirectory } from "./queues/queue-directory.js";
+import { agentMessage } from "./rpc/agent-message.js";
 import { createAgentRpcs } from "./rpc/agents-rpc.js";
 import { createClusterAdminRpcs } from "./rpc/cluster-admin-rpc.js";
 import { createClusterRpcs } from "./rpc/clusters-rpc.js";
@@ -109,6 +110,17 @@ export function createAgentsDomain(deps: AgentsServiceDeps) {
       agents: deps.agents,
       directory: queueDirectory,
       now,
+      // A streaming agent is not pinging: its gateway asks for it when told the agent changed (docs/compatibility.md
+      // #streaming-pings). Bounded: past it, the streams' own recheck finds them within seconds.
+      resumed: async (queue) => {
+        const idle = await deps.agents.idleAgentsOfQueue(queue.organizationId, queue.clusterId, queue.key, 1_000);
+        for (const agent of idle) {
+          await events.publish(SUBJECTS.agents.agentChanged, AgentChangedSchema, {
+            agent: agentMessage(agent),
+            previousState: agent.connectionState,
+          });
+        }
+      },
     }),
     ...createClusterAdminRpcs({
       clusters: deps.clusters,

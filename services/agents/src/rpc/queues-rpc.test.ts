@@ -1,7 +1,7 @@
 // Clusters' queues over the agents service run whole in memory (test-support.ts): their rules, and pause and resume
 // really stopping and restarting dispatch to the queue's agents.
 import { Code, type ConnectError } from "@connectrpc/connect";
-import { fieldErrorsOf, newId } from "@conveyor/runtime";
+import { fieldErrorsOf, newId, SUBJECTS } from "@conveyor/runtime";
 import { failure, setup } from "../test-support.js";
 
 const fieldErrors = (f: { err?: ConnectError }) => (f.err ? fieldErrorsOf(f.err) : []);
@@ -100,7 +100,10 @@ describe("cluster queues", () => {
     // Another queue's agents go on taking their own jobs.
     expect((await s.client.pingAgent({ agentId: other.id })).jobId).toBe(defaultJob);
 
+    const told = s.events.agentsOn(SUBJECTS.agents.agentChanged).length;
     const resumed = (await s.client.resumeClusterQueue({ ...where, id })).queue;
+    // Its idle agents are told, so that a streaming one (which does not ping) asks for the job at once.
+    expect(s.events.agentsOn(SUBJECTS.agents.agentChanged).slice(told)).toEqual([a.id]);
     expect(resumed).toMatchObject({ dispatchPaused: false, dispatchPausedNote: "" });
     expect(resumed?.dispatchPausedAt).toBeUndefined();
     expect((await s.client.pingAgent({ agentId: a.id })).jobId).toBe(jobId);

@@ -21,6 +21,8 @@ export interface QueueRpcsDeps {
   agents: Pick<AgentRepository, "countAgents">;
   directory: QueueDirectory;
   now: () => Date;
+  /** Called once a queue's dispatch resumed (its idle agents are told, so streaming ones ask at once). */
+  resumed?: (queue: QueueDoc) => Promise<void>;
 }
 
 type QueueRpcs = Pick<
@@ -161,6 +163,7 @@ export function createQueueRpcs(deps: QueueRpcsDeps): QueueRpcs {
         { paused: true },
       );
       if (!updated) throw failedPrecondition("The queue's dispatch is not paused");
+      await deps.resumed?.(updated);
       return { queue: queueMessage(updated) };
     },
   };

@@ -127,6 +127,8 @@ export interface AgentRepository {
   ): Promise<AgentDoc[]>;
   /** Connected agents of an organization (of one cluster, with `clusterId`), counted by queue and busy or idle. */
   countAgents(organizationId: string, clusterId?: string): Promise<QueueAgentCount[]>;
+  /** Connected agents of a cluster's queue holding no job, at most `limit`. */
+  idleAgentsOfQueue(organizationId: string, clusterId: string, queue: string, limit: number): Promise<AgentDoc[]>;
   insertJobToken(token: JobTokenDoc): Promise<void>;
   findJobTokenByHash(hash: string): Promise<JobTokenDoc | null>;
   /** Revokes every token of a job. */
@@ -204,6 +206,13 @@ export async function createMongoAgentRepository(db: Db): Promise<AgentRepositor
         })
         .sort({ organizationId: 1, name: 1, _id: 1 })
         .skip(skip)
+        .limit(limit)
+        .toArray();
+    },
+    idleAgentsOfQueue(organizationId, clusterId, queue, limit) {
+      // The organization's connected agents (index-served, as countAgents reads them), filtered on the rest.
+      return agents
+        .find({ organizationId, clusterId, connectionState: "connected", queue, currentJobId: null })
         .limit(limit)
         .toArray();
     },

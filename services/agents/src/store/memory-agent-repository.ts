@@ -85,6 +85,19 @@ export function createMemoryAgentRepository(): MemoryAgentRepository {
         .slice(skip, skip + limit)
         .map(copy);
     },
+    async idleAgentsOfQueue(organizationId, clusterId, queue, limit) {
+      return [...agents.values()]
+        .filter(
+          (a) =>
+            a.organizationId === organizationId &&
+            a.clusterId === clusterId &&
+            a.connectionState === "connected" &&
+            a.queue === queue &&
+            a.currentJobId === null,
+        )
+        .slice(0, limit)
+        .map(copy);
+    },
     async countAgents(organizationId, clusterId) {
       const counts = new Map<string, QueueAgentCount>();
       for (const a of agents.values()) {
