@@ -184,6 +184,9 @@ describe("AnnotationsService", () => {
     expect(last.annotations.map((a) => a.context)).toEqual(["c4"]);
     expect(last.hasMore).toBe(false);
     expect(last.totalCount).toBe(5);
+    // A page far past the end (what REST's largest page and per_page ask for) is empty and still says the total.
+    const beyond = await client.listAnnotations({ pipelineId: "p-1", number: 1, perPage: 100, page: 2_147_483_638 });
+    expect(beyond).toMatchObject({ annotations: [], hasMore: false, totalCount: 5 });
   });
 
   it("retries when another process changed the annotation first, and gives up when it never stops", async () => {

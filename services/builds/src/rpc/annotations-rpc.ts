@@ -154,8 +154,10 @@ export function createAnnotationRpcs(deps: AnnotationsDeps): ServiceImpl<typeof 
       const ownerOf = req.jobId === "" ? null : req.jobId;
       const page = await annotations.list(build.id, ownerOf, skip, perPage + 1);
       const hasMore = page.length > perPage;
-      // Counted only when more follow (a build holds at most 1,000; counted from the owner's index); else it is known.
-      const totalCount = hasMore ? await annotations.countOf(build.id, ownerOf) : skip + page.length;
+      // Counted when more follow or the page is past the end (a build holds at most 1,000; counted from the owner's
+      // index); else it is known. Past the end, skip may be far beyond what total_count (int32) holds.
+      const totalCount =
+        hasMore || page.length === 0 ? await annotations.countOf(build.id, ownerOf) : skip + page.length;
       return { annotations: page.slice(0, perPage).map(annotationMessage), hasMore, totalCount };
     },
   };
