@@ -11,8 +11,10 @@ import { graphqlId } from "../render/urls.js";
 import { noContent, responses, typed } from "../route-declarations/declare.js";
 import { Id, Slug } from "../route-declarations/params.js";
 import { onlyFields } from "../route-declarations/unknown-fields.js";
-import { CLUSTER, clusterOf, organizationOf } from "./clusters-shared.js";
+import { CLUSTER, clusterOf, organizationOf, pageOfList } from "./clusters-shared.js";
+import { PagingQuery } from "./paging.js";
 import type { RouteDeps } from "./route-deps.js";
+import { paged } from "./teams-shared.js";
 
 const MAINTAINERS = `${CLUSTER}/maintainers`;
 const ClusterParams = Type.Object({ org: Slug, cluster: Id });
@@ -80,14 +82,17 @@ export function clusterMaintainerRoutes(app: FastifyInstance, deps: RouteDeps): 
         summary: "List the users and teams that may manage a cluster besides administrators",
         tags,
         params: ClusterParams,
+        querystring: PagingQuery,
         response: responses(200, Type.Array(MaintainerSchema)),
       },
     },
-    async (request) => {
+    async (request, reply) => {
       const org = organizationOf(request, false);
       const cluster = await clusterOf(deps, org.id, request.params.cluster);
       const maintainers = await maintainersOf(org.id, cluster.id);
-      return Promise.all(maintainers.map((m) => render(m, org.id, request)));
+      // Paged like every list (a Link header), and only the page's actors are read from the identity service.
+      const page = await paged(deps, request, reply, async (n, perPage) => pageOfList(maintainers, n, perPage));
+      return Promise.all(page.map((m) => render(m, org.id, request)));
     },
   );
 
