@@ -194,6 +194,9 @@ describe("the build page", () => {
     // Olga reads the pipeline too, but is in no team: no form at all.
     const olga = (await w.get("/teamsorg/app/builds/7", "olga")).body;
     expect(olga).not.toContain("/unblock");
+    // Nor the form the Retry buttons submit, which only people who may build get.
+    expect(body).not.toContain('id="job-retry"');
+    expect(olga).not.toContain('id="job-retry"');
   });
 
   it("shows the annotations' stored HTML as it is, grouped by style in priority order, contexts escaped", async () => {

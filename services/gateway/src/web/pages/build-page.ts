@@ -91,7 +91,7 @@ ${renderAnnotations(data.annotations, {
 })}
 <section class="build-jobs" aria-labelledby="jobs-title">
 <h2 id="jobs-title">Jobs</h2>
-${retryForm(csrf)}
+${data.canBuild ? retryForm(csrf) : ""}
 ${jobs}
 </section>
 ${renderArtifacts(data)}
