@@ -1,8 +1,7 @@
-import { spawnSync } from "node:child_process";
-import { join } from "node:path";
 import { Role } from "@conveyor/proto/identity";
+import { runCiAdmin } from "./support/ci-admin.js";
 import { eventually, localRepository, startAgent, stopAllAgents } from "./support/real-agent.js";
-import { agents, arrangeCluster, arrangeOrgUser, send, stack, unique } from "./support/stack-env.js";
+import { agents, arrangeCluster, arrangeOrgUser, send, unique } from "./support/stack-env.js";
 
 // `buildkite-agent artifact download --build <another pipeline's build>` on the real agent: refused until a
 // pipeline.artifacts_read.pipeline rule lets the downloading pipeline read the other's artifacts; and the retention
@@ -84,24 +83,17 @@ describe("artifacts of another pipeline's build", () => {
 });
 
 describe("artifact retention through ci-admin", () => {
-  it("reads the default, sets an organization's days, and returns to the default", () => {
-    const ciAdmin = (...args: string[]) => {
-      const res = spawnSync(process.execPath, [join(process.cwd(), "packages/admin-cli/bin/ci-admin.js"), ...args], {
-        env: { ...process.env, IDENTITY_URL: stack.identityUrl, ARTIFACTS_URL: process.env.ARTIFACTS_URL },
-        encoding: "utf8",
-        timeout: 30_000,
-      });
-      return { code: res.status, json: res.stdout.trim() ? JSON.parse(res.stdout) : undefined, stderr: res.stderr };
-    };
+  it("reads the default, sets an organization's days, and returns to the default", async () => {
+    const ciAdmin = (...args: string[]) => runCiAdmin(args);
     const slug = org.organization.slug;
-    expect(ciAdmin("artifacts", "retention", "get", "--org", slug).json).toEqual({ days: 180, default: true });
-    expect(ciAdmin("artifacts", "retention", "set", "--org", slug, "--days", "30").json).toEqual({
+    expect((await ciAdmin("artifacts", "retention", "get", "--org", slug)).json).toEqual({ days: 180, default: true });
+    expect((await ciAdmin("artifacts", "retention", "set", "--org", slug, "--days", "30")).json).toEqual({
       days: 30,
       default: false,
     });
-    expect(ciAdmin("artifacts", "retention", "get", "--org", slug).json).toEqual({ days: 30, default: false });
-    expect(ciAdmin("artifacts", "retention", "set", "--org", slug, "--days", "9999").code).not.toBe(0);
-    expect(ciAdmin("artifacts", "retention", "set", "--org", slug, "--days", "0").json).toEqual({
+    expect((await ciAdmin("artifacts", "retention", "get", "--org", slug)).json).toEqual({ days: 30, default: false });
+    expect((await ciAdmin("artifacts", "retention", "set", "--org", slug, "--days", "9999")).code).not.toBe(0);
+    expect((await ciAdmin("artifacts", "retention", "set", "--org", slug, "--days", "0")).json).toEqual({
       days: 180,
       default: true,
     });

@@ -1,8 +1,9 @@
-import { execFileSync, spawnSync } from "node:child_process";
+import { execFileSync } from "node:child_process";
 import { mkdirSync } from "node:fs";
 import { homedir } from "node:os";
 import { join } from "node:path";
 import { Role } from "@conveyor/proto/identity";
+import { ciAdminJson } from "./support/ci-admin.js";
 import { eventually, localRepository, type RealAgent, startAgent, stopAllAgents } from "./support/real-agent.js";
 import { agents, arrangeCluster, arrangeOrgUser, send, stack, unique } from "./support/stack-env.js";
 
@@ -95,16 +96,6 @@ function started<T>(scenario: () => Promise<T>): Promise<T> {
   return promise;
 }
 
-function ciAdmin(...args: string[]): Json {
-  const res = spawnSync(process.execPath, [join(process.cwd(), "packages/admin-cli/bin/ci-admin.js"), ...args], {
-    env: { ...process.env, IDENTITY_URL: stack.identityUrl, AGENTS_URL: stack.agentsUrl },
-    encoding: "utf8",
-    timeout: 30_000,
-  });
-  if (res.status !== 0) throw new Error(`ci-admin ${args.join(" ")} failed: ${res.stderr}`);
-  return JSON.parse(res.stdout);
-}
-
 interface Scenarios {
   timeout: Promise<{ slug: string; build: Json }>;
   deploy: Promise<{ slug: string; blocked: Json; refused: Json; unblocked: Json; build: Json; log: string }>;
@@ -131,7 +122,9 @@ beforeAll(async () => {
   clusterId = await arrangeCluster(org.organization.id);
   agentToken = (await agents.createAgentToken({ organizationId: org.organization.id, clusterId })).secret;
   // The second cluster, as an administrator makes one; nothing runs there.
-  crossClusterId = ciAdmin("cluster", "create", "--org", org.organization.slug, "--name", unique("Far Away")).id;
+  crossClusterId = (
+    await ciAdminJson("cluster", "create", "--org", org.organization.slug, "--name", unique("Far Away"))
+  ).id;
 
   // The slow one first: `sleep 600` with a one-minute timeout ends timed_out after a little over a minute.
   const slow = await pipeline("Slow", [{ label: "slow", command: "sleep 600", timeout_in_minutes: 1 }]);

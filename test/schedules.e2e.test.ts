@@ -1,6 +1,5 @@
-import { spawnSync } from "node:child_process";
-import { join } from "node:path";
 import { Role } from "@conveyor/proto/identity";
+import { runCiAdmin } from "./support/ci-admin.js";
 import { eventually } from "./support/real-agent.js";
 import { arrangeCluster, arrangeOrgUser, send, stack, unique } from "./support/stack-env.js";
 
@@ -196,21 +195,9 @@ describe("pipeline schedules", () => {
   it("lists a pipeline's schedules with ci-admin", async () => {
     const slug = await pipeline();
     const s = (await send("POST", schedules(slug), org.secret, { label: "From the CLI", cronline: "@weekly" })).body;
-    const res = spawnSync(
-      process.execPath,
-      [
-        join(process.cwd(), "packages/admin-cli/bin/ci-admin.js"),
-        "schedule",
-        "list",
-        "--org",
-        org.organization.slug,
-        "--pipeline",
-        slug,
-      ],
-      { env: { ...process.env, IDENTITY_URL: stack.identityUrl }, encoding: "utf8" },
-    );
+    const res = await runCiAdmin(["schedule", "list", "--org", org.organization.slug, "--pipeline", slug]);
     expect(res.stderr).toBe("");
-    expect(JSON.parse(res.stdout)).toEqual([
+    expect(res.json).toEqual([
       expect.objectContaining({ id: s.id, label: "From the CLI", cronline: "@weekly", enabled: true }),
     ]);
   });

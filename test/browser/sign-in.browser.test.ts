@@ -1,5 +1,3 @@
-import { spawnSync } from "node:child_process";
-import { join } from "node:path";
 import {
   activateByKeyboard,
   focusByKeyboard,
@@ -7,7 +5,7 @@ import {
   seriousAccessibilityViolations,
   useBrowser,
 } from "../support/browser.js";
-import { stack } from "../support/stack-env.js";
+import { ciAdminJson } from "../support/ci-admin.js";
 import {
   type Account,
   arrangeAccount,
@@ -36,20 +34,11 @@ beforeAll(async () => {
 }, 60_000);
 
 /** `ci-admin user login-link` for an email: the link it prints. */
-function loginLink(email: string): string {
-  const res = spawnSync(
-    process.execPath,
-    [join(process.cwd(), "packages/admin-cli/bin/ci-admin.js"), "user", "login-link", "--email", email],
-    {
-      // The link is on the pages' address, the stack's (WEB_URL defaults to PUBLIC_URL, as the gateway's does).
-      env: { ...process.env, IDENTITY_URL: stack.identityUrl, WEB_URL: stack.apiUrl },
-      encoding: "utf8",
-      timeout: 30_000,
-    },
-  );
-  if (res.status !== 0) throw new Error(`ci-admin user login-link failed (${res.status}): ${res.stderr}`);
-  const link = /https?:\/\/\S+\/login\/link\/[\w-]+/.exec(res.stdout)?.[0];
-  if (!link) throw new Error(`ci-admin user login-link printed no link: ${res.stdout}`);
+async function loginLink(email: string): Promise<string> {
+  // The link is on the pages' address, the stack's (WEB_URL defaults to PUBLIC_URL, as the gateway's does).
+  const made = await ciAdminJson("user", "login-link", "--email", email);
+  const link = /https?:\/\/\S+\/login\/link\/[\w-]+/.exec(String(made.url))?.[0];
+  if (!link) throw new Error(`ci-admin user login-link printed no link: ${JSON.stringify(made)}`);
   return link;
 }
 
@@ -93,7 +82,7 @@ itInBrowser("signs in by keyboard with the password set by ci-admin, after a wro
 });
 
 itInBrowser("signs in once with a one-time link from ci-admin; the link then says it can't be used", async () => {
-  const link = loginLink(person.email);
+  const link = await loginLink(person.email);
   const bob = await browser.person("bob");
   // Opening the link signs nobody in (a link preview cannot use it up): the page's button does.
   await bob.open(link, { label: "link-opened" });

@@ -1,5 +1,4 @@
-import { spawnSync } from "node:child_process";
-import { join } from "node:path";
+import { ciAdminJson } from "../support/ci-admin.js";
 import { send, stack, unique } from "../support/stack-env.js";
 import { eventually, startReceiver } from "../support/webhook-receiver.js";
 
@@ -184,27 +183,28 @@ describe("organization notification webhooks", () => {
   });
 
   it("are managed with ci-admin webhook add, list, deliveries and remove", async () => {
-    const ciAdmin = (...args: string[]) => {
-      const res = spawnSync(process.execPath, [join(process.cwd(), "packages/admin-cli/bin/ci-admin.js"), ...args], {
-        env: process.env,
-        encoding: "utf8",
-        timeout: 30_000,
-      });
-      if (res.status !== 0) throw new Error(`ci-admin ${args.join(" ")}: ${res.status} ${res.stderr}`);
-      return JSON.parse(res.stdout.trim());
-    };
+    const ciAdmin = ciAdminJson;
     const path = `/cli-${unique("h")}`;
-    const added = ciAdmin("webhook", "add", "--org", stack.orgSlug, "--url", receiver.url(path), "--events", "ping");
+    const added = await ciAdmin(
+      "webhook",
+      "add",
+      "--org",
+      stack.orgSlug,
+      "--url",
+      receiver.url(path),
+      "--events",
+      "ping",
+    );
     expect(added).toMatchObject({ webhook_url: receiver.url(path), events: ["ping"], token_mode: "token" });
     receiver.tokens.set(path, added.token);
     await eventually("the ping", () => receiver.at(path).some((r) => r.verified));
-    const listed = ciAdmin("webhook", "list", "--org", stack.orgSlug);
+    const listed = await ciAdmin("webhook", "list", "--org", stack.orgSlug);
     expect(listed.find((w: { id: string }) => w.id === added.id)).not.toHaveProperty("token");
-    await eventually("the delivery listed as succeeded", () => {
-      const [d] = ciAdmin("webhook", "deliveries", "--org", stack.orgSlug, "--id", added.id);
+    await eventually("the delivery listed as succeeded", async () => {
+      const [d] = await ciAdmin("webhook", "deliveries", "--org", stack.orgSlug, "--id", added.id);
       return d?.status === "succeeded";
     });
-    expect(ciAdmin("webhook", "remove", "--org", stack.orgSlug, "--id", added.id)).toEqual({
+    expect(await ciAdmin("webhook", "remove", "--org", stack.orgSlug, "--id", added.id)).toEqual({
       id: added.id,
       removed: true,
     });

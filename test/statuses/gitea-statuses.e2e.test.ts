@@ -1,4 +1,4 @@
-import { spawn, spawnSync } from "node:child_process";
+import { spawn } from "node:child_process";
 import { openSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import {
@@ -12,6 +12,7 @@ import {
 } from "@conveyor/deploy";
 import { Role } from "@conveyor/proto/identity";
 import { MongoClient } from "mongodb";
+import { runCiAdmin } from "../support/ci-admin.js";
 import { GITEA_SETUP_TIMEOUT_MS, giteaPrecondition, itWithGitea, startTestGitea } from "../support/gitea.js";
 import { eventually, startAgent, stopAllAgents } from "../support/real-agent.js";
 import { agents, arrangeCluster, arrangeOrgUser, send, unique } from "../support/stack-env.js";
@@ -154,14 +155,10 @@ describe("commit statuses on a real Gitea", () => {
     for (const answer of [created, listed]) expect(JSON.stringify(answer.body)).not.toContain(token);
 
     // ci-admin lists the same connection, without a token.
-    const cli = spawnSync(
-      process.execPath,
-      [join(process.cwd(), "packages/admin-cli/bin/ci-admin.js"), "provider", "list", "--org", org.organization.slug],
-      { env: { ...process.env }, encoding: "utf8", timeout: 30_000 },
-    );
-    expect(cli.status).toBe(0);
-    expect(JSON.parse(cli.stdout.trim())).toEqual([expect.objectContaining({ id: created.body.id, kind: "gitea" })]);
-    expect(cli.stdout).not.toContain(token);
+    const cli = await runCiAdmin(["provider", "list", "--org", org.organization.slug]);
+    expect(cli.code).toBe(0);
+    expect(cli.json).toEqual([expect.objectContaining({ id: created.body.id, kind: "gitea" })]);
+    expect(JSON.stringify(cli.json)).not.toContain(token);
 
     // The stored document holds the token sealed.
     const mongo = await new MongoClient(process.env.MONGODB_URL as string).connect();

@@ -1,8 +1,8 @@
-import { spawnSync } from "node:child_process";
 import { join } from "node:path";
 import { Role } from "@conveyor/proto/identity";
 import type { Person } from "./browser.js";
-import { agents, arrangeCluster, identity, send, stack, unique } from "./stack-env.js";
+import { runCiAdmin } from "./ci-admin.js";
+import { agents, arrangeCluster, identity, send, unique } from "./stack-env.js";
 
 // What the browser suites arrange before they open pages: an organization with people who sign in with passwords
 // (set through ci-admin, as an operator would), a cluster with its agent token, and pipelines and builds created
@@ -26,7 +26,7 @@ const ADMIN_SCOPES = [
   "write_teams",
 ];
 
-const repoRoot = join(__dirname, "..", "..");
+const _repoRoot = join(__dirname, "..", "..");
 
 /** A person with an account: their user, email and password, and a REST token of theirs. */
 export interface Account {
@@ -52,17 +52,8 @@ export async function setPassword(user: { id: string; email: string }, password:
     await identity.setPassword({ userId: user.id, password });
     return;
   }
-  const res = spawnSync(
-    process.execPath,
-    [join(repoRoot, "packages/admin-cli/bin/ci-admin.js"), "user", "set-password", "--email", user.email],
-    {
-      env: { ...process.env, IDENTITY_URL: stack.identityUrl, AGENTS_URL: stack.agentsUrl },
-      input: `${password}\n`,
-      encoding: "utf8",
-      timeout: 30_000,
-    },
-  );
-  if (res.status !== 0) throw new Error(`ci-admin user set-password failed (${res.status}): ${res.stderr}`);
+  const res = await runCiAdmin(["user", "set-password", "--email", user.email], `${password}\n`);
+  if (res.code !== 0) throw new Error(`ci-admin user set-password failed (${res.code}): ${res.stderr}`);
 }
 
 /** An organization for a browser suite: its admin (an account), a cluster and the cluster's agent token. */

@@ -1,8 +1,7 @@
-import { spawnSync } from "node:child_process";
-import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { Code } from "@connectrpc/connect";
 import { Role } from "@conveyor/proto/identity";
+import { runCiAdmin } from "../support/ci-admin.js";
 import { arrangeOrgUser, identity, stack, unique } from "../support/stack-env.js";
 
 // Signing in over HTTP against the running stack, as a plain client sees it (docs/pages.md#signing-in): a password
@@ -10,20 +9,9 @@ import { arrangeOrgUser, identity, stack, unique } from "../support/stack-env.js
 // link, the failure limit per account, the same answer for an unknown email, and the REST API's refusal of the
 // session cookie (it stays token-only).
 
-const bin = join(process.cwd(), "packages/admin-cli/bin/ci-admin.js");
 const PASSWORD = "a long enough password";
 
-/** Runs ci-admin against the stack, `stdin` piped in; the pages' address is the stack's gateway. */
-function ciAdmin(args: string[], stdin?: string) {
-  const res = spawnSync(process.execPath, [bin, ...args], {
-    env: { ...process.env, IDENTITY_URL: stack.identityUrl, AGENTS_URL: stack.agentsUrl, WEB_URL: stack.apiUrl },
-    input: stdin,
-    encoding: "utf8",
-    timeout: 30_000,
-  });
-  const line = res.stdout.trim();
-  return { code: res.status, json: line ? JSON.parse(line) : undefined, stderr: res.stderr };
-}
+const ciAdmin = (args: string[], stdin?: string) => runCiAdmin(args, stdin);
 
 /** The cookies a response sets: each one's value and its attributes as written. */
 function setCookies(res: Response): Map<string, { value: string; attributes: string[] }> {
@@ -80,7 +68,7 @@ async function useLink(path: string) {
 /** A person in a new organization, with a password set through ci-admin (read from stdin). */
 async function arrangePerson() {
   const { organization, user } = await arrangeOrgUser({ scopes: ["read_organizations"], role: Role.MEMBER });
-  const set = ciAdmin(["user", "set-password", "--email", user.email], `${PASSWORD}\n`);
+  const set = await ciAdmin(["user", "set-password", "--email", user.email], `${PASSWORD}\n`);
   expect(set).toMatchObject({ code: 0, json: { user_id: user.id, password_set: true } });
   return { organization, user };
 }
@@ -152,7 +140,7 @@ describe("signing in to the pages", () => {
 
   it("with a one-time link from ci-admin, which works once", async () => {
     const { organization, user } = await arrangePerson();
-    const made = ciAdmin(["user", "login-link", "--email", user.email, "--minutes", "5"]);
+    const made = await ciAdmin(["user", "login-link", "--email", user.email, "--minutes", "5"]);
     expect(made.code).toBe(0);
     expect(made.json.url).toMatch(new RegExp(`^${stack.apiUrl}/login/link/cvl_[0-9a-f]{40}$`));
     const path = new URL(made.json.url).pathname;
@@ -229,7 +217,7 @@ describe("signing in to the pages", () => {
   it("ends every session of a user through ci-admin", async () => {
     const { organization, user } = await arrangePerson();
     const { cookie } = await signIn(user.email, PASSWORD);
-    expect(ciAdmin(["user", "sign-out", "--email", user.email])).toMatchObject({
+    expect(await ciAdmin(["user", "sign-out", "--email", user.email])).toMatchObject({
       code: 0,
       json: { user_id: user.id, sessions_ended: 1 },
     });
