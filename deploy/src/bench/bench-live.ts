@@ -5,24 +5,16 @@
  * page had it (p50, p99, max over all pages and lines), any line a page never got, and the gateway's memory before
  * the pages opened, with them open, and after the log was streamed.
  */
-import { readFileSync } from "node:fs";
 import { setTimeout as sleep } from "node:timers/promises";
 import { gzipSync } from "node:zlib";
-import { AgentsService } from "@conveyor/proto/agents";
 import { IdentityService, Role } from "@conveyor/proto/identity";
 import { createServiceClient } from "@conveyor/runtime";
 import { type Env, envValue } from "../host/paths.js";
-import { lenientJson } from "../rest/lenient-json.js";
+import { type AgentApiTarget, agentCall, rssMb, runningJob } from "./bench-agent-api.js";
 import { percentile } from "./bench-agents.js";
 
 /** What the live benchmark needs of a running stack. */
-export interface LiveBenchTarget {
-  apiUrl: string;
-  /** The agent API's base (…/v3). */
-  agentUrl: string;
-  apiToken: string;
-  orgSlug: string;
-  agentsUrl: string;
+export interface LiveBenchTarget extends AgentApiTarget {
   identityUrl: string;
   /** The gateway's process, for its memory; undefined for a stack the bench did not start. */
   gatewayPid?: number | undefined;
@@ -71,89 +63,6 @@ const PAGES_PER_PERSON = 10;
 const HEARTBEAT_MS = 5_000;
 /** How long the stack rests after the pages opened, before the first line is uploaded. */
 const OPEN_SETTLE_MS = 2_000;
-
-const rssMb = (pid: number | undefined): number | undefined => {
-  if (pid === undefined) return undefined;
-  const line = readFileSync(`/proc/${pid}/status`, "utf8")
-    .split("\n")
-    .find((l) => l.startsWith("VmRSS:"));
-  return line ? Number(line.replace(/\D+/g, "")) / 1024 : undefined;
-};
-
-/** An agent API call with a `Token` credential, as buildkite-agent makes it. */
-async function agentCall(target: LiveBenchTarget, method: string, path: string, token: string, body?: unknown) {
-  const res = await fetch(`${target.agentUrl.replace(/\/v3\/?$/, "")}${path}`, {
-    method,
-    headers: { authorization: `Token ${token}`, ...(body === undefined ? {} : { "content-type": "application/json" }) },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const text = await res.text();
-  if (res.status >= 300) throw new Error(`${method} ${path}: ${res.status} ${text}`);
-  return lenientJson(text) as Record<string, unknown>;
-}
-
-/** A REST call with the bench's token. */
-async function rest(target: LiveBenchTarget, method: string, path: string, body?: unknown) {
-  const res = await fetch(`${target.apiUrl}/v2/organizations/${target.orgSlug}${path}`, {
-    method,
-    headers: {
-      authorization: `Bearer ${target.apiToken}`,
-      ...(body === undefined ? {} : { "content-type": "application/json" }),
-    },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const text = await res.text();
-  if (res.status >= 300) throw new Error(`${method} ${path}: ${res.status} ${text}`);
-  return lenientJson(text) as Record<string, unknown>;
-}
-
-/** A cluster, a pipeline in it, a build, and a simulated agent running its job (accepted and started). */
-async function runningJob(target: LiveBenchTarget) {
-  const org = await rest(target, "GET", "");
-  const agents = createServiceClient(AgentsService, target.agentsUrl);
-  const stamp = Date.now();
-  const { cluster } = await agents.createCluster({ organizationId: String(org.id), name: `bench-live-${stamp}` });
-  const token = await agents.createAgentToken({ organizationId: String(org.id), clusterId: cluster?.id ?? "" });
-  const pipeline = await rest(target, "POST", "/pipelines", {
-    name: `bench live ${stamp}`,
-    repository: "git@example.com:bench/live.git",
-    cluster_id: cluster?.id,
-    configuration: "steps:\n  - command: make live\n",
-  });
-  const build = await rest(target, "POST", `/pipelines/${pipeline.slug}/builds`, {
-    commit: "HEAD",
-    branch: "main",
-    message: "bench live",
-  });
-  const agent = await agentCall(target, "POST", "/v3/register", token.secret, {
-    name: `bench-live-${stamp}`,
-    hostname: "bench",
-    version: "3.137.0",
-    meta_data: ["queue=default"],
-  });
-  const agentSecret = String(agent.access_token);
-  await agentCall(target, "POST", "/v3/connect", agentSecret);
-  const deadline = Date.now() + 30_000;
-  while (Date.now() < deadline) {
-    const ping = await agentCall(target, "GET", "/v3/ping", agentSecret);
-    const offered = (ping.job as Record<string, unknown> | undefined)?.id;
-    if (typeof offered === "string") {
-      const accepted = await agentCall(target, "PUT", `/v3/jobs/${offered}/accept`, agentSecret);
-      const jobSecret = String(accepted.token);
-      await agentCall(target, "PUT", `/v3/jobs/${offered}/start`, jobSecret, {});
-      return {
-        org,
-        pipelineSlug: String(pipeline.slug),
-        number: Number(build.number),
-        jobId: offered,
-        jobSecret,
-        agentSecret,
-      };
-    }
-    await sleep(200);
-  }
-  throw new Error("the bench's agent was offered no job within 30 s");
-}
 
 /** Session cookies of `count` people of the organization, signed in by link as `ci-admin user login-link` does. */
 async function people(target: LiveBenchTarget, organizationId: string, count: number): Promise<string[]> {

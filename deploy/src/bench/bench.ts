@@ -9,7 +9,9 @@ import { createApi } from "../rest/rest-client.js";
 import { type Stack, startStack } from "../stack/stack.js";
 import { type AgentBenchResult, type AgentBenchTarget, runAgentBench } from "./bench-agents.js";
 import { checkCreatesUnderLoad, highestNumber } from "./bench-creates.js";
+import { type LargestBenchResult, printLargestRows, runLargestBench } from "./bench-largest.js";
 import { type LiveBenchResult, type LiveBenchTarget, printLiveRow, runLiveBench } from "./bench-live.js";
+import { type LogBenchResult, logWhole, printLogRow, runLogBench } from "./bench-log.js";
 import {
   CREATE_CONNECTIONS,
   IDLE_REST_MS,
@@ -24,6 +26,9 @@ import { BENCH_ROUTES, type BenchContext, type BenchRoute, ensureBenchPipeline, 
 import { printAgentRows, printCpuPerCreate } from "./bench-rows.js";
 import { benchSettings, median, selected } from "./bench-stats.js";
 import { createsHeld, formatCreateCheck } from "./create-invariants.js";
+
+/** The deadline of a call between the gateway and a service (RPC_TIMEOUT_MS's default). */
+const RPC_DEADLINE_MS = 10_000;
 
 /** The medians of one target over the trials. */
 export interface Summary {
@@ -247,11 +252,29 @@ export async function runBench(repoRoot: string, env: Env = process.env): Promis
         "\nlive row skipped: set AGENTS_URL, IDENTITY_URL and CONVEYOR_AGENT_URL to measure an external stack's pages",
       );
     }
+    // The largest build and the largest log the limits allow (docs/limits.md), end to end.
+    const largestTarget = liveTarget ?? liveBenchTarget(stack, env, { apiUrl, token, orgSlug });
+    let largest: LargestBenchResult | undefined;
+    let log: LogBenchResult | undefined;
+    if (largestTarget && selected(settings.only, "largest build")) {
+      say("");
+      largest = await runLargestBench(largestTarget, settings.trials, (l) => say(`  ${l}`));
+      printLargestRows(largest, RPC_DEADLINE_MS, say);
+    }
+    if (largestTarget && selected(settings.only, "largest log")) {
+      say("");
+      const pid = (name: string) => stack?.processes.find((p) => p.name === name)?.pid;
+      const pids = { gateway: pid("gateway"), builds: pid("builds"), mongodb: stack?.server("mongodb")?.pid };
+      log = await runLogBench(largestTarget, pids, env, (l) => say(`  ${l}`));
+      printLogRow(log, say);
+    }
+    if (!largestTarget && (selected(settings.only, "largest build") || selected(settings.only, "largest log")))
+      say("\nlargest build and log skipped: set AGENTS_URL, IDENTITY_URL and CONVEYOR_AGENT_URL for an external stack");
     const out = join(repoRoot, ".test-results", "bench.json");
     mkdirSync(dirname(out), { recursive: true });
     writeFileSync(
       out,
-      `${JSON.stringify({ settings, at: new Date().toISOString(), results, summary, creates, agents, live }, null, 2)}\n`,
+      `${JSON.stringify({ settings, at: new Date().toISOString(), results, summary, creates, agents, live, largest, log }, null, 2)}\n`,
     );
     say(`\nresults written to ${out}`);
     const bad = results.some((r) => r.bad > 0);
@@ -260,7 +283,11 @@ export async function runBench(repoRoot: string, env: Env = process.env): Promis
     if (broken) say("creation broke an invariant or a read was stale: see the lines after `checking creates`");
     const liveLost = live !== undefined && (live.missing > 0 || live.unfinished > 0);
     if (liveLost) say("live pages missed lines or did not end: see the live row");
-    return bad || broken || liveLost ? 1 : 0;
+    const largestWrong = largest !== undefined && largest.wrong.length > 0;
+    if (largestWrong) say("the largest build did not hold its jobs: see the lines after `largest build`");
+    const logBroken = log !== undefined && !logWhole(log);
+    if (logBroken) say("the largest log did not come back whole: see the `largest log` rows");
+    return bad || broken || liveLost || largestWrong || logBroken ? 1 : 0;
   } finally {
     process.off("SIGINT", onSignal);
     process.off("SIGTERM", onSignal);
