@@ -248,12 +248,18 @@ export const LIVE_JS = String.raw`"use strict";
       applyBuild(d);
       refreshPage();
     });
+    // An accepted stream starts the backoff again.
+    source.onopen = function () {
+      retryMs = 2000;
+    };
     source.onerror = function () {
-      // A refused or failed stream (429, 503, a 5xx, signed out) is closed for good by the browser: try again later.
+      // A refused or failed stream (429, 503, a 5xx, signed out) is closed for good by the browser: try again later,
+      // at a random point of the next half of the wait, so that the pages a restarted gateway dropped do not all
+      // come back at the same moment (waits of 1-2 s, 2-4 s, 4-8 s, … up to 15-30 s).
       if (source && source.readyState === EventSource.CLOSED) {
         close();
-        retryTimer = setTimeout(connect, retryMs);
-        retryMs = Math.min(retryMs * 2, 60000);
+        retryTimer = setTimeout(connect, retryMs / 2 + Math.random() * (retryMs / 2));
+        retryMs = Math.min(retryMs * 2, 30000);
       }
     };
   }
