@@ -2,6 +2,7 @@ export * from "./branch-filter.js";
 export * from "./conditionals/build-context.js";
 export * from "./conditionals/conditionals.js";
 export * from "./notify/notify.js";
+export * from "./queue.js";
 export * from "./render-steps.js";
 export * from "./states.js";
 export * from "./statuses/index.js";

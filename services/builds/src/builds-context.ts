@@ -12,6 +12,7 @@ import {
   type PipelineCounters,
 } from "./counters/pipeline-counters.js";
 import { type BuildCreation, createBuildCreation } from "./creation/build-creation.js";
+import { type ClusterQueueIds, noClusterQueueIds } from "./creation/cluster-queue-ids.js";
 import { createCreationRepair } from "./creation/creation-repair.js";
 import { type CurrentPipelines, createCurrentPipelines } from "./creation/current-pipelines.js";
 import type { Build } from "./domain/build.js";
@@ -69,6 +70,11 @@ export interface BuildsDeps {
   fences?: Pick<Fences, "read">;
   /** Where webhook deliveries and the pull requests they told of are kept; without it, in memory (tests). */
   webhooks?: WebhookInboxDeps;
+  /**
+   * Where new jobs find their cluster's queues (creation/cluster-queue-ids.ts); without it, none: a job names its queue
+   * when an agent takes it.
+   */
+  clusterQueues?: ClusterQueueIds;
 }
 
 /** How often a compare-and-set loop retries before giving up (only under heavy contention on one build). */
@@ -89,11 +95,13 @@ export interface BuildsContext extends PipelineCounters {
   stateEvents: StateEvents;
   /** Announces a job as it is without recording it (tests announcing what they stored behind the service's back). */
   publishJob(job: Job, previousState: string): Promise<void>;
+  /** The ids of a cluster's queues, which new jobs name (creation/cluster-queue-ids.ts). */
+  clusterQueues: ClusterQueueIds;
 }
 
 /** Creates the context every part of the builds service shares. */
 export function createBuildsContext(
-  deps: Pick<BuildsDeps, "repo" | "logs" | "events" | "outbox" | "logger" | "now" | "readCache">,
+  deps: Pick<BuildsDeps, "repo" | "logs" | "events" | "outbox" | "logger" | "now" | "readCache" | "clusterQueues">,
 ): BuildsContext {
   const { events, logger, readCache } = deps;
   const repo = readCache ? withInvalidations(deps.repo, readCache.feed.publish, logger) : deps.repo;
@@ -115,6 +123,7 @@ export function createBuildsContext(
     logger,
     now,
     withLock: createKeyedLock(),
+    clusterQueues: deps.clusterQueues ?? noClusterQueueIds,
     async publishJob(job, previousState) {
       await counters.outbox.publishUnrecorded(jobEvent(job, previousState));
     },

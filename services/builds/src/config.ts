@@ -12,13 +12,15 @@ export interface BuildsConfig {
   /** Where trigger steps find their target pipelines, and the access and rules that allow them. */
   readonly pipelinesUrl: string;
   readonly identityUrl: string;
+  /** Where new jobs find their cluster's queues (creation/cluster-queue-ids.ts). */
+  readonly agentsUrl: string;
   /** Builds kept by the read cache (0: no cache, every read goes to the database). */
   readonly readCacheBuilds: number;
 }
 
 /**
  * Parses JOB_LOG_MAX_BYTES, JOB_LOG_CHUNK_MAX_BYTES, JOB_ASSIGN_TIMEOUT_S, JOB_SCHEDULED_EXPIRY_S and
- * JOB_TIMEOUT_GRACE_S, PIPELINES_URL, IDENTITY_URL and BUILD_READ_CACHE_SIZE once.
+ * JOB_TIMEOUT_GRACE_S, PIPELINES_URL, IDENTITY_URL, AGENTS_URL and BUILD_READ_CACHE_SIZE once.
  */
 export function readBuildsConfig(env: Env): BuildsConfig {
   const r = createEnvReader(env);
@@ -34,6 +36,7 @@ export function readBuildsConfig(env: Env): BuildsConfig {
     }),
     pipelinesUrl: r.url("PIPELINES_URL", defaultServiceUrl("pipelines")),
     identityUrl: r.url("IDENTITY_URL", defaultServiceUrl("identity")),
+    agentsUrl: r.url("AGENTS_URL", defaultServiceUrl("agents")),
     readCacheBuilds: r.int("BUILD_READ_CACHE_SIZE", 5_000, { min: 0, max: 1_000_000 }),
   });
 }

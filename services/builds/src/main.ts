@@ -16,6 +16,8 @@ import {
 import { type BuildsDeps, createBuildsParts } from "./builds-context.js";
 import { createAnnotationsService, createBuildsService } from "./builds-service.js";
 import { readBuildsConfig } from "./config.js";
+import { agentsQueueList } from "./creation/agents-queue-list.js";
+import { createClusterQueueIds } from "./creation/cluster-queue-ids.js";
 import { createLogChunkNotices } from "./jobs/log-chunk-notices.js";
 import { createTriggerLookups } from "./jobs/trigger-lookups.js";
 import { consumePipelineRemovals } from "./lifecycle/pipeline-removal.js";
@@ -94,6 +96,7 @@ void runService(
         logNotices: createLogChunkNotices(nats.nc, logger),
         fences: await openFences(nats.nc),
         webhooks: { deliveries, pullRequests },
+        clusterQueues: createClusterQueueIds({ list: agentsQueueList(config.agentsUrl), logger }),
         ...config,
         ...(readCache ? { readCache } : {}),
       });

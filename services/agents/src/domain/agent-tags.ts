@@ -7,26 +7,18 @@
  * `linux-arm64`). A job without a `queue` rule runs in the "default" queue, so it never goes to an agent of
  * another queue.
  */
-import { compileWildcard, matchesWildcard, type Wildcard } from "@conveyor/ci-rules";
+import {
+  compileWildcard,
+  DEFAULT_QUEUE,
+  isQueuePattern,
+  matchesWildcard,
+  parseTags,
+  queueOf,
+  type Wildcard,
+} from "@conveyor/ci-rules";
 
-/** The queue of agents and jobs that name none. */
-export const DEFAULT_QUEUE = "default";
-
-/** Tags as a map; a tag without "=" has the value "". Later tags win. */
-export function parseTags(tags: readonly string[]): Map<string, string> {
-  const map = new Map<string, string>();
-  for (const tag of tags) {
-    const eq = tag.indexOf("=");
-    const key = (eq < 0 ? tag : tag.slice(0, eq)).trim();
-    if (key !== "") map.set(key, eq < 0 ? "" : tag.slice(eq + 1).trim());
-  }
-  return map;
-}
-
-/** The queue named by tags or rules: the `queue` value, else "default". */
-export function queueOf(tagsOrRules: readonly string[]): string {
-  return parseTags(tagsOrRules).get("queue") || DEFAULT_QUEUE;
-}
+// The queue rule is shared with the builds service, which names a new job's cluster queue by it.
+export { DEFAULT_QUEUE, parseTags, queueOf };
 
 /**
  * A job's rules made ready to be matched against many agents: parsed and compiled once, where a ping of each agent
@@ -44,10 +36,10 @@ export interface CompiledRules {
 export function compileRules(rules: readonly string[]): CompiledRules {
   const wanted = parseTags(rules);
   // The queue is compared with its default on both sides.
-  const queue = wanted.get("queue") || DEFAULT_QUEUE;
+  const queue = queueOf(rules);
   wanted.delete("queue");
   return {
-    queue: queue.includes("*") ? null : queue,
+    queue: isQueuePattern(queue) ? null : queue,
     queuePattern: compileWildcard(queue),
     others: [...wanted].map(([key, pattern]) => [key, compileWildcard(pattern)] as const),
   };

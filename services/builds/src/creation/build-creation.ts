@@ -151,6 +151,10 @@ export function createBuildCreation(
     const steps = stepsFromMessages(pipeline.steps);
     const stepIds = steps.map(() => newId());
     const planned = planJobs(steps, context, { newId, timeouts });
+    // One read of the cluster's queues for all the jobs (cached a few seconds; null when the agents service cannot
+    // say, and the jobs name their queue when an agent takes them).
+    const clusterId = pipeline.clusterId ?? null;
+    const queueIds = await ctx.clusterQueues.of(pipeline.organizationId, clusterId);
     const jobs: Job[] = planned.map((p) =>
       storedJob(
         p,
@@ -159,10 +163,11 @@ export function createBuildCreation(
           organizationId: pipeline.organizationId,
           pipelineId: pipeline.id,
           buildNumber: number,
-          clusterId: pipeline.clusterId ?? null,
+          clusterId,
           stepId: stepIds[p.stepPosition] ?? newId(),
         },
         at,
+        queueIds,
       ),
     );
     const derived = deriveBuildState(planned, { cancelRequested: false });

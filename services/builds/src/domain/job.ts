@@ -4,7 +4,7 @@
  * The repository's storage form (JobDoc), its updates (JobUpdate) and what dispatch reads (DispatchableJob) are
  * derived from it; the proto Job and the REST Job are views of it.
  */
-import type { MatrixPermutation, PipelineStep, TriggerStep } from "@conveyor/ci-rules";
+import { exactQueueOf, type MatrixPermutation, type PipelineStep, queueOf, type TriggerStep } from "@conveyor/ci-rules";
 import type { UserSnapshot } from "./build.js";
 import type { JobModel } from "./types.js";
 
@@ -73,8 +73,10 @@ export interface Job extends PlannedJob {
   /** The cluster of the pipeline when the job was created; null for an unclustered pipeline. */
   clusterId: string | null;
   /**
-   * The cluster queue the job was dispatched through (the object of its cluster and queue key), set when it is
-   * assigned; null before, and when its cluster has no such queue object.
+   * The cluster queue the job runs in (the object of its cluster and queue key): named when the job is made, from
+   * the queue its rules name (clusterQueueIdOf), and set again when it is assigned, from the queue of the agent that
+   * took it (which covers a queue pattern and jobs made while the agents service could not be asked); null while
+   * neither said, and when its cluster has no such queue object.
    */
   clusterQueueId: string | null;
   agent: AgentSnapshot | null;
@@ -129,26 +131,37 @@ export const jobOrder = (a: Job, b: Job): number =>
   (a.matrixIndex ?? -1) - (b.matrixIndex ?? -1) ||
   a.createdAt.getTime() - b.createdAt.getTime();
 
-/** The queue a job's agent query rules name: the value of its `queue=` rule, else "default". */
-export function queueOf(agentQueryRules: readonly string[]): string {
-  for (const rule of agentQueryRules) {
-    const eq = rule.indexOf("=");
-    if (eq > 0 && rule.slice(0, eq).trim() === "queue") return rule.slice(eq + 1).trim() || "default";
-  }
-  return "default";
+/** The queue a job's agent query rules name: the value of its `queue=` rule, else "default" (the rule dispatch uses). */
+export { queueOf };
+
+/** A cluster's queue objects' ids by key (null when they could not be read: see creation/cluster-queue-ids.ts). */
+export type QueueIds = ReadonlyMap<string, string> | null;
+
+/**
+ * The cluster queue a new command job names (docs/compatibility.md#clusters-and-queues): the queue object of its
+ * cluster whose key is the one queue its rules name ("default" when none), as dispatch matches it
+ * (@conveyor/ci-rules exactQueueOf); null for other jobs, a queue pattern, or a cluster without that queue object.
+ */
+export function clusterQueueIdOf(p: Pick<PlannedJob, "type" | "agentQueryRules">, queueIds: QueueIds): string | null {
+  if (p.type !== "script" || !queueIds || queueIds.size === 0) return null;
+  const key = exactQueueOf(p.agentQueryRules);
+  return key === null ? null : (queueIds.get(key) ?? null);
 }
 
 /** Where a new job belongs: its build, and the step it comes from. */
 export type JobPlace = Pick<Job, "buildId" | "organizationId" | "pipelineId" | "buildNumber" | "clusterId" | "stepId">;
 
-/** A planned job as stored when its build is created or a pipeline upload adds it: nothing has happened to it. */
-export function storedJob(p: PlannedJob, place: JobPlace, at: Date): Job {
+/**
+ * A planned job as stored when its build is created or a pipeline upload adds it: nothing has happened to it. It
+ * names its cluster queue from `queueIds`, its cluster's queues (clusterQueueIdOf).
+ */
+export function storedJob(p: PlannedJob, place: JobPlace, at: Date, queueIds: QueueIds = null): Job {
   return {
     ...p,
     ...place,
     allowFailureOf: p.allowFailureOf ?? [],
     agent: null,
-    clusterQueueId: null,
+    clusterQueueId: place.clusterId === null ? null : clusterQueueIdOf(p, queueIds),
     signal: null,
     signalReason: null,
     headerTimes: {},

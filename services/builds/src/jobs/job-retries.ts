@@ -1,7 +1,7 @@
 import { failedPrecondition, newId, notFound } from "@conveyor/runtime";
 import { type BuildsContext, MAX_ATTEMPTS } from "../builds-context.js";
 import type { UserSnapshot } from "../domain/build.js";
-import type { Job } from "../domain/job.js";
+import { clusterQueueIdOf, type Job } from "../domain/job.js";
 import { automaticRetryRule, manualRetryProblem, type RetryType, retryOf } from "../domain/retries.js";
 import { STOPPED_BY_FAILURE_STATES } from "../domain/state-sets.js";
 import { jobEvent, jobEventKey } from "../events/state-events.js";
@@ -27,6 +27,9 @@ export function createJobRetries(ctx: BuildsContext) {
   /** Creates the new attempt of `job`; the caller holds the build's lock and reconciles afterwards. */
   const retry = async (job: Job, jobs: readonly Job[], type: RetryType, by: UserSnapshot | null): Promise<Job> => {
     const { attempt, retried } = retryOf(job, { id: newId(), type, at: now(), retriedBy: by });
+    // The attempt names its cluster's queue as it is now (one cached read); the retried job's when it cannot be read.
+    const queueIds = await ctx.clusterQueues.of(job.organizationId, job.clusterId);
+    if (queueIds) attempt.clusterQueueId = clusterQueueIdOf(attempt, queueIds);
     await ctx.markCounts(job.pipelineId);
     const announced = await ctx.stateEvents.announceNew(attempt, (mark) => jobEventKey(attempt.id, mark), [
       jobEvent(attempt, ""),

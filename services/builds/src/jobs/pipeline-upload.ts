@@ -84,6 +84,8 @@ export function createPipelineUpload(ctx: BuildsContext, reconcile: Reconcile, u
     if (!plan) return;
     for (const { id, state } of plan.remove) await repo.deleteJob(id, state);
     await repo.setStepPositions(plan.renumber);
+    // One read of the cluster's queues for all the new jobs (creation/cluster-queue-ids.ts).
+    const queueIds = await ctx.clusterQueues.of(uploader.organizationId, uploader.clusterId);
     const jobs = plan.jobs.map((p, i) =>
       storedJob(
         p,
@@ -96,6 +98,7 @@ export function createPipelineUpload(ctx: BuildsContext, reconcile: Reconcile, u
           stepId: record.stepIds[i] ?? newId(),
         },
         new Date(record.createdAt),
+        queueIds,
       ),
     );
     // New jobs first: a job told to wait for them must find them.
