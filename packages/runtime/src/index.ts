@@ -30,6 +30,7 @@ export * from "./data/duplicate-key.js";
 export * from "./data/insert-batcher.js";
 export * from "./data/lease-lock.js";
 export * from "./data/mongo.js";
+export * from "./messaging/marked-events.js";
 export * from "./messaging/nats.js";
 export * from "./messaging/outbox.js";
 export * from "./messaging/subjects.js";

@@ -15,6 +15,7 @@ import {
   type OutboxDoc,
   SUBJECTS,
   stepMessages,
+  UNCOMMITTED_AFTER_MS,
 } from "@conveyor/runtime";
 import type { JetStreamClient } from "@nats-io/jetstream";
 import { type Db, MongoClient } from "mongodb";
@@ -24,7 +25,7 @@ import { createMongoBuildRepository } from "../store/build-repository.js";
 import { createMongoConcurrencySlotRepository } from "../store/concurrency-slot-repository.js";
 import { createMongoJobLogRepository } from "../store/job-log-repository.js";
 import { createMongoPipelineUploadRepository } from "../store/pipeline-upload-repository.js";
-import { jobEvent, jobEventKey, UNCOMMITTED_AFTER_MS } from "./state-events.js";
+import { jobEvent, jobEventKey } from "./state-events.js";
 
 // Against the stack's real MongoDB-wire server and NATS JetStream: build and job events are written to the outbox
 // before their change, so a process whose publishes fail (NATS down, or the process dying after its write) loses

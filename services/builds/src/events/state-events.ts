@@ -1,56 +1,40 @@
 /**
  * The builds service's state-change events (build_created, build_state_changed, build_finished, job_state_changed)
- * go through the outbox (the runtime's outbox.ts), so that a process that dies between a write and its publish
- * loses no event (notifications, statuses and webhooks depend on them: docs/notifications.md#delivery).
- *
- *   record the event(s) with a new mark → write, adding the mark to the document's `eventMarks` in the same write →
- *   publish each with msgID `<key>:<version>` → remove the entries (in the background)
- *
- * FerretDB has no transactions, so the event cannot be written in the same command as the change; the mark can. The
- * relay (every process, OUTBOX_RELAY_MS) resolves an entry left behind by reading its document: the mark there means
- * the write committed, and the recorded event is published (JetStream drops a repeat of the same msgID within its
- * duplicate window; consumers are idempotent beyond it); no mark after `UNCOMMITTED_AFTER_MS` means the write never
- * happened (a lost compare-and-set, a crash before it), and the entry goes. A document keeps its last `MAX_MARKS`
- * marks, far more than the writes that can happen between a crash and the relay's next pass.
+ * go through the outbox as marked writes (the runtime's marked-events.ts, on outbox.ts), so that a process that dies
+ * between a write and its publish loses no event (notifications, statuses and webhooks depend on them:
+ * docs/notifications.md#at-least-once-from-the-write-on). Each write adds its mark to the build's or job's
+ * `eventMarks`; the relay (every process, OUTBOX_RELAY_MS) publishes an entry left behind once the mark is there.
  *
  * Cost: one upsert before the write (one bulk command for a creation's events), the mark inside the write itself,
  * and one delete after the publish that nobody waits for.
  */
-import { fromBinary } from "@bufbuild/protobuf";
 import { BuildChangedSchema, JobStateChangedSchema, PipelineCountsChangedSchema } from "@conveyor/proto/builds";
 import {
   type EventPublisher,
   encodeEvent,
+  markedEventKey,
+  markedEventResolver,
   newId,
   type Outbox,
-  type OutboxEntry,
   type OutboxEvent,
   type OutboxResolver,
+  publishThroughEvents as publishDecoded,
   type RawPublish,
   type RecordedEvent,
   SUBJECTS,
+  withMark,
+  writeMarked,
 } from "@conveyor/runtime";
 import type { Build } from "../domain/build.js";
 import type { Job } from "../domain/job.js";
 import { buildMessage, jobMessage } from "../rpc/build-message.js";
 import type { BuildRepository, BuildUpdate, JobUpdate } from "../store/build-repository.js";
 
-/** How many write marks a build or job keeps (the latest last). */
-export const MAX_MARKS = 8;
-/** An entry whose mark is not on its document this long after it was recorded belongs to a write that never happened. */
-export const UNCOMMITTED_AFTER_MS = 60_000;
-
 /** The outbox key of a job's event: the job and the mark of its write. */
-export const jobEventKey = (jobId: string, mark: string) => `job-event:${jobId}:${mark}`;
+export const jobEventKey = (jobId: string, mark: string) => markedEventKey("job-event", jobId, mark);
 /** The outbox key of a build's event: the build, the mark of its write, and the event's place in it. */
 export const buildEventKey = (buildId: string, mark: string, index: number) =>
-  `build-event:${buildId}:${mark}:${index}`;
-
-/** A document's marks after a write with `mark`: the latest MAX_MARKS. */
-export const withMark = (marks: readonly string[] | undefined, mark: string): string[] => [
-  ...(marks ?? []).slice(-(MAX_MARKS - 1)),
-  mark,
-];
+  markedEventKey("build-event", buildId, mark, index);
 
 /** The event of a job's change. */
 export function jobEvent(job: Job, previousState: string): OutboxEvent {
@@ -76,35 +60,14 @@ export function buildChangeSubjects(before: Build, after: Build): string[] {
   ];
 }
 
-/**
- * Whether an entry's write committed: "publish" when its document bears the mark, "drop" when it does not and the
- * entry is older than UNCOMMITTED_AFTER_MS (or the document is gone that long), "wait" otherwise.
- */
-export function commitOf(marks: readonly string[] | undefined | null, mark: string, entryAt: Date, now: Date) {
-  if (marks?.includes(mark)) return "publish" as const;
-  return now.getTime() - entryAt.getTime() > UNCOMMITTED_AFTER_MS ? ("drop" as const) : ("wait" as const);
-}
-
-/** The entry's document id and write mark, from its key. */
-const keyParts = (key: string): { id: string; mark: string } => {
-  const [, id = "", mark = ""] = key.split(":");
-  return { id, mark };
-};
-
 /** The outbox resolvers of state events: publish the recorded event once its write is known to have committed. */
 export function stateEventResolvers(
   repo: Pick<BuildRepository, "findJob" | "findBuildById">,
   now: () => Date,
 ): Record<string, OutboxResolver> {
-  const resolve = async (entry: OutboxEntry, marksOf: (id: string) => Promise<readonly string[] | null>) => {
-    const { id, mark } = keyParts(entry.key);
-    const verdict = commitOf(await marksOf(id), mark, entry.at, now());
-    if (verdict === "publish") return entry.event ?? "drop";
-    return verdict;
-  };
   return {
-    "job-event": (entry) => resolve(entry, async (id) => (await repo.findJob(id))?.eventMarks ?? null),
-    "build-event": (entry) => resolve(entry, async (id) => (await repo.findBuildById(id))?.eventMarks ?? null),
+    "job-event": markedEventResolver(async (id) => (await repo.findJob(id))?.eventMarks, now),
+    "build-event": markedEventResolver(async (id) => (await repo.findBuildById(id))?.eventMarks, now),
   };
 }
 
@@ -113,13 +76,14 @@ export function stateEventResolvers(
  * decoded with its subject's schema and published as the service always did.
  */
 export function publishThroughEvents(events: EventPublisher): RawPublish {
-  return async (subject, data) => {
-    if (subject === SUBJECTS.builds.jobStateChanged)
-      return events.publish(subject, JobStateChangedSchema, fromBinary(JobStateChangedSchema, data));
-    if (subject === SUBJECTS.builds.pipelineCountsChanged)
-      return events.publish(subject, PipelineCountsChangedSchema, fromBinary(PipelineCountsChangedSchema, data));
-    return events.publish(subject, BuildChangedSchema, fromBinary(BuildChangedSchema, data));
-  };
+  return publishDecoded(
+    events,
+    {
+      [SUBJECTS.builds.jobStateChanged]: JobStateChangedSchema,
+      [SUBJECTS.builds.pipelineCountsChanged]: PipelineCountsChangedSchema,
+    },
+    BuildChangedSchema,
+  );
 }
 
 /** Writes of builds and jobs whose events are made durable first; see the module doc. */
@@ -149,24 +113,15 @@ export interface StateEvents {
 
 /** Makes the state events' writes over the repository and the outbox (which must carry stateEventResolvers). */
 export function createStateEvents(repo: BuildRepository, outbox: Outbox): StateEvents {
-  const settle = async <T>(recorded: RecordedEvent[], written: T | null): Promise<T | null> => {
-    if (!written) {
-      await outbox.discardAll(recorded);
-      return null;
-    }
-    await outbox.sendAll(recorded);
-    return written;
-  };
   return {
-    async changeJob(job, update, guard) {
-      const mark = newId();
-      const next: Job = { ...job, ...update, eventMarks: withMark(job.eventMarks, mark) };
-      const recorded = await outbox.recordAll([{ key: jobEventKey(job.id, mark), event: jobEvent(next, job.state) }]);
-      return settle(
-        recorded,
-        await repo.updateJob(job.id, job.state, { ...update, eventMarks: next.eventMarks }, guard),
-      );
-    },
+    changeJob: (job, update, guard) =>
+      writeMarked(outbox, {
+        marks: job.eventMarks,
+        events: (mark, eventMarks) => [
+          { key: jobEventKey(job.id, mark), event: jobEvent({ ...job, ...update, eventMarks }, job.state) },
+        ],
+        write: (eventMarks) => repo.updateJob(job.id, job.state, { ...update, eventMarks }, guard),
+      }),
     async changeJobs(changes, opts = {}) {
       if (changes.length === 0) return [];
       const nexts = changes.map(({ job, update }) => {
@@ -194,24 +149,17 @@ export function createStateEvents(repo: BuildRepository, outbox: Outbox): StateE
       await outbox.sendAll(sent);
       return results;
     },
-    async changeBuild(build, update) {
-      const mark = newId();
-      const next: Build = {
-        ...build,
-        ...update,
-        version: build.version + 1,
-        eventMarks: withMark(build.eventMarks, mark),
-      };
-      const recorded = await outbox.recordAll(
-        buildChangeSubjects(build, next).map((subject, i) => ({
-          key: buildEventKey(build.id, mark, i),
-          event: buildEvent(subject, next, build.state),
-        })),
-      );
-      return settle(
-        recorded,
-        await repo.updateBuild(build.id, build.version, { ...update, eventMarks: next.eventMarks }),
-      );
+    changeBuild(build, update) {
+      const next: Build = { ...build, ...update, version: build.version + 1 };
+      return writeMarked(outbox, {
+        marks: build.eventMarks,
+        events: (mark, eventMarks) =>
+          buildChangeSubjects(build, next).map((subject, i) => ({
+            key: buildEventKey(build.id, mark, i),
+            event: buildEvent(subject, { ...next, eventMarks }, build.state),
+          })),
+        write: (eventMarks) => repo.updateBuild(build.id, build.version, { ...update, eventMarks }),
+      });
     },
     async announceNew(doc, key, events) {
       const mark = newId();
