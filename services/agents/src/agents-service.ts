@@ -15,7 +15,7 @@ import { createMetrics } from "./metrics/metrics.js";
 import { createQueueDirectory } from "./queues/queue-directory.js";
 import { agentMessage } from "./rpc/agent-message.js";
 import { createAgentRpcs } from "./rpc/agents-rpc.js";
-import { createClusterAdminRpcs } from "./rpc/cluster-admin-rpc.js";
+import { type ClusterAdminRpcsDeps, createClusterAdminRpcs } from "./rpc/cluster-admin-rpc.js";
 import { createClusterRpcs } from "./rpc/clusters-rpc.js";
 import { createQueueRpcs } from "./rpc/queues-rpc.js";
 import type { AgentRepository } from "./store/agent-repository.js";
@@ -36,6 +36,8 @@ export interface AgentsServiceDeps {
   now?: () => Date;
   /** How long a cached agent is trusted (default 60 s; changes announced by any process drop it at once). */
   agentCacheTtlMs?: number;
+  /** A cluster's pipelines, asked before it is deleted (rpc/cluster-pipelines.ts); without it, none are asked. */
+  pipelinesOf?: ClusterAdminRpcsDeps["pipelinesOf"];
 }
 
 /**
@@ -130,6 +132,7 @@ export function createAgentsDomain(deps: AgentsServiceDeps) {
       directory: queueDirectory,
       events,
       now,
+      ...(deps.pipelinesOf ? { pipelinesOf: deps.pipelinesOf } : {}),
     }),
     ...createAgentRpcs({ agents: deps.agents, clusters: deps.clusters, lifecycle, pausing, handoff, metrics }),
   };

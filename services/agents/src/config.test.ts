@@ -15,6 +15,7 @@ describe("readAgentsConfig", () => {
     const config = readAgentsConfig({});
     expect(config).toEqual({
       buildsUrl: defaultServiceUrl("builds"),
+      pipelinesUrl: defaultServiceUrl("pipelines"),
       pingIntervalS: 2,
       heartbeatIntervalS: 10,
       jobStatusIntervalS: 1,
@@ -27,6 +28,7 @@ describe("readAgentsConfig", () => {
     expect(
       readAgentsConfig({
         BUILDS_URL: " http://builds.internal:7003/ ",
+        PIPELINES_URL: "http://pipelines.internal:7002",
         AGENT_PING_INTERVAL_S: "5",
         AGENT_HEARTBEAT_INTERVAL_S: " 20 ",
         AGENT_JOB_STATUS_INTERVAL_S: "3",
@@ -34,6 +36,7 @@ describe("readAgentsConfig", () => {
       }),
     ).toEqual({
       buildsUrl: "http://builds.internal:7003",
+      pipelinesUrl: "http://pipelines.internal:7002",
       pingIntervalS: 5,
       heartbeatIntervalS: 20,
       jobStatusIntervalS: 3,

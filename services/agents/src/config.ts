@@ -4,6 +4,8 @@ import { createEnvReader, defaultServiceUrl, type Env } from "@conveyor/runtime"
 export interface AgentsConfig {
   /** The builds service, which owns jobs. */
   readonly buildsUrl: string;
+  /** The pipelines service, asked which pipelines name a cluster before it is deleted. */
+  readonly pipelinesUrl: string;
   /** Seconds between an idle agent's pings, told to agents at registration (always positive). */
   readonly pingIntervalS: number;
   /** Seconds between an agent's heartbeats (always positive). */
@@ -15,7 +17,7 @@ export interface AgentsConfig {
 }
 
 /**
- * Parses BUILDS_URL, AGENT_PING_INTERVAL_S, AGENT_HEARTBEAT_INTERVAL_S, AGENT_JOB_STATUS_INTERVAL_S and
+ * Parses BUILDS_URL, PIPELINES_URL, AGENT_PING_INTERVAL_S, AGENT_HEARTBEAT_INTERVAL_S, AGENT_JOB_STATUS_INTERVAL_S and
  * AGENT_LOST_AFTER_S once. The lost window must leave room for at least two missed heartbeats.
  */
 export function readAgentsConfig(env: Env): AgentsConfig {
@@ -28,6 +30,7 @@ export function readAgentsConfig(env: Env): AgentsConfig {
   });
   return Object.freeze({
     buildsUrl: r.url("BUILDS_URL", defaultServiceUrl("builds")),
+    pipelinesUrl: r.url("PIPELINES_URL", defaultServiceUrl("pipelines")),
     pingIntervalS: r.int("AGENT_PING_INTERVAL_S", 2, { min: 1, max: 600 }),
     heartbeatIntervalS,
     jobStatusIntervalS: r.int("AGENT_JOB_STATUS_INTERVAL_S", 1, { min: 1, max: 600 }),

@@ -9,6 +9,7 @@ import { followEvents } from "./events/followed-events.js";
 import { readOidcConfig } from "./oidc/oidc-config.js";
 import { createMongoOidcKeyRepository } from "./oidc/oidc-key-repository.js";
 import { createOidc } from "./oidc/oidc-service.js";
+import { clusterPipelinesFrom } from "./rpc/cluster-pipelines.js";
 import { createMongoSecretRepository } from "./secrets/secret-repository.js";
 import { readSecretsConfig } from "./secrets/secrets-config.js";
 import { createSecrets } from "./secrets/secrets-service.js";
@@ -35,7 +36,17 @@ void runService(
         createMongoMaintainerRepository(db),
       ]);
       const builds = createServiceClient(BuildsService, config.buildsUrl);
-      const domain = createAgentsDomain({ clusters, queues, maintainers, agents, builds, events, logger, config });
+      const domain = createAgentsDomain({
+        clusters,
+        queues,
+        maintainers,
+        agents,
+        builds,
+        events,
+        logger,
+        config,
+        pipelinesOf: clusterPipelinesFrom(config.pipelinesUrl),
+      });
       const secrets = createSecrets({
         secrets: await createMongoSecretRepository(db),
         clusters,

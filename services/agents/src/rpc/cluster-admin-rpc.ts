@@ -11,6 +11,7 @@ import {
   SUBJECTS,
   toTimestamp,
 } from "@conveyor/runtime";
+import { type ClusterPipelines, clusterPipelinesProblem, NAMED_PIPELINES } from "../domain/cluster-deletion.js";
 import type { QueueDirectory } from "../queues/queue-directory.js";
 import type { AgentRepository } from "../store/agent-repository.js";
 import type { ClusterRepository } from "../store/cluster-repository.js";
@@ -31,6 +32,11 @@ export interface ClusterAdminRpcsDeps {
   directory: QueueDirectory;
   events: EventPublisher;
   now: () => Date;
+  /**
+   * A few of the pipelines of a cluster (up to `limit` slugs) and how many there are, asked of the pipelines service
+   * (cluster-pipelines.ts); without it, a cluster is deleted whatever pipelines name it (tests).
+   */
+  pipelinesOf?: (organizationId: string, clusterId: string, limit: number) => Promise<ClusterPipelines>;
 }
 
 type ClusterAdminRpcs = Pick<
@@ -71,6 +77,14 @@ export function createClusterAdminRpcs(deps: ClusterAdminRpcsDeps): ClusterAdmin
         0,
       );
       if (live > 0) throw failedPrecondition(`The cluster has ${live} connected agent${live === 1 ? "" : "s"}`);
+      // Asked last, of the pipelines service (a pipeline made meanwhile is not seen: docs/compatibility.md
+      // #clusters-and-queues); if it cannot answer, the cluster is not deleted.
+      if (deps.pipelinesOf) {
+        const problem = clusterPipelinesProblem(
+          await deps.pipelinesOf(cluster.organizationId, cluster._id, NAMED_PIPELINES),
+        );
+        if (problem) throw failedPrecondition(problem);
+      }
       for (const token of await clusters.listAgentTokens(cluster.organizationId, cluster._id)) {
         if (token.revokedAt) continue;
         await clusters.revokeAgentToken(cluster.organizationId, token._id, now());

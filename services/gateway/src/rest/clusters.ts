@@ -333,7 +333,7 @@ export function clusterRoutes(app: FastifyInstance, deps: RouteDeps): void {
       schema: {
         operationId: "deleteCluster",
         summary:
-          "Delete a cluster (administrators) once it has no queues and no connected agents; its agent tokens are revoked",
+          "Delete a cluster (administrators) once no pipeline names it and it has no queues and no connected agents; its agent tokens are revoked",
         tags,
         params: ClusterParams,
         response: noContent,

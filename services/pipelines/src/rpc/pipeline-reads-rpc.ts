@@ -36,6 +36,7 @@ export function createPipelineReadRpcs(ctx: PipelinesContext): PipelineReadRpcs 
         skip,
         perPage,
         req.pipelineIds,
+        req.clusterId || undefined,
       );
       return { pipelines: page.items.map(pipelineMessage), totalCount: page.total };
     },

@@ -150,6 +150,21 @@ describe("MongoDB pipelines repository", () => {
     expect(await repo.updateActive(org, b._id, { description: "x" }, 1)).toBeNull();
   });
 
+  it("lists only a cluster's pipelines when asked, archived ones included in all", async () => {
+    const org = randomUUID();
+    const cluster = randomUUID();
+    const inCluster = { ...doc(org, "In", "in"), clusterId: cluster };
+    await repo.insert(inCluster);
+    await repo.insert({ ...doc(org, "Other", "other"), clusterId: randomUUID() });
+    await repo.insert(doc(org, "None", "none"));
+    await repo.insert({ ...doc(org, "Old", "old"), clusterId: cluster, archivedAt: new Date() });
+    const all = await repo.list(org, "all", 0, 10, [], cluster);
+    expect(all.items.map((p) => p.slug)).toEqual(["in", "old"]);
+    expect(all.total).toBe(2);
+    expect((await repo.list(org, "active", 0, 10, [], cluster)).total).toBe(1);
+    expect((await repo.list(org, "all", 0, 10)).total).toBe(4);
+  });
+
   it("changes a pipeline only at the version it expects, and counts its changes", async () => {
     const org = randomUUID();
     // Stored before versions existed: it has none, and is at version 0.

@@ -130,13 +130,17 @@ export interface PipelinesRepository {
   findByWebhookTokenHash(hash: string): Promise<PipelineDoc | null>;
   /** Sets the live counters if `at` is newer than the ones stored (events may arrive out of order). */
   setCounts(id: string, counts: PipelineCountsDoc, at: Date): Promise<void>;
-  /** One page of an organization's pipelines by name; only those among `onlyIds` when that is not empty. */
+  /**
+   * One page of an organization's pipelines by name; only those among `onlyIds` when that is not empty, and only those
+   * of cluster `clusterId` when it is given.
+   */
   list(
     organizationId: string,
     filter: ArchiveFilter,
     skip: number,
     limit: number,
     onlyIds?: readonly string[],
+    clusterId?: string,
   ): Promise<{ items: PipelineDoc[]; total: number }>;
   /**
    * Applies the changes to an active pipeline at `version`, which becomes `version + 1`; null when it does not exist,
@@ -248,8 +252,13 @@ export async function createMongoPipelinesRepository(db: Db): Promise<PipelinesR
         { $set: { counts, countsAt: at } },
       );
     },
-    async list(organizationId, filter, skip, limit, onlyIds) {
-      const scope = onlyIds?.length ? { organizationId, _id: { $in: [...onlyIds] } } : { organizationId };
+    async list(organizationId, filter, skip, limit, onlyIds, clusterId) {
+      const scope = {
+        organizationId,
+        ...(onlyIds?.length ? { _id: { $in: [...onlyIds] } } : {}),
+        // Asked only before a cluster is deleted: the organization's index narrows it, no index of its own.
+        ...(clusterId ? { clusterId } : {}),
+      };
       // Strings only: served by an index in name order, and counted from it (see archiveState).
       const query = filter === "all" ? scope : { ...scope, archiveState: filter };
       const [items, total] = await Promise.all([
