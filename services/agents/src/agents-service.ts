@@ -1,12 +1,21 @@
 import type { ServiceImpl } from "@connectrpc/connect";
 import { AgentChangedSchema, type AgentsService } from "@conveyor/proto/agents";
 import type { Job } from "@conveyor/proto/builds";
-import { type EventPublisher, type Logger, SUBJECTS } from "@conveyor/runtime";
+import {
+  createMemoryOutboxStore,
+  createOutbox,
+  type EventPublisher,
+  type Logger,
+  type OutboxStore,
+  type RawPublish,
+  SUBJECTS,
+} from "@conveyor/runtime";
 import type { AgentsConfig } from "./config.js";
 import { createDispatchHints } from "./dispatch/dispatch-hints.js";
 import { createHintsRefresh } from "./dispatch/hints-refresh.js";
 import { type BuildsClient, createJobHandoff } from "./dispatch/job-handoff.js";
 import { dispatchPausedFor } from "./domain/cluster-queues.js";
+import { agentEventResolvers, publishAgentEvents } from "./events/agent-events.js";
 import { createAgentDirectory } from "./lifecycle/agent-directory.js";
 import { createAgentLifecycle } from "./lifecycle/agent-lifecycle.js";
 import { createAgentPausing } from "./lifecycle/agent-pausing.js";
@@ -38,20 +47,35 @@ export interface AgentsServiceDeps {
   agentCacheTtlMs?: number;
   /** A cluster's pipelines, asked before it is deleted (rpc/cluster-pipelines.ts); without it, none are asked. */
   pipelinesOf?: ClusterAdminRpcsDeps["pipelinesOf"];
+  /**
+   * Where agents' state events wait until JetStream has them (events/agent-events.ts); without it, an outbox in memory
+   * that publishes through `events` (unit tests).
+   */
+  outbox?: { store: OutboxStore; publish: RawPublish; graceMs?: number };
 }
 
 /**
  * The agents service and the duties its process runs in the background: `flushLiveness` (write the sightings
- * noted by pings), `sweepLost` (mark silent agents lost), `refreshHints` (re-read what waits for an agent), and the
+ * noted by pings), `sweepLost` (mark silent agents lost), `refreshHints` (re-read what waits for an agent),
+ * `relayOutbox` (publish state events a process recorded but did not publish: events/agent-events.ts), and the
  * handlers of the events it follows (`jobChanged`, `agentChanged`) and of their loss (`jobEventsMissed`,
  * `agentEventsMissed`: a subscription broke, so what those events keep current may be stale).
  */
 export function createAgentsDomain(deps: AgentsServiceDeps) {
   const now = deps.now ?? (() => new Date());
   const { events, logger, builds } = deps;
+  const outbox = createOutbox({
+    store: deps.outbox?.store ?? createMemoryOutboxStore(),
+    publish: deps.outbox?.publish ?? publishAgentEvents(events),
+    logger,
+    now,
+    resolvers: agentEventResolvers(deps.agents, now),
+    ...(deps.outbox?.graceMs !== undefined ? { graceMs: deps.outbox.graceMs } : {}),
+  });
   const directory = createAgentDirectory({
     repo: deps.agents,
     events,
+    outbox,
     logger,
     ttlMs: deps.agentCacheTtlMs ?? 60_000,
   });
@@ -142,6 +166,7 @@ export function createAgentsDomain(deps: AgentsServiceDeps) {
     flushLiveness: () => liveness.flush(),
     sweepLost: () => liveness.sweep(),
     refreshHints: () => hintsRefresh.run(),
+    relayOutbox: () => outbox.relay(),
     jobChanged: (job: Job) => hints.jobChanged(job),
     agentChanged: (agentId: string) => directory.evict(agentId),
     jobEventsMissed: () => hintsRefresh.resume(),

@@ -2,7 +2,14 @@ import { AgentsService } from "@conveyor/proto/agents";
 import { BuildsService } from "@conveyor/proto/builds";
 import { OidcService } from "@conveyor/proto/oidc";
 import { SecretsService } from "@conveyor/proto/secrets";
-import { createServiceClient, repeat, runService } from "@conveyor/runtime";
+import {
+  createMongoOutboxStore,
+  createServiceClient,
+  jetStreamPublish,
+  type OutboxDoc,
+  repeat,
+  runService,
+} from "@conveyor/runtime";
 import { createAgentsDomain } from "./agents-service.js";
 import { readAgentsConfig } from "./config.js";
 import { followEvents } from "./events/followed-events.js";
@@ -22,6 +29,8 @@ import { createMongoQueueRepository } from "./store/queue-repository.js";
 const FLUSH_MS = 3_000;
 const SWEEP_MS = 5_000;
 const HINTS_MS = 3_000;
+/** How often the outbox relay looks for state events recorded but not published (events/agent-events.ts). */
+const OUTBOX_RELAY_MS = 2_000;
 
 void runService(
   {
@@ -29,11 +38,12 @@ void runService(
     serviceNames: [AgentsService.typeName, SecretsService.typeName, OidcService.typeName],
     async setup({ db, nats, events, logger, env }) {
       const config = readAgentsConfig(env);
-      const [clusters, agents, queues, maintainers] = await Promise.all([
+      const [clusters, agents, queues, maintainers, outboxStore] = await Promise.all([
         createMongoClusterRepository(db),
         createMongoAgentRepository(db),
         createMongoQueueRepository(db),
         createMongoMaintainerRepository(db),
+        createMongoOutboxStore(db.collection<OutboxDoc>("outbox")),
       ]);
       const builds = createServiceClient(BuildsService, config.buildsUrl);
       const domain = createAgentsDomain({
@@ -45,6 +55,7 @@ void runService(
         events,
         logger,
         config,
+        outbox: { store: outboxStore, publish: jetStreamPublish(nats.js) },
         pipelinesOf: clusterPipelinesFrom(config.pipelinesUrl),
       });
       const secrets = createSecrets({
@@ -66,6 +77,7 @@ void runService(
       followEvents(nats, domain, logger);
       repeat(domain.flushLiveness, { what: "liveness flush", everyMs: FLUSH_MS, logger });
       repeat(domain.sweepLost, { what: "lost agent sweep", everyMs: SWEEP_MS, logger });
+      repeat(domain.relayOutbox, { what: "outbox relay", everyMs: OUTBOX_RELAY_MS, costFactor: 3, logger });
       // A refresh reads every queued job: with thousands queued it is paced by its cost (events keep hints current).
       repeat(domain.refreshHints, { what: "dispatch hints refresh", everyMs: HINTS_MS, costFactor: 10, logger });
       void domain.refreshHints().catch((err) => logger.warn({ err }, "dispatch hints not loaded yet"));

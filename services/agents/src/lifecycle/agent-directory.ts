@@ -1,21 +1,14 @@
 import { AgentChangedSchema } from "@conveyor/proto/agents";
-import { type EventPublisher, type Logger, SUBJECTS } from "@conveyor/runtime";
+import { type EventPublisher, type Logger, type Outbox, SUBJECTS, writeMarked } from "@conveyor/runtime";
 import { LRUCache } from "lru-cache";
-import { agentMessage } from "../rpc/agent-message.js";
-import type { AgentDoc, AgentGuard, AgentRepository, AgentUpdate, ConnectionState } from "../store/agent-repository.js";
-
-/** The subject announcing that an agent entered a connection state, for the states that have one. */
-const STATE_SUBJECTS: Partial<Record<ConnectionState, string>> = {
-  connected: SUBJECTS.agents.agentConnected,
-  disconnected: SUBJECTS.agents.agentDisconnected,
-  stopped: SUBJECTS.agents.agentDisconnected,
-  lost: SUBJECTS.agents.agentLost,
-  stopping: SUBJECTS.agents.agentStopping,
-};
+import { agentChange, agentEventKey, agentStateEvent, stateSubjectOf } from "../events/agent-events.js";
+import type { AgentDoc, AgentGuard, AgentRepository, AgentUpdate } from "../store/agent-repository.js";
 
 export interface AgentDirectoryDeps {
   repo: AgentRepository;
   events: EventPublisher;
+  /** Where state events are recorded before their write (events/agent-events.ts); carries agentEventResolvers. */
+  outbox: Outbox;
   logger: Logger;
   /** How long an agent read from the database is trusted without reading it again. */
   ttlMs: number;
@@ -24,18 +17,30 @@ export interface AgentDirectoryDeps {
 /**
  * Agents as this process sees them: reads go through a short-lived cache (an idle agent's ping must not cost a
  * query), and every change goes to the database as a compare-and-set, refreshes the cache and is announced, so
- * other processes drop their copy at once (the TTL bounds staleness if an announcement is missed).
+ * other processes drop their copy at once (the TTL bounds staleness if an announcement is missed). A change of
+ * connection state is announced at least once: its event is recorded in the outbox before the write
+ * (events/agent-events.ts).
  */
 export function createAgentDirectory(deps: AgentDirectoryDeps) {
-  const { repo, events } = deps;
+  const { repo, events, outbox } = deps;
   const cache = new LRUCache<string, AgentDoc>({ max: 100_000, ttl: Math.max(deps.ttlMs, 1) });
 
-  /** Announces a change: a connection state's own subject when it changed, and agent_changed always. */
-  const announce = async (agent: AgentDoc, previousState: ConnectionState) => {
-    const value = { agent: agentMessage(agent), previousState };
-    const subject = agent.connectionState !== previousState ? STATE_SUBJECTS[agent.connectionState] : undefined;
-    if (subject) await events.publish(subject, AgentChangedSchema, value);
-    await events.publish(SUBJECTS.agents.agentChanged, AgentChangedSchema, value);
+  /**
+   * The compare-and-set; one that changes the connection state is a marked write: its state event is recorded first
+   * (as the writer's copy and the update make the agent), and published from the agent as written.
+   */
+  const write = (agent: AgentDoc, update: AgentUpdate, guard?: AgentGuard): Promise<AgentDoc | null> => {
+    const subject = stateSubjectOf(agent.connectionState, update);
+    if (!subject) return repo.updateAgent(agent._id, update, guard);
+    const previous = agent.connectionState;
+    return writeMarked(outbox, {
+      marks: agent.eventMarks,
+      events: (mark) => [
+        { key: agentEventKey(agent._id, mark), event: agentStateEvent(subject, { ...agent, ...update }, previous) },
+      ],
+      write: (_marks, mark) => repo.updateAgent(agent._id, update, guard, mark),
+      written: (updated) => [agentStateEvent(subject, updated, previous)],
+    });
   };
 
   return {
@@ -67,13 +72,17 @@ export function createAgentDirectory(deps: AgentDirectoryDeps) {
      * cached copy is dropped then, since it was stale).
      */
     async update(agent: AgentDoc, update: AgentUpdate, guard?: AgentGuard): Promise<AgentDoc | null> {
-      const updated = await repo.updateAgent(agent._id, update, guard);
+      const updated = await write(agent, update, guard);
       if (!updated) {
         cache.delete(agent._id);
         return null;
       }
       cache.set(updated._id, updated);
-      await announce(updated, agent.connectionState);
+      await events.publish(
+        SUBJECTS.agents.agentChanged,
+        AgentChangedSchema,
+        agentChange(updated, agent.connectionState),
+      );
       return updated;
     },
 

@@ -1,3 +1,4 @@
+import { MAX_MARKS } from "@conveyor/runtime";
 import type { AnyBulkWriteOperation, Collection, Db } from "mongodb";
 
 /** The connection states of an agent (docs/compatibility.md#agent-connection-states). */
@@ -46,6 +47,8 @@ export interface AgentDoc {
   stoppedAt: Date | null;
   lastSeenAt: Date;
   lastJobFinishedAt: Date | null;
+  /** The marks of its latest writes announced through the outbox (events/agent-events.ts); absent before any. */
+  eventMarks?: string[];
 }
 
 /** The user who paused an agent, as REST shows them. */
@@ -112,8 +115,11 @@ export interface AgentRepository {
   insertAgent(agent: AgentDoc): Promise<void>;
   findAgent(id: string): Promise<AgentDoc | null>;
   findAgentByTokenHash(hash: string): Promise<AgentDoc | null>;
-  /** Applies `update` if the agent still matches `guard`; returns the updated agent or null. */
-  updateAgent(id: string, update: AgentUpdate, guard?: AgentGuard): Promise<AgentDoc | null>;
+  /**
+   * Applies `update` if the agent still matches `guard`; returns the updated agent or null. With `mark`, the same
+   * command appends it to the agent's `eventMarks` (events/agent-events.ts), which keep their latest MAX_MARKS.
+   */
+  updateAgent(id: string, update: AgentUpdate, guard?: AgentGuard, mark?: string): Promise<AgentDoc | null>;
   /** Raises each agent's lastSeenAt to at least the given time, in one round trip. */
   touchAgents(seen: ReadonlyMap<string, Date>): Promise<void>;
   /** Alive agents not seen since `before`, and lost agents still holding a job, oldest first. */
@@ -134,6 +140,10 @@ export interface AgentRepository {
   /** Revokes every token of a job. */
   revokeJobTokens(jobId: string, at: Date): Promise<void>;
 }
+
+/** The marks beyond the latest MAX_MARKS, oldest first: those a marked write removes after appending its own. */
+export const overflowMarks = (marks: readonly string[]): string[] =>
+  marks.slice(0, Math.max(0, marks.length - MAX_MARKS));
 
 /** Sightings written per bulk command. */
 const TOUCH_BATCH = 50;
@@ -161,17 +171,24 @@ export async function createMongoAgentRepository(db: Db): Promise<AgentRepositor
     },
     findAgent: (id) => agents.findOne({ _id: id }),
     findAgentByTokenHash: (hash) => agents.findOne({ accessTokenHash: hash }),
-    updateAgent(id, update, guard = {}) {
-      return agents.findOneAndUpdate(
+    async updateAgent(id, update, guard = {}, mark) {
+      const updated = await agents.findOneAndUpdate(
         {
           _id: id,
           ...(guard.connectionStates ? { connectionState: { $in: [...guard.connectionStates] } } : {}),
           ...(guard.currentJobId !== undefined ? { currentJobId: guard.currentJobId } : {}),
           ...(guard.paused !== undefined ? { paused: guard.paused } : {}),
         },
-        { $set: update },
+        // Appended, not set from the writer's copy: a cached copy may lack a mark another process just wrote, whose
+        // event the relay publishes only while the mark is there.
+        mark === undefined ? { $set: update } : { $set: update, $push: { eventMarks: mark } },
         { returnDocument: "after" },
       );
+      const old = updated?.eventMarks ? overflowMarks(updated.eventMarks) : [];
+      if (!updated || old.length === 0) return updated;
+      // The oldest marks beyond MAX_MARKS go (FerretDB v1 has no $push $slice); named, so a repeat removes nothing more.
+      await agents.updateOne({ _id: id }, { $pullAll: { eventMarks: old } });
+      return { ...updated, eventMarks: updated.eventMarks?.filter((m) => !old.includes(m)) };
     },
     async touchAgents(seen) {
       const ops: AnyBulkWriteOperation<AgentDoc>[] = [...seen].map(([id, at]) => ({

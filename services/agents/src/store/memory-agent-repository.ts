@@ -3,6 +3,7 @@ import {
   type AgentRepository,
   type JobTokenDoc,
   LIVE_STATES,
+  overflowMarks,
   type QueueAgentCount,
 } from "./agent-repository.js";
 
@@ -44,13 +45,18 @@ export function createMemoryAgentRepository(): MemoryAgentRepository {
     },
     findAgent: async (id) => copy(agents.get(id) ?? null),
     findAgentByTokenHash: async (hash) => copy([...agents.values()].find((a) => a.accessTokenHash === hash) ?? null),
-    async updateAgent(id, update, guard = {}) {
+    async updateAgent(id, update, guard = {}, mark) {
       const agent = agents.get(id);
       if (!agent) return null;
       if (guard.connectionStates && !guard.connectionStates.includes(agent.connectionState)) return null;
       if (guard.currentJobId !== undefined && agent.currentJobId !== guard.currentJobId) return null;
       if (guard.paused !== undefined && agent.paused !== guard.paused) return null;
-      const updated = { ...agent, ...copy(update) };
+      const updated: AgentDoc = { ...agent, ...copy(update) };
+      if (mark !== undefined) {
+        const marks = [...(agent.eventMarks ?? []), mark];
+        const old = overflowMarks(marks);
+        updated.eventMarks = marks.filter((m) => !old.includes(m));
+      }
       agents.set(id, updated);
       return copy(updated);
     },
