@@ -11,7 +11,8 @@ import { agents, arrangeCluster, arrangeOrgUser, send, stack, unique } from "./s
 // (test/go-client/cluster-queues-check), and pausing a queue's dispatch really stopping it: the real buildkite-agent
 // of that queue keeps polling and is offered nothing, its job stays scheduled, and it takes the job right after the
 // queue is resumed. An agent naming a queue its cluster does not have is refused at registration; /v3/token names the
-// queue object an agent is in.
+// queue object an agent is in. A job names its queue object from the moment it is made (scheduled, before any agent
+// takes it), and a cluster that pipelines still name is not deleted.
 
 jest.setTimeout(180_000);
 
@@ -43,7 +44,7 @@ beforeAll(async () => {
 afterAll(stopAllAgents);
 
 describe("go-buildkite's ClusterQueues against the stack", () => {
-  it("creates, lists, gets, updates, pauses, resumes and deletes a queue; a cluster with a queue is not deleted", async () => {
+  it("creates, lists, gets, updates, pauses, resumes and deletes a queue; a cluster with a queue or a pipeline is not deleted", async () => {
     const cluster = await arrangeCluster(org.organization.id);
     const out = JSON.parse(
       execFileSync(binary, [], {
@@ -80,9 +81,14 @@ describe("go-buildkite's ClusterQueues against the stack", () => {
     expect(out.after_resume.dispatch_paused).toBe(false);
     expect(out.after_resume.dispatch_paused_at).toBeUndefined();
     expect(out.duplicate.status).toBe(422);
+    // The build's job waits for an agent of the queue (none is connected) and names the queue already.
+    expect(out.scheduled_job).toMatchObject({ state: "scheduled", cluster_queue_id: out.created.id });
     expect(out.cluster_refused).toEqual({ status: 422, message: "The cluster has 1 queue: delete them first" });
     expect(out.delete_status).toBe(204);
     expect(out.after_delete).toEqual({ status: 404, message: "No queue found" });
+    expect(out.pipeline_refused.status).toBe(422);
+    expect(out.pipeline_refused.message).toMatch(/^The cluster has 1 pipeline \(go-queue-[a-z0-9-]+\): move it to/);
+    expect(out.pipeline_deleted_status).toBe(204);
     expect(out.cluster_deleted_status).toBe(204);
     expect((await send("GET", `${base}/clusters/${cluster}`, org.secret)).status).toBe(404);
   });
@@ -147,6 +153,10 @@ describe("a paused queue with the real agent", () => {
     const buildPath = `${base}/pipelines/${pipeline.body.slug}/builds/${build.body.number}`;
     const jobState = async () => (await send("GET", buildPath, org.secret)).body.jobs[0].state as string;
     await eventually("the job to be scheduled", async () => ((await jobState()) === "scheduled" ? true : undefined));
+    // Waiting for an agent, the job names its queue already (Buildkite fills it when the job is made).
+    const waiting = (await send("GET", buildPath, org.secret)).body.jobs[0];
+    expect(waiting).toMatchObject({ state: "scheduled", agent: null, cluster_queue_id: queue.body.id });
+    expect(waiting.cluster_queue_url).toBe(`${stack.apiUrl}${base}/clusters/${cluster}/queues/${queue.body.id}`);
 
     // The agent pings every second (AGENT_PING_INTERVAL_S): eight pings, none offered the job.
     await sleep(8_000);
