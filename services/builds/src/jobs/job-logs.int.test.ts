@@ -46,7 +46,7 @@ async function serve(limits?: LogLimits): Promise<Client> {
 }
 
 beforeAll(async () => {
-  mongo = await new MongoClient(process.env.MONGODB_URL ?? "").connect();
+  mongo = await new MongoClient(process.env.MONGODB_URL ?? "", { monitorCommands: true }).connect();
   client = await serve();
   small = await serve(SMALL);
 });
@@ -257,6 +257,28 @@ describe("job logs", () => {
     const read = await readLog(client, ref);
     expect(read.bytes.toString()).toBe("aaaaddddeeee");
     expect(read.info?.size).toBe(12n);
+  });
+
+  it("stores a chunk with one write after three reads taken together (docs/architecture.md#data)", async () => {
+    const ref = await jobIn();
+    // What the build's creation does after it answered (counters) is done first, and not counted.
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const commands: string[] = [];
+    const count = (event: { commandName: string; command: Record<string, unknown> }) => {
+      const collection = String(event.command[event.commandName] ?? "");
+      if (["jobs", "job_log_chunks", "job_log_deletions"].includes(collection))
+        commands.push(`${event.commandName} ${collection}`);
+    };
+    mongo.on("commandStarted", count);
+    try {
+      await client.appendJobLog(chunk(ref.jobId, 1, 0, Buffer.from("first\n")));
+      await client.appendJobLog(chunk(ref.jobId, 2, 6, Buffer.from("second\n")));
+    } finally {
+      mongo.off("commandStarted", count);
+    }
+    // Each: the job (is it running?), the log's deletion mark, the stored chunk nearest below its end; then the insert.
+    const each = ["find jobs", "find job_log_chunks", "find job_log_deletions", "insert job_log_chunks"];
+    expect(commands.sort()).toEqual([...each, ...each].sort());
   });
 
   it("refuses chunks for a job canceled before any agent accepted it", async () => {

@@ -5,6 +5,7 @@ import { failedPrecondition, invalidFields, notFound } from "@conveyor/runtime";
 import { type BuildsContext, MAX_ATTEMPTS } from "../builds-context.js";
 import type { Job } from "../domain/job.js";
 import { RUNNING_JOB_STATES } from "../domain/state-sets.js";
+import { placeChunk, placementEnd } from "./chunk-placement.js";
 import { type LogChunkNotices, NO_LOG_CHUNK_NOTICES } from "./log-chunk-notices.js";
 import { requireRunningJob } from "./running-job.js";
 
@@ -67,36 +68,32 @@ export function createJobLogs(ctx: BuildsContext, limits: LogLimits, notices: Lo
         throw invalidFields([{ field: "size", code: `is ${chunk.size} but the chunk holds ${bytes.length} bytes` }]);
       if (chunk.offset + chunk.size > limits.maxLogBytes)
         throw failedPrecondition(`The log is longer than the limit of ${limits.maxLogBytes} bytes`);
-      // Only while an agent runs the job: the agent stops its log before it finishes the job, and a finished job's
-      // log never changes again.
-      const job = await requireRunningJob(repo, chunk.jobId);
       const sha256 = createHash("sha256").update(bytes).digest("hex");
-      // One chunk of a job at a time in this process, so that the overlap check and the insert go together (agents
-      // never send overlapping chunks; this keeps a wrong client from corrupting the log).
-      await ctx.withLock(`log:${job.id}`, async () => {
-        if (await logs.deleted(job.id)) throw failedPrecondition("The job's log was deleted");
-        const stored = await logs.findChunk(job.id, chunk.offset);
-        if (stored) {
-          if (stored.size !== chunk.size || (stored.sha256 !== "" && stored.sha256 !== sha256))
-            throw failedPrecondition(`Another chunk is already stored at offset ${chunk.offset}`);
-          return;
-        }
-        const { before, after } = await logs.neighbours(job.id, chunk.offset);
-        if (
-          (before && before.offset + before.size > chunk.offset) ||
-          (after && chunk.offset + chunk.size > after.offset)
-        )
-          throw failedPrecondition(`The chunk at offset ${chunk.offset} overlaps a chunk already stored`);
-        if (!(await logs.insertChunk({ ...chunk, jobId: job.id, sha256 }))) {
+      // One chunk of a job at a time in this process, so that the checks and the insert go together (agents never
+      // send overlapping chunks; this keeps a wrong client from corrupting the log). The checks are three reads taken
+      // together, then one write (docs/architecture.md#data): the job (only while an agent runs it: the agent stops
+      // its log before it finishes the job, and a finished job's log never changes again), the log's deletion mark,
+      // and the one stored chunk that could be in the way.
+      const jobId = await ctx.withLock(`log:${chunk.jobId}`, async () => {
+        const [job, deleted, nearest] = await Promise.all([
+          requireRunningJob(repo, chunk.jobId),
+          logs.deleted(chunk.jobId),
+          logs.chunkBelow(chunk.jobId, placementEnd(chunk)),
+        ]);
+        if (deleted) throw failedPrecondition("The job's log was deleted");
+        const placement = placeChunk({ offset: chunk.offset, size: chunk.size, sha256 }, nearest);
+        if (placement.kind === "refused") throw failedPrecondition(placement.reason);
+        if (placement.kind === "new" && !(await logs.insertChunk({ ...chunk, jobId: job.id, sha256 }))) {
           // Another process stored this offset meanwhile: the same chunk is fine, another is not.
           const raced = await logs.findChunk(job.id, chunk.offset);
           if (raced?.sha256 !== sha256)
             throw failedPrecondition(`Another chunk is already stored at offset ${chunk.offset}`);
         }
+        return job.id;
       });
       // Once stored, so that a page reading the log on this notice finds the chunk. A chunk sent again (its upload's
       // answer was lost) is announced again: the first notice may never have gone out, and pages take duplicates.
-      notices.stored({ jobId: job.id, offset: chunk.offset, size: chunk.size, gzip: chunk.gzip });
+      notices.stored({ jobId, offset: chunk.offset, size: chunk.size, gzip: chunk.gzip });
     },
 
     /** Records when section headers were printed (line index → time, as the agent sends them). */

@@ -37,7 +37,7 @@ describe.each(implementations)("the JobLogRepository %s", (_name, make) => {
     logs = await make();
   });
 
-  it("stores one chunk per offset and reads a job's chunks in offset order, with their neighbours", async () => {
+  it("stores one chunk per offset and reads a job's chunks in offset order, and the one nearest below an offset", async () => {
     const [a, b, c] = [chunk("j-1", 1, 0, 10), chunk("j-1", 3, 25, 5), chunk("j-1", 2, 10, 15)];
     for (const x of [a, b, c]) expect(await logs.insertChunk(x)).toBe(true);
     expect(await logs.insertChunk({ ...chunk("j-1", 9, 10, 99), sha256: "other" })).toBe(false);
@@ -48,10 +48,11 @@ describe.each(implementations)("the JobLogRepository %s", (_name, make) => {
     expect(read.map((x) => ({ ...x, gzip: [...x.gzip] }))).toEqual([a, c, b].map((x) => ({ ...x, gzip: [...x.gzip] })));
     expect(await logs.findChunk("j-1", 10)).toEqual(span(c));
     expect(await logs.findChunk("j-1", 11)).toBeNull();
-    expect(await logs.neighbours("j-1", 10)).toEqual({ before: span(a), after: span(b) });
-    expect(await logs.neighbours("j-1", 12)).toEqual({ before: span(c), after: span(b) });
-    expect(await logs.neighbours("j-1", 0)).toEqual({ before: null, after: span(c) });
-    expect(await logs.neighbours("j-3", 0)).toEqual({ before: null, after: null });
+    expect(await logs.chunkBelow("j-1", 10)).toEqual(span(a));
+    expect(await logs.chunkBelow("j-1", 11)).toEqual(span(c));
+    expect(await logs.chunkBelow("j-1", 1000)).toEqual(span(b));
+    expect(await logs.chunkBelow("j-1", 0)).toBeNull();
+    expect(await logs.chunkBelow("j-3", 10)).toBeNull();
     expect(await logs.extent("j-1")).toEqual({ size: 30, deleted: false });
   });
 

@@ -28,8 +28,8 @@ export interface JobLogRepository {
   insertChunk(chunk: LogChunk): Promise<boolean>;
   /** The chunk stored at an offset, if any. */
   findChunk(jobId: string, offset: number): Promise<ChunkSpan | null>;
-  /** The stored chunks nearest before and after an offset (not at it). */
-  neighbours(jobId: string, offset: number): Promise<{ before: ChunkSpan | null; after: ChunkSpan | null }>;
+  /** The stored chunk with the greatest offset below `end`, if any (one indexed read). */
+  chunkBelow(jobId: string, end: number): Promise<ChunkSpan | null>;
   extent(jobId: string): Promise<LogExtent>;
   /** Whether the log was deleted (one indexed read; extent reads every chunk's size). */
   deleted(jobId: string): Promise<boolean>;
@@ -98,20 +98,9 @@ export async function createMongoJobLogRepository(db: Db): Promise<JobLogReposit
       const doc = await chunks.findOne({ jobId, offset }, SPAN);
       return doc && span(doc);
     },
-    async neighbours(jobId, offset) {
-      const [before, after] = await Promise.all([
-        chunks
-          .find({ jobId, offset: { $lt: offset } }, SPAN)
-          .sort({ jobId: 1, offset: -1 })
-          .limit(1)
-          .toArray(),
-        chunks
-          .find({ jobId, offset: { $gt: offset } }, SPAN)
-          .sort({ jobId: 1, offset: 1 })
-          .limit(1)
-          .toArray(),
-      ]);
-      return { before: before[0] ? span(before[0]) : null, after: after[0] ? span(after[0]) : null };
+    async chunkBelow(jobId, end) {
+      const doc = await chunks.findOne({ jobId, offset: { $lt: end } }, { ...SPAN, sort: { jobId: 1, offset: -1 } });
+      return doc && span(doc);
     },
     async extent(jobId) {
       const [sizes, deletion] = await Promise.all([

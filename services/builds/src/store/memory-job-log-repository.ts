@@ -24,12 +24,8 @@ export function createMemoryJobLogRepository(): JobLogRepository {
     async findChunk(jobId, offset) {
       return span(logs.get(jobId)?.get(offset));
     },
-    async neighbours(jobId, offset) {
-      const chunks = chunksOf(jobId);
-      return {
-        before: span(chunks.filter((c) => c.offset < offset).at(-1)),
-        after: span(chunks.find((c) => c.offset > offset)),
-      };
+    async chunkBelow(jobId, end) {
+      return span(chunksOf(jobId).findLast((c) => c.offset < end));
     },
     async extent(jobId) {
       return { size: chunksOf(jobId).reduce((sum, c) => sum + c.size, 0), deleted: deletions.has(jobId) };
