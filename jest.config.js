@@ -21,14 +21,16 @@ const transform = {
 /**
  * Imports as written for Node's ESM resolution resolve to the TypeScript sources: `./x.js` to `./x.ts`,
  * `@conveyor/proto/<name>` to proto/src/<name>.ts, `@conveyor/builds/testing` (the builds service in memory, for
- * other services' unit tests) to services/builds/src/testing.ts, `@conveyor/deploy` and every `@conveyor/<package>`
- * of packages/ to their src/index.ts. (test/setup/global-setup.ts maps the packages' imports the same way for Jest's
+ * other services' unit tests) to services/builds/src/testing.ts, `@conveyor/<package>/testing` (a package's fakes for
+ * unit tests) to packages/<package>/src/testing.ts, `@conveyor/deploy` and every `@conveyor/<package>` of packages/
+ * to their src/index.ts. (test/setup/global-setup.ts maps the packages' imports the same way for Jest's
  * global setup, which imports no testing entry.)
  */
 const moduleNameMapper = {
   "^(\\.{1,2}/.*)\\.js$": "$1",
   "^@conveyor/proto/(.*)$": "<rootDir>/proto/src/$1.ts",
   "^@conveyor/builds/testing$": "<rootDir>/services/builds/src/testing.ts",
+  "^@conveyor/([\\w-]+)/testing$": "<rootDir>/packages/$1/src/testing.ts",
   "^@conveyor/deploy$": "<rootDir>/deploy/src/index.ts",
   "^@conveyor/([\\w-]+)$": "<rootDir>/packages/$1/src/index.ts",
 };

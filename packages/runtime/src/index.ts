@@ -2,14 +2,15 @@
  * The shared runtime of every Conveyor process, one folder per concept:
  * - `process/`: a backend's composition (service-main), its configuration, logger, defaults and shutdown;
  * - `rpc/`: the Connect server and clients, request ids, health, and errors as callers see them;
- * - `messaging/`: NATS and JetStream (domain events, the outbox, supervised loops, version fences);
+ * - `messaging/`: NATS and JetStream (domain events, the outbox, supervised loops, version fences, the events that
+ *   keep a pipeline cache current);
  * - `data/`: MongoDB (the connection, grouped inserts, lease locks, duplicate keys);
  * - `concurrency/`: in-process scheduling (keyed locks, coalescing, group commit, repeated work);
  * - `crypto/`: envelope encryption of values kept at rest, and the key ring it reads from the environment;
  * - `outbound/`: requests to addresses users give (webhooks, Slack, forges), refusing internal addresses;
  * - `api/`: values and rules the public API shares (paging, scopes, enum names, pipeline steps on the wire,
  *   timestamps, text limits, ids, content versions).
- * Other packages import only from here.
+ * Other packages import only from here (and their unit tests from `@conveyor/runtime/testing`: testing.ts).
  */
 export * from "./api/content-version.js";
 export * from "./api/enum-names.js";
@@ -33,6 +34,7 @@ export * from "./data/mongo.js";
 export * from "./messaging/marked-events.js";
 export * from "./messaging/nats.js";
 export * from "./messaging/outbox.js";
+export * from "./messaging/pipeline-events.js";
 export * from "./messaging/subjects.js";
 export * from "./messaging/supervised-loop.js";
 export * from "./messaging/version-fences.js";

@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { connectNatsClient, createLogger, onShutdown } from "@conveyor/runtime";
+import { connectNatsClient, createLogger, onShutdown, subscribePipelineEvents } from "@conveyor/runtime";
 import { subscribeCredentialEvents } from "./agent-api/agent-credentials.js";
 import { createAgentStreams } from "./agent-stream/agent-streams.js";
 import { announceStream, followStreamEvents } from "./agent-stream/stream-events.js";
@@ -10,7 +10,6 @@ import { subscribeIdentityEvents } from "./auth/identity-events.js";
 import { createGatewayClients } from "./clients/gateway-clients.js";
 import { readGatewayConfig } from "./config.js";
 import { createPipelineCache } from "./pipeline-cache/pipeline-cache.js";
-import { subscribePipelineEvents } from "./pipeline-cache/pipeline-events.js";
 import { shareRateLimitCounts } from "./rate-limit/rate-limit-sharing.js";
 import { createRateLimiter } from "./rate-limit/rate-limiter.js";
 import { createLiveHub, LIVE_PACE } from "./web/live/live-hub.js";
@@ -49,7 +48,7 @@ try {
   const stopLoops = [
     subscribeIdentityEvents(nc, { tokens: principals, sessions }, logger),
     subscribeCredentialEvents(nc, agentCredentials, logger),
-    subscribePipelineEvents(nc, pipelineCache, logger),
+    subscribePipelineEvents({ nc }, pipelineCache, logger),
     ...(rateLimiter ? [shareRateLimitCounts(nc, rateLimiter, logger)] : []),
     followStreamEvents(nc, streams, logger),
   ];

@@ -8,9 +8,15 @@ import { IdentityService } from "@conveyor/proto/identity";
 import { NotificationsService } from "@conveyor/proto/notifications";
 import { PipelinesService } from "@conveyor/proto/pipelines";
 import { SourceProvidersService } from "@conveyor/proto/source-providers";
-import { createOutboundClient, createServiceClient, readOutboundConfig, repeat, runService } from "@conveyor/runtime";
+import {
+  createOutboundClient,
+  createServiceClient,
+  readOutboundConfig,
+  repeat,
+  runService,
+  subscribePipelineEvents,
+} from "@conveyor/runtime";
 import { createPipelineCache } from "./cache/pipeline-cache.js";
-import { subscribePipelineEvents } from "./cache/pipeline-events.js";
 import { announceWebhooksChanged, createWebhookCache, subscribeWebhookChanges } from "./cache/webhook-cache.js";
 import { createChannels } from "./channels.js";
 import { readNotificationsConfig } from "./config.js";

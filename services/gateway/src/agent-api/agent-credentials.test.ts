@@ -5,8 +5,8 @@ import {
   CredentialRevokedSchema,
 } from "@conveyor/proto/agents";
 import { type Logger, SUBJECTS } from "@conveyor/runtime";
+import { createFakeNats, waitFor } from "@conveyor/runtime/testing";
 import type { GatewayClients } from "../clients/gateway-clients.js";
-import { createFakeNats, waitFor } from "../testing/fake-nats.js";
 import { createAgentCredentialCache, subscribeCredentialEvents } from "./agent-credentials.js";
 
 const logger = { info: jest.fn(), warn: jest.fn(), error: jest.fn(), fatal: jest.fn() } as unknown as Logger;

@@ -1,7 +1,7 @@
 import { create, toBinary } from "@bufbuild/protobuf";
 import { MembershipChangedSchema, Role, SessionEndedSchema, TokenRevokedSchema } from "@conveyor/proto/identity";
 import { type Logger, SUBJECTS } from "@conveyor/runtime";
-import { createFakeNats, waitFor } from "../testing/fake-nats.js";
+import { createFakeNats, waitFor } from "@conveyor/runtime/testing";
 import { makeOrg, makePrincipal, makeUser } from "../testing/test-app.js";
 import { subscribeIdentityEvents } from "./identity-events.js";
 import { createPrincipalCache } from "./principal-cache.js";

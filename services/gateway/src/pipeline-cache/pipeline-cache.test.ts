@@ -119,6 +119,22 @@ describe("createPipelineCache", () => {
     expect(fake.calls.get).toBe(1);
   });
 
+  it("drops every cached answer when cleared, and applies counters again however old", async () => {
+    const fake = fakeClient();
+    const cache = createPipelineCache(fake.client, { ttlMs: 60_000 });
+    const get = (pipeline: string) => cache.client.getPipeline({ organizationId: "o-1", pipeline });
+    await get("web");
+    await get("api");
+    const counts = { scheduledBuilds: 3, runningBuilds: 0, scheduledJobs: 0, runningJobs: 0, waitingJobs: 0 };
+    cache.applyCounts("p-web", counts, 2000);
+    cache.clear();
+    await get("web");
+    await get("api");
+    expect(fake.calls.get).toBe(4);
+    cache.applyCounts("p-web", { ...counts, scheduledBuilds: 1 }, 1000);
+    expect((await get("web")).pipeline?.counts?.scheduledBuilds).toBe(1);
+  });
+
   it("asks again once the TTL has passed, and not at all with a TTL of 0", async () => {
     const fake = fakeClient();
     const { client } = createPipelineCache(fake.client, { ttlMs: 20 });

@@ -15,8 +15,9 @@ export type PipelinesClient = Client<typeof PipelinesService>;
 /**
  * Pipelines change rarely and nearly every REST route resolves one by slug: a gateway keeps `getPipeline` answers
  * for `ttlMs` (the backstop), drops a pipeline's answers as soon as it is changed through this gateway (the caller
- * reads its own write) or an event says it changed elsewhere (pipeline-events.ts; its build counters are updated
- * in place from the builds service's snapshots), and lets concurrent lookups of one pipeline share a single RPC.
+ * reads its own write) or an event says it changed elsewhere (subscribePipelineEvents of @conveyor/runtime; its build
+ * counters are updated in place from the builds service's snapshots), and lets concurrent lookups of one pipeline
+ * share a single RPC.
  * Errors (an unknown slug) are not kept. A TTL of 0 turns it off.
  */
 export function createPipelineCache(raw: PipelinesClient, opts: { ttlMs: number; max?: number }) {

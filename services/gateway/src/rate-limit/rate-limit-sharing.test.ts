@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import type { Logger } from "@conveyor/runtime";
-import { createFakeNats, waitFor } from "../testing/fake-nats.js";
+import { createFakeNats, waitFor } from "@conveyor/runtime/testing";
 import { RATE_LIMIT_SUBJECT, shareRateLimitCounts } from "./rate-limit-sharing.js";
 import { createRateLimiter } from "./rate-limiter.js";
 

@@ -1,15 +1,11 @@
-import { create, toBinary } from "@bufbuild/protobuf";
-import { timestampFromMs } from "@bufbuild/protobuf/wkt";
+import { create } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
-import { BuildSchema, PipelineCountsChangedSchema } from "@conveyor/proto/builds";
-import { PipelineChangedSchema, PipelineDeletedSchema, PipelineSchema } from "@conveyor/proto/pipelines";
-import { type Logger, SUBJECTS } from "@conveyor/runtime";
+import { BuildSchema } from "@conveyor/proto/builds";
+import { PipelineCountsSchema, PipelineSchema } from "@conveyor/proto/pipelines";
 import { createNotifyHandler } from "../notify/notify-handler.js";
 import { createRpcStatusSources } from "../statuses/status-sources.js";
 import { createPayloads } from "../webhooks/payloads.js";
-import { createFakeNats, waitFor } from "./memory-nats.js";
 import { createPipelineCache, pipelineRules } from "./pipeline-cache.js";
-import { subscribePipelineEvents } from "./pipeline-events.js";
 
 const ORG = "o-1";
 const NOTIFYING = "notify:\n  - email: dev@example.com\nsteps:\n  - command: make\n";
@@ -146,93 +142,50 @@ describe("createPipelineCache", () => {
   });
 });
 
-const logger = { info: jest.fn(), warn: jest.fn(), error: jest.fn(), fatal: jest.fn() } as unknown as Logger;
-const stops: Array<() => Promise<void>> = [];
-afterEach(async () => {
-  await Promise.all(stops.splice(0).map((stop) => stop()));
-  jest.clearAllMocks();
-});
-const settle = () => new Promise((resolve) => setTimeout(resolve, 20));
-const changed = (id: string) =>
-  toBinary(PipelineChangedSchema, create(PipelineChangedSchema, { pipeline: { id, organizationId: ORG } }));
-
-/** A cache holding p-1 and p-2, kept current by events on a fake NATS. */
-async function subscribed() {
-  const world = setup();
-  await world.cache.get(ORG, "p-1");
-  await world.cache.get(ORG, "p-2");
-  const nats = createFakeNats();
-  stops.push(subscribePipelineEvents({ nc: nats.nc }, world.cache, logger));
-  const askedAgain = async () => {
-    world.asked.length = 0;
+describe("what events do to the cache (subscribePipelineEvents of @conveyor/runtime)", () => {
+  /** A cache holding p-1 and p-2, and what asking both again asks of the service. */
+  async function holding() {
+    const world = setup();
     await world.cache.get(ORG, "p-1");
     await world.cache.get(ORG, "p-2");
-    return [...world.asked];
-  };
-  return { ...world, nats, askedAgain };
-}
+    const askedAgain = async () => {
+      world.asked.length = 0;
+      await world.cache.get(ORG, "p-1");
+      await world.cache.get(ORG, "p-2");
+      return [...world.asked];
+    };
+    return { ...world, askedAgain };
+  }
 
-describe("pipeline events", () => {
-  it.each([
-    ["updated", SUBJECTS.pipelines.updated],
-    ["archived", SUBJECTS.pipelines.archived],
-    ["unarchived", SUBJECTS.pipelines.unarchived],
-  ])("drops a pipeline when it is %s, and only that one", async (_what, subject) => {
-    const { nats, askedAgain } = await subscribed();
-    nats.publish(subject, changed("p-1"));
-    await settle();
+  it("drops an evicted pipeline, and only that one", async () => {
+    const { cache, askedAgain } = await holding();
+    cache.evict("p-1");
     expect(await askedAgain()).toEqual(["p-1"]);
   });
 
-  it("drops a deleted pipeline, and a pipeline kept as gone when one with its id is created", async () => {
-    const { nats, askedAgain, cache, asked, configurations } = await subscribed();
-    nats.publish(
-      SUBJECTS.pipelines.deleted,
-      toBinary(PipelineDeletedSchema, create(PipelineDeletedSchema, { pipelineId: "p-2" })),
-    );
-    await settle();
-    expect(await askedAgain()).toEqual(["p-2"]);
+  it("reads a pipeline kept as gone again once evicted (one with its id was created)", async () => {
+    const { cache, asked, configurations } = await holding();
     expect(await cache.get(ORG, "p-3")).toBeNull();
     configurations.set("p-3", NOTIFYING);
-    nats.publish(SUBJECTS.pipelines.created, changed("p-3"));
-    await settle();
+    cache.evict("p-3");
     asked.length = 0;
     expect((await cache.get(ORG, "p-3"))?.rules.buildNotify).toHaveLength(1);
     expect(asked).toEqual(["p-3"]);
   });
 
   it("puts newer build counters into the kept pipeline without dropping it, and ignores older ones", async () => {
-    const { nats, cache, askedAgain } = await subscribed();
-    const counts = (scheduledBuilds: number, at: number) =>
-      toBinary(
-        PipelineCountsChangedSchema,
-        create(PipelineCountsChangedSchema, { pipelineId: "p-1", scheduledBuilds, at: timestampFromMs(at) }),
-      );
-    nats.publish(SUBJECTS.builds.pipelineCountsChanged, counts(4, 2_000));
-    nats.publish(SUBJECTS.builds.pipelineCountsChanged, counts(1, 1_000));
-    await settle();
+    const { cache, askedAgain } = await holding();
+    const counts = (scheduledBuilds: number) => create(PipelineCountsSchema, { scheduledBuilds });
+    cache.applyCounts("p-1", counts(4), 2_000);
+    cache.applyCounts("p-1", counts(1), 1_000);
     expect((await cache.get(ORG, "p-1"))?.pipeline.counts?.scheduledBuilds).toBe(4);
     expect(await askedAgain()).toEqual([]);
   });
 
-  it("drops every pipeline when a subscription breaks, and goes on with it opened again", async () => {
-    const { nats, askedAgain, cache } = await subscribed();
-    nats.fail(SUBJECTS.pipelines.updated);
-    await waitFor(() => nats.opened(SUBJECTS.pipelines.updated) === 2);
+  it("drops every pipeline when cleared", async () => {
+    const { cache, askedAgain } = await holding();
+    cache.clear();
     expect(cache.size).toBe(0);
     expect(await askedAgain()).toEqual(["p-1", "p-2"]);
-    nats.publish(SUBJECTS.pipelines.updated, changed("p-2"));
-    await settle();
-    expect(await askedAgain()).toEqual(["p-2"]);
-    expect(nats.opened(SUBJECTS.pipelines.deleted)).toBe(1);
-  });
-
-  it("logs an undecodable event and goes on with the next", async () => {
-    const { nats, askedAgain } = await subscribed();
-    nats.publish(SUBJECTS.pipelines.updated, new Uint8Array([0xff, 0xff, 0xff]));
-    nats.publish(SUBJECTS.pipelines.updated, changed("p-1"));
-    await settle();
-    expect(logger.warn).toHaveBeenCalled();
-    expect(await askedAgain()).toEqual(["p-1"]);
   });
 });

@@ -58,10 +58,11 @@ const notFound = (err: unknown) => err instanceof ConnectError && err.code === C
 
 /**
  * The notifications service's one cache of pipelines by (organization, id), shared by every handler: a pipeline is
- * read from the pipelines service once and kept until an event says it changed (pipeline-events.ts), for `ttlMs` at
- * most (a missed event), `max` pipelines at most (least recently used first out). Concurrent misses of a pipeline
- * share one RPC. A pipeline that is gone is kept as null; other failures are not kept. Its rules are derived from
- * its YAML once: a pipeline read again with the same YAML (after the TTL) keeps them.
+ * read from the pipelines service once and kept until an event says it changed (subscribePipelineEvents of
+ * @conveyor/runtime), for `ttlMs` at most (a missed event), `max` pipelines at most (least recently used first out).
+ * Concurrent misses of a pipeline share one RPC. A pipeline that is gone is kept as null; other failures are not
+ * kept. Its rules are derived from its YAML once: a pipeline read again with the same YAML (after the TTL) keeps
+ * them.
  */
 export function createPipelineCache(
   pipelines: Pick<Client<typeof PipelinesService>, "getPipeline">,

@@ -1,10 +1,10 @@
 import { create } from "@bufbuild/protobuf";
 import { BuildSchema } from "@conveyor/proto/builds";
 import type { Logger } from "@conveyor/runtime";
+import { createFakeNats, waitFor } from "@conveyor/runtime/testing";
 import { createMemoryWebhookRepository } from "../store/memory-webhook-repository.js";
 import type { WebhookDoc } from "../store/webhook-repository.js";
 import { createOrganizationWebhooksHandler } from "../webhooks/organization-webhooks-handler.js";
-import { createFakeNats, waitFor } from "./memory-nats.js";
 import {
   announceWebhooksChanged,
   createWebhookCache,

@@ -13,8 +13,8 @@ import {
 import { type Principal, PrincipalSchema, Role } from "@conveyor/proto/identity";
 import { PipelineSchema } from "@conveyor/proto/pipelines";
 import { ALL_SCOPES, createLogger, jobLogSubject, SUBJECTS } from "@conveyor/runtime";
+import { createFakeNats, waitFor } from "@conveyor/runtime/testing";
 import type { FastifyInstance } from "fastify";
-import { createFakeNats, waitFor } from "../../testing/fake-nats.js";
 import { buildTestApp, makeOrg, makePrincipal, makeUser } from "../../testing/test-app.js";
 import { SESSION_COOKIE } from "../session/session-cookie.js";
 import { createLiveHub, LIVE_PACE } from "./live-hub.js";

@@ -10,7 +10,7 @@ import {
   JobStateChangedSchema,
 } from "@conveyor/proto/builds";
 import { createLogger, jobLogSubject, SUBJECTS } from "@conveyor/runtime";
-import { createFakeNats, waitFor } from "../../testing/fake-nats.js";
+import { createFakeNats, waitFor } from "@conveyor/runtime/testing";
 import { openLog } from "../log/log-reader.js";
 import { createLiveHub, LIVE_PACE } from "./live-hub.js";
 import { type LiveRender, startLiveStream } from "./live-stream.js";

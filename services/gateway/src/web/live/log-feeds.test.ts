@@ -2,7 +2,7 @@ import { gzipSync } from "node:zlib";
 import { create, toBinary } from "@bufbuild/protobuf";
 import { JobLogChunkStoredSchema } from "@conveyor/proto/builds";
 import { createLogger, jobLogSubject } from "@conveyor/runtime";
-import { createFakeNats, waitFor } from "../../testing/fake-nats.js";
+import { createFakeNats, waitFor } from "@conveyor/runtime/testing";
 import type { ChunkNotice } from "./log-assembler.js";
 import { createLogFeeds } from "./log-feeds.js";
 

@@ -16,9 +16,10 @@ interface Subscription {
 }
 
 /**
- * NATS core pub/sub in memory, for the gateway's subscriptions: every open subscription to a subject gets every
- * message published to it (its publisher's included, as NATS echoes), and a test can break the subscriptions of a
- * subject (their iterators throw, as when the connection fails) or end them, to see what the loop over them does.
+ * NATS core pub/sub in memory, for unit tests of code that subscribes (`@conveyor/runtime/testing`): every open
+ * subscription to a subject gets every message published to it (its publisher's included, as NATS echoes), and a test
+ * can break the subscriptions of a subject (their iterators throw, as when the connection fails) or end them, to see
+ * what the loop over them does (supervised-loop.ts).
  */
 export function createFakeNats() {
   const subscriptions = new Set<Subscription>();
