@@ -9,6 +9,7 @@ import { createServiceClient, decodeEvent, SUBJECTS } from "@conveyor/runtime";
 import { connect } from "@nats-io/transport-node";
 import { type Env, envValue } from "../host/paths.js";
 import { agentDirs, agentEnv, agentStartArgs } from "../stack/local-agents.js";
+import { type JobLifeResult, runJobLife } from "./bench-job-life.js";
 
 /** What the agent benchmarks need of a running stack. */
 export interface AgentBenchTarget {
@@ -26,7 +27,7 @@ export interface AgentBenchTarget {
   agentTls?: { url: string; trustFile: string };
 }
 
-/** How many builds and simulated agents: BENCH_DISPATCH_BUILDS (50), BENCH_PING_AGENTS (500), … */
+/** How many builds and simulated agents: BENCH_DISPATCH_BUILDS (200), BENCH_PING_AGENTS (500), … */
 export function agentBenchSettings(env: Env) {
   const int = (name: string, fallback: number) => {
     const value = Number(envValue(env, name) ?? fallback);
@@ -39,6 +40,8 @@ export function agentBenchSettings(env: Env) {
     pingAgents: int("BENCH_PING_AGENTS", 500),
     pingIntervalMs: int("BENCH_PING_INTERVAL_S", 2) * 1000,
     pingPhaseSec: int("BENCH_PING_PHASE", 10),
+    lifeJobs: int("BENCH_LIFE_JOBS", 50),
+    lifeChunks: int("BENCH_LIFE_CHUNKS", 5),
   };
 }
 
@@ -329,12 +332,15 @@ export interface AgentBenchResult {
     /** CPU milliseconds per ping of each process, over the idle phase. */
     cpuMsPerPing: Record<string, number>;
   };
+  /** CPU per job from assignment to finish, of protocol-level jobs with a few log chunks each (bench-job-life.ts). */
+  jobLife: JobLifeResult;
 }
 
 /**
  * The agent rows of `npm run bench` (issue 9): dispatch latency (build create → job accepted by a real agent that
  * pings every second) over many builds, the same with a real agent streaming its pings over the TLS port (issue 37)
- * with the gap between two jobs on it, and ping capacity: hundreds of protocol-level idle agents pinging, first
+ * with the gap between two jobs on it, the CPU one job costs each process from assignment to finish (protocol-level
+ * jobs with a few log chunks, issue 37), and ping capacity: hundreds of protocol-level idle agents pinging, first
  * alone (with the database commands and CPU each ping costs), then while the real agent keeps running builds.
  */
 export async function runAgentBench(
@@ -384,6 +390,22 @@ export async function runAgentBench(
     const dispatch = await dispatchLatencies(target, arranged, settings.dispatchBuilds, (n) => {
       if (n % 50 === 0) say(`  ${n} builds`);
     });
+    say(`job life: ${settings.lifeJobs} jobs of ${settings.lifeChunks} log chunks on a protocol-level agent…`);
+    const life = await agentAndPipeline(arranged, "bench-life", `${target.apiUrl}/v3`, { agent: false });
+    const jobLife = await runJobLife(
+      {
+        apiUrl: target.apiUrl,
+        orgSlug: target.orgSlug,
+        auth: arranged.auth,
+        pipelineSlug: life.pipeline.slug,
+        registration: arranged.registration,
+        queue: "bench-life",
+        pids: target.pids,
+        cpuAll,
+      },
+      settings.lifeJobs,
+      settings.lifeChunks,
+    );
     say(`pings: registering ${settings.pingAgents} protocol-level agents…`);
     const tokens = await simulatedAgents(target, arranged.registration, settings.pingAgents);
 
@@ -449,6 +471,7 @@ export async function runAgentBench(
           ]),
         ),
       },
+      jobLife,
     };
   } finally {
     arranged.agent?.kill("SIGTERM");

@@ -29,6 +29,14 @@ export function printAgentRows(r: AgentBenchResult, say: (line: string) => void)
     say(`database commands per idle ping (agents service): ${p.idle.mongoCommandsPerPing.toFixed(3)}`);
   const cpu = Object.entries(p.cpuMsPerPing).filter(([, ms]) => Number.isFinite(ms) && ms > 0.0005);
   if (cpu.length > 0) say(`CPU ms per idle ping: ${cpu.map(([name, ms]) => `${name} ${ms.toFixed(3)}`).join(", ")}`);
+  const life = r.jobLife;
+  const perJob = Object.entries(life.cpuMsPerJob).filter(([, ms]) => Number.isFinite(ms) && ms > 0.005);
+  if (perJob.length > 0) {
+    const total = perJob.reduce((sum, [, ms]) => sum + ms, 0);
+    say(
+      `CPU ms per job (assignment → finish, ${life.chunksPerJob} log chunks, ${life.jobs} jobs): ${perJob.map(([name, ms]) => `${name} ${ms.toFixed(1)}`).join(", ")} (total ${total.toFixed(1)})`,
+    );
+  }
 }
 
 /** The median CPU milliseconds per request of each process over the trials of each POST target. */
