@@ -154,4 +154,46 @@ describe("the outbox", () => {
     expect(await outbox.flush("counts:p")).toBe("kept");
     expect(store.docs.size).toBe(1);
   });
+
+  describe("recordAll and sendAll (many events of one write)", () => {
+    const many = (n: number) =>
+      Array.from({ length: n }, (_, i) => ({
+        key: `job:${i}`,
+        event: { subject: "ci.test.job", data: bytes(`job-${i}`) },
+      }));
+
+    it("publishes thousands in the order recorded and removes every one", async () => {
+      const { store, stream, outbox } = setup();
+      const recorded = await outbox.recordAll(many(1_000));
+      expect(store.docs.size).toBe(1_000);
+      expect(await outbox.sendAll(recorded)).toBe(true);
+      expect(stream.messages.map((m) => m.data)).toEqual(recorded.map((_, i) => `job-${i}`));
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(store.docs.size).toBe(0);
+    });
+
+    it("leaves a failed publish and every window after it to the relay, which publishes them once", async () => {
+      const { store, stream, outbox, advance } = setup();
+      const recorded = await outbox.recordAll(many(600));
+      const publish = stream.publish;
+      let n = 0;
+      // The 300th publish fails (in the second window of 256); the third window is never sent.
+      stream.publish = (async (subject, data, msgID) => {
+        n++;
+        if (n === 300) throw new Error("timeout");
+        return publish(subject, data, msgID);
+      }) as RawPublish;
+      const fresh = createOutbox({ store, publish: (...a) => stream.publish(...a), logger, resolvers: {} });
+      expect(await fresh.sendAll(recorded)).toBe(false);
+      expect(stream.messages).toHaveLength(511);
+      await new Promise((resolve) => setImmediate(resolve));
+      expect([...store.docs.keys()].sort()).toEqual([recorded[299], ...recorded.slice(512)].map((e) => e?.key).sort());
+      stream.publish = publish;
+      advance(5_000);
+      for (let pass = 0; pass < 2; pass++) await outbox.relay();
+      expect(stream.messages).toHaveLength(600);
+      expect(new Set(stream.messages.map((m) => m.msgID)).size).toBe(600);
+      expect(store.docs.size).toBe(0);
+    });
+  });
 });

@@ -28,3 +28,20 @@ export function stampsFor(
   if (isFinishedJobState(next) && !job.finishedAt) stamps.finishedAt = at;
   return stamps;
 }
+
+/**
+ * The job changes a cancel plan makes at `at` (each job to canceled or canceling, with its stamps), in the jobs'
+ * order; linear in the jobs, however many the plan names.
+ */
+export function cancelChanges<J extends Pick<Job, "id" | "scheduledAt" | "startedAt" | "finishedAt">>(
+  jobs: readonly J[],
+  plan: { cancel: readonly string[]; canceling: readonly string[] },
+  at: Date,
+): Array<{ job: J; update: { state: JobState } & JobStamps }> {
+  const cancel = new Set(plan.cancel);
+  const canceling = new Set(plan.canceling);
+  return jobs.flatMap((job) => {
+    const to: JobState | null = cancel.has(job.id) ? "canceled" : canceling.has(job.id) ? "canceling" : null;
+    return to ? [{ job, update: { state: to, ...stampsFor(job, to, at) } }] : [];
+  });
+}

@@ -91,8 +91,9 @@ export interface StateEvents {
   /** A compare-and-set of a job from its state, announced: the job after, or null when it did not match. */
   changeJob(job: Job, update: JobUpdate, guard?: { agentId?: string; notRetried?: boolean }): Promise<Job | null>;
   /**
-   * Several jobs' compare-and-sets, their events recorded in one command first; each job after, or null where it did
-   * not match. With `stopAtMiss` the first that does not match ends the run (the rest are not tried: null).
+   * Several jobs' compare-and-sets, their events recorded in one command first; each job after (as this write left
+   * it), or null where it did not match. Written in one command; with `stopAtMiss` one at a time, in order, and the
+   * first that does not match ends the run (the rest are not tried: null).
    */
   changeJobs(
     changes: ReadonlyArray<{ job: Job; update: JobUpdate }>,
@@ -124,6 +125,26 @@ export function createStateEvents(repo: BuildRepository, outbox: Outbox): StateE
       }),
     async changeJobs(changes, opts = {}) {
       if (changes.length === 0) return [];
+      if (!opts.stopAtMiss) {
+        // Independent changes (a cancel of thousands of jobs): one mark for the write, appended to each job's, and
+        // the jobs written by a few statements.
+        const mark = newId();
+        const nexts = changes.map(({ job, update }) => ({ job, update, marks: [...(job.eventMarks ?? []), mark] }));
+        const recorded = await outbox.recordAll(
+          nexts.map(({ job, update, marks }) => ({
+            key: jobEventKey(job.id, mark),
+            event: jobEvent({ ...job, ...update, eventMarks: marks }, job.state),
+          })),
+        );
+        const written = await repo.updateJobs(
+          changes.map(({ job, update }) => ({ id: job.id, from: job.state, update })),
+          mark,
+        );
+        await outbox.discardAll(recorded.filter((_, i) => !written[i]));
+        await outbox.sendAll(recorded.filter((_, i) => written[i]));
+        return nexts.map(({ job, update, marks }, i) => (written[i] ? { ...job, ...update, eventMarks: marks } : null));
+      }
+      // In order, one at a time: a later change may rest on an earlier one.
       const nexts = changes.map(({ job, update }) => {
         const mark = newId();
         return { mark, marks: withMark(job.eventMarks, mark), job, update };
@@ -143,7 +164,7 @@ export function createStateEvents(repo: BuildRepository, outbox: Outbox): StateE
         const written = stopped ? null : await repo.updateJob(job.id, job.state, { ...update, eventMarks: marks });
         results.push(written);
         (written ? sent : dropped).push(entry);
-        if (!written && opts.stopAtMiss) stopped = true;
+        if (!written) stopped = true;
       }
       await outbox.discardAll(dropped);
       await outbox.sendAll(sent);

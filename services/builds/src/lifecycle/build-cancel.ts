@@ -1,10 +1,9 @@
 import { failedPrecondition, notFound } from "@conveyor/runtime";
 import { type BuildsContext, MAX_ATTEMPTS } from "../builds-context.js";
 import type { Build } from "../domain/build.js";
-import { stampsFor } from "../domain/job-stamps.js";
+import { cancelChanges } from "../domain/job-stamps.js";
 import { cancelPlan } from "../domain/state-machine.js";
 import { CANCELABLE_BUILD_STATES, SKIPPED_WITH_BUILD_STATES } from "../domain/state-sets.js";
-import type { JobState } from "../domain/types.js";
 import type { BuildWithJobs, Reconcile } from "./reconcile.js";
 
 /** Canceling builds: on request, and when a newer build supersedes them. */
@@ -27,16 +26,7 @@ export function createBuildCancel(ctx: BuildsContext, reconcile: Reconcile) {
       const plan = cancelPlan(jobs);
       const at = now();
       if (plan.cancel.length + plan.canceling.length > 0) await ctx.markCounts(current.pipelineId);
-      await ctx.stateEvents.changeJobs(
-        jobs.flatMap((job) => {
-          const to: JobState | null = plan.cancel.includes(job.id)
-            ? "canceled"
-            : plan.canceling.includes(job.id)
-              ? "canceling"
-              : null;
-          return to ? [{ job, update: { state: to, ...stampsFor(job, to, at) } }] : [];
-        }),
-      );
+      await ctx.stateEvents.changeJobs(cancelChanges(jobs, plan, at));
       const reconciled = await reconcile(current.id);
       ctx.publishCounts(current.pipelineId);
       return reconciled;

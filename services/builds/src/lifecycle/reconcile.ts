@@ -3,9 +3,8 @@ import { type BuildsContext, MAX_ATTEMPTS } from "../builds-context.js";
 import type { Build } from "../domain/build.js";
 import { cancelOnFailingPlan } from "../domain/cancel-on-failing.js";
 import type { Job } from "../domain/job.js";
-import { stampsFor } from "../domain/job-stamps.js";
+import { cancelChanges, stampsFor } from "../domain/job-stamps.js";
 import { advance, deriveBuildState } from "../domain/state-machine.js";
-import type { JobState } from "../domain/types.js";
 
 /** A build with its jobs, as they are after a change. */
 export interface BuildWithJobs {
@@ -39,14 +38,7 @@ export function createReconcile(
     const plan = cancelOnFailingPlan(jobs);
     if (plan.cancel.length + plan.canceling.length === 0) return false;
     await ctx.markCounts(build.pipelineId);
-    const changes = jobs.flatMap((job) => {
-      const to: JobState | null = plan.cancel.includes(job.id)
-        ? "canceled"
-        : plan.canceling.includes(job.id)
-          ? "canceling"
-          : null;
-      return to ? [{ job, update: { state: to, ...stampsFor(job, to, at) } }] : [];
-    });
+    const changes = cancelChanges(jobs, plan, at);
     await ctx.stateEvents.changeJobs(changes);
     return changes.length > 0;
   };
@@ -61,11 +53,11 @@ export function createReconcile(
       const at = now();
       const advanced = advance(jobs);
       // A write below changes the pipeline's counters: the outbox notes it first (free while the note stands).
-      if (advanced.some((next) => jobs.find((j) => j.id === next.id)?.state !== next.state))
-        await ctx.markCounts(build.pipelineId);
+      const byId = new Map(jobs.map((j) => [j.id, j]));
+      if (advanced.some((next) => byId.get(next.id)?.state !== next.state)) await ctx.markCounts(build.pipelineId);
       // Their events are recorded in one command; the first write that loses a race ends the run.
       const changes = advanced.flatMap((next) => {
-        const current = jobs.find((j) => j.id === next.id);
+        const current = byId.get(next.id);
         return !current || current.state === next.state
           ? []
           : [{ job: current, update: { state: next.state, ...stampsFor(current, next.state, at) } }];

@@ -169,6 +169,33 @@ describe.each(implementations)("the BuildRepository %s", (_name, make) => {
     expect(await repo.updateJob("j-9", "scheduled", { state: "canceled" })).toBeNull();
   });
 
+  it("updates many jobs from their states in a few statements, appending the write's mark, and says which", async () => {
+    const many = Array.from({ length: 450 }, (_, i) =>
+      aJob({ id: `m-${i}`, state: i % 3 === 0 ? "running" : "scheduled", eventMarks: ["old"] }),
+    );
+    await repo.insertJobs(many);
+    // One job moved on meanwhile: its change does not match.
+    await repo.updateJob("m-1", "scheduled", { state: "assigned" });
+    const written = await repo.updateJobs(
+      many.map((job) =>
+        job.state === "running"
+          ? { id: job.id, from: "running" as const, update: { state: "canceling" as const } }
+          : { id: job.id, from: "scheduled" as const, update: { state: "canceled" as const, finishedAt: at(9) } },
+      ),
+      "cancel-mark",
+    );
+    expect(written.filter((w) => !w)).toHaveLength(1);
+    expect(written[1]).toBe(false);
+    expect(await repo.findJob("m-1")).toMatchObject({ state: "assigned", eventMarks: ["old"] });
+    expect(await repo.findJob("m-0")).toMatchObject({ state: "canceling", eventMarks: ["old", "cancel-mark"] });
+    expect(await repo.findJob("m-449")).toMatchObject({
+      state: "canceled",
+      finishedAt: at(9),
+      eventMarks: ["old", "cancel-mark"],
+    });
+    expect(await repo.updateJobs([], "none")).toEqual([]);
+  });
+
   it("merges header times while the job holds the count read (or none was ever kept)", async () => {
     await repo.insertJobs([aJob({ id: "j-1", state: "running" })]);
     const running = { states: ["running"] as const, held: 0, total: 2 };

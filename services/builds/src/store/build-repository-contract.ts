@@ -175,6 +175,15 @@ export interface BuildRepository {
     guard?: { agentId?: string; notRetried?: boolean },
   ): Promise<Job | null>;
   /**
+   * Many jobs' compare-and-sets on their states (a build's cancel), each also given the write's one `mark` (appended
+   * to its `eventMarks`): whether each was written. Jobs with the same change are written by one statement, so that
+   * thousands of jobs cost a few commands and transactions, not one each.
+   */
+  updateJobs(
+    changes: ReadonlyArray<{ id: string; from: JobState; update: JobUpdate }>,
+    mark: string,
+  ): Promise<boolean[]>;
+  /**
    * Merges section header times into a job's while it is in one of `guard.states` and still holds `guard.held` of
    * them (compare-and-set), leaving it holding `guard.total`: the job after, or null when it did not match.
    */

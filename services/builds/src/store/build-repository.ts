@@ -21,6 +21,7 @@ import {
   DISPATCHABLE_JOB_FIELDS,
   DuplicateBuildNumberError,
   DuplicateClaimError,
+  type JobUpdate,
 } from "./build-repository-contract.js";
 import { countPipeline } from "./pipeline-counts.js";
 
@@ -29,6 +30,16 @@ export * from "./build-repository-contract.js";
 /** A scheduled job as dispatchableJobs reads it: only the fields of DispatchableJob. */
 type DispatchableJobDoc = Pick<JobDoc, "_id" | (typeof DISPATCHABLE_JOB_FIELDS)[number]>;
 const DISPATCHABLE_PROJECTION = Object.fromEntries(DISPATCHABLE_JOB_FIELDS.map((field) => [field, 1]));
+
+/** The most job ids one statement of `updateJobs` names (an $in FerretDB checks against each document it finds). */
+const UPDATE_GROUP = 200;
+
+/** `list` in consecutive pieces of at most `size`. */
+function chunks<T>(list: readonly T[], size: number): T[][] {
+  const out: T[][] = [];
+  for (let i = 0; i < list.length; i += size) out.push(list.slice(i, i + size));
+  return out;
+}
 
 /** The most unfinished jobs of one concurrency group the gate reads at once. */
 const MAX_GROUP_JOBS = 5000;
@@ -217,6 +228,38 @@ export async function createMongoBuildRepository(db: Db): Promise<BuildRepositor
           { returnDocument: "after" },
         ),
       ),
+    async updateJobs(changes, mark) {
+      // Jobs with the same change (state from and to, and the same stamps) are one statement per UPDATE_GROUP ids:
+      // a statement's documents are written in a few transactions, each job alone would be one (and one WAL sync).
+      const groups = new Map<string, { from: JobState; update: JobUpdate; ids: string[] }>();
+      for (const { id, from, update } of changes) {
+        const key = JSON.stringify([from, update]);
+        const group = groups.get(key) ?? { from, update, ids: [] };
+        group.ids.push(id);
+        groups.set(key, group);
+      }
+      const statements = [...groups.values()].flatMap(({ from, update, ids }) =>
+        chunks(ids, UPDATE_GROUP).map((part) => ({
+          updateMany: {
+            filter: { _id: { $in: part }, state: from },
+            update: { $set: update, $push: { eventMarks: mark } },
+          },
+        })),
+      );
+      if (statements.length === 0) return [];
+      const result = await jobs.bulkWrite(statements, { ordered: false });
+      if (result.modifiedCount === changes.length) return changes.map(() => true);
+      // Some lost a race: a job was written when it bears the mark.
+      const written = new Set<string>();
+      for (const part of chunks(
+        changes.map((c) => c.id),
+        UPDATE_GROUP,
+      )) {
+        const docs = await jobs.find({ _id: { $in: part }, eventMarks: mark }, { projection: { _id: 1 } }).toArray();
+        for (const d of docs) written.add(d._id);
+      }
+      return changes.map(({ id }) => written.has(id));
+    },
     async setHeaderTimes(id, times, guard) {
       const set = Object.fromEntries(Object.entries(times).map(([line, at]) => [`headerTimes.${line}`, at]));
       // A job stored before the count was kept has none: it matches once, and holds the count from then on.

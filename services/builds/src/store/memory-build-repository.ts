@@ -235,6 +235,14 @@ export function createMemoryBuildRepository(): BuildRepository {
       jobs.set(id, updated);
       return jobOut(updated);
     },
+    async updateJobs(changes, mark) {
+      return changes.map(({ id, from, update }) => {
+        const doc = jobs.get(id);
+        if (!doc || doc.state !== from) return false;
+        jobs.set(id, { ...doc, ...asStored(update), eventMarks: [...(doc.eventMarks ?? []), mark] });
+        return true;
+      });
+    },
     async setHeaderTimes(id, times, guard) {
       const doc = jobs.get(id);
       // A job stored before the count was kept has none: it matches once, and holds the count from then on.
