@@ -12,7 +12,11 @@ export interface BuildWithJobs {
   jobs: Job[];
 }
 
-export type Reconcile = (buildId: string) => Promise<BuildWithJobs>;
+/**
+ * Reconciles a build under its lock. `known` is the build and its jobs as the caller just wrote them (every write
+ * matched), so that the first pass need not read them again; a lost race reads them as always.
+ */
+export type Reconcile = (buildId: string, known?: BuildWithJobs) => Promise<BuildWithJobs>;
 
 /**
  * Brings a build in line with its jobs: schedules jobs whose dependencies finished, stops the jobs of
@@ -43,11 +47,11 @@ export function createReconcile(
     return changes.length > 0;
   };
 
-  return async (buildId) => {
+  return async (buildId, known) => {
     for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
-      const build = await repo.findBuildById(buildId);
+      const build = attempt === 0 && known ? known.build : await repo.findBuildById(buildId);
       if (!build) throw notFound("build");
-      let jobs = await repo.jobsOf([buildId]);
+      let jobs = attempt === 0 && known ? known.jobs : await repo.jobsOf([buildId]);
       // Work a crash left half done is finished first.
       if (hooks.finishInterrupted && (await hooks.finishInterrupted(jobs))) continue;
       const at = now();
