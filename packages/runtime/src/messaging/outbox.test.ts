@@ -196,4 +196,22 @@ describe("the outbox", () => {
       expect(store.docs.size).toBe(0);
     });
   });
+
+  it("drains a backlog of many batches in one go once started, not a batch per interval", async () => {
+    const store = createMemoryOutboxStore();
+    const stream = fakeStream();
+    stream.down = true;
+    const outbox = createOutbox({ store, publish: stream.publish, logger, resolvers: {}, graceMs: 0, batch: 100 });
+    const recorded = await outbox.recordAll(
+      Array.from({ length: 350 }, (_, i) => ({ key: `k:${i}`, event: { subject: "ci.test.x", data: bytes(`${i}`) } })),
+    );
+    expect(await outbox.sendAll(recorded)).toBe(false);
+    stream.down = false;
+    // One tick of a long interval: every batch is relayed by it.
+    const stop = outbox.start(250);
+    await new Promise((resolve) => setTimeout(resolve, 450));
+    stop();
+    expect(stream.messages).toHaveLength(350);
+    expect(store.docs.size).toBe(0);
+  });
 });

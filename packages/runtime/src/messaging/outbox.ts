@@ -127,11 +127,12 @@ export function createOutbox(opts: OutboxOptions) {
     return Promise.resolve(entry.event ?? "drop");
   };
 
-  /** One relay pass: claims due entries and publishes or drops them; returns how many were published. */
-  const relay = async (): Promise<number> => {
+  /** One relay pass: claims due entries and publishes or drops them; how many were due and how many published. */
+  const relayPass = async (): Promise<{ due: number; published: number }> => {
     const at = now();
     let published = 0;
-    for (const entry of await store.due(new Date(at.getTime() - graceMs), at, batch)) {
+    const due = await store.due(new Date(at.getTime() - graceMs), at, batch);
+    for (const entry of due) {
       if (!(await store.claim(entry.key, entry.version, at, new Date(at.getTime() + leaseMs)))) continue;
       try {
         const resolution = await resolve(entry);
@@ -141,8 +142,10 @@ export function createOutbox(opts: OutboxOptions) {
         logger.warn({ err, key: entry.key }, "outbox entry not relayed");
       }
     }
-    return published;
+    return { due: due.length, published };
   };
+  /** One relay pass; returns how many were published. */
+  const relay = async (): Promise<number> => (await relayPass()).published;
 
   return {
     /** Makes an event (or, without one, a derived key) durable before the write; returns its version. */
@@ -216,20 +219,34 @@ export function createOutbox(opts: OutboxOptions) {
       return (await send(key, entry.version, resolution)) ? "sent" : "kept";
     },
     relay,
-    /** Runs the relay every `everyMs` until the returned function is called. */
+    /**
+     * Runs the relay every `everyMs` until the returned function is called; a pass that found a whole batch due is
+     * followed at once by another (a backlog left by a long NATS outage drains at the publish rate, not a batch per
+     * interval), as long as each publishes something.
+     */
     start(everyMs = 2_000): () => void {
       let running = false;
+      let stopped = false;
+      const drain = async () => {
+        for (;;) {
+          const pass = await relayPass();
+          if (stopped || pass.due < batch || pass.published === 0) return;
+        }
+      };
       const timer = setInterval(() => {
         if (running) return;
         running = true;
-        relay()
+        drain()
           .catch((err) => logger.warn({ err }, "outbox relay failed"))
           .finally(() => {
             running = false;
           });
       }, everyMs);
       timer.unref();
-      return () => clearInterval(timer);
+      return () => {
+        stopped = true;
+        clearInterval(timer);
+      };
     },
   };
 }
