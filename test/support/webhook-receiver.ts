@@ -9,7 +9,8 @@ export interface Received {
   delivery: string;
   body: Record<string, unknown>;
   raw: string;
-  verified: boolean;
+  /** Whether its signature or token is the path's webhook token (checked when read, against the token known then). */
+  readonly verified: boolean;
 }
 
 /**
@@ -44,11 +45,14 @@ export async function startReceiver(host = "127.0.0.1") {
         res.writeHead(302, { location: decodeURIComponent(path.slice("/redirect-to/".length)) }).end();
         return;
       }
-      const token = tokens.get(path) ?? "";
       const signature = String(req.headers["x-buildkite-signature"] ?? "");
-      const verified = signature
-        ? verifySignature(signature, raw, token)
-        : token !== "" && req.headers["x-buildkite-token"] === token;
+      const tokenHeader = req.headers["x-buildkite-token"];
+      const arrivedS = Date.now() / 1000;
+      /** Checked against the path's token when asked: a webhook's first ping may come before its token is known. */
+      const check = () => {
+        const token = tokens.get(path) ?? "";
+        return signature ? verifySignature(signature, raw, token, arrivedS) : token !== "" && tokenHeader === token;
+      };
       let body: Record<string, unknown> = {};
       try {
         body = JSON.parse(raw);
@@ -61,7 +65,9 @@ export async function startReceiver(host = "127.0.0.1") {
         delivery: String(req.headers["x-buildkite-delivery"] ?? ""),
         body,
         raw,
-        verified,
+        get verified() {
+          return check();
+        },
       });
       const status = answer(path, received.filter((r) => r.path === path).length);
       if (status === null) {
@@ -69,7 +75,7 @@ export async function startReceiver(host = "127.0.0.1") {
         return;
       }
       // Paths without a token (notify: webhooks and Slack, which carry none) are answered without checking.
-      res.writeHead(verified || !tokens.has(path) ? status : 401).end();
+      res.writeHead(!tokens.has(path) || check() ? status : 401).end();
     });
   });
   await new Promise<void>((resolve) => server.listen(0, host, resolve));
