@@ -37,7 +37,7 @@ async function setup(pipelinesOf?: ClusterAdminRpcsDeps["pipelinesOf"]) {
   return { clusters, organizationId, clusterId, asked, remove };
 }
 
-const refusal = async (p: Promise<unknown>) => {
+const refusal = async (p: unknown) => {
   try {
     await p;
   } catch (err) {
