@@ -169,6 +169,23 @@ describe("builds service on MongoDB", () => {
     expect((again as ConnectError).code).toBe(Code.FailedPrecondition);
   });
 
+  it("finishes a cancel a crash cut short before its job writes: the next reconcile cancels what is left", async () => {
+    const p = pipeline([script("a"), script("b")]);
+    const { build } = await client.createBuild({ pipeline: p, commit: "abc", branch: "main" });
+    const [a, b] = build?.jobs ?? [];
+    // The cancel's first write (the request) stood; its job writes never happened.
+    await mongo
+      .db(dbName)
+      .collection<{ _id: string }>("builds")
+      .updateOne({ _id: build?.id ?? "" }, { $set: { cancelRequested: true, cancelReason: "cut" } });
+    // Any change to the build reconciles it: an agent taking job a.
+    const assigned = await client.transitionJob({ jobId: a?.id ?? "", event: JobEventType.ASSIGN });
+    expect(assigned.build?.state).toBe("canceled");
+    expect(assigned.build?.jobs.map((j) => j.state)).toEqual(["canceled", "canceled"]);
+    const read = await client.getBuild({ pipelineId: p.id, number: build?.number ?? 0 });
+    expect(read.build?.jobs.find((j) => j.id === b?.id)?.state).toBe("canceled");
+  });
+
   it("stops the jobs of cancel_on_build_failing steps once the build is failing, and only those", async () => {
     const stop = { cancel_on_build_failing: true };
     const p = pipeline([

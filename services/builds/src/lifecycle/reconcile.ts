@@ -4,7 +4,7 @@ import type { Build } from "../domain/build.js";
 import { cancelOnFailingPlan } from "../domain/cancel-on-failing.js";
 import type { Job } from "../domain/job.js";
 import { cancelChanges, stampsFor } from "../domain/job-stamps.js";
-import { advance, deriveBuildState } from "../domain/state-machine.js";
+import { advance, cancelPlan, deriveBuildState } from "../domain/state-machine.js";
 
 /** A build with its jobs, as they are after a change. */
 export interface BuildWithJobs {
@@ -55,6 +55,16 @@ export function createReconcile(
       // Work a crash left half done is finished first.
       if (hooks.finishInterrupted && (await hooks.finishInterrupted(jobs))) continue;
       const at = now();
+      // A cancel request whose job writes a crash cut short: its jobs are canceled before anything else moves (the
+      // build's state assumes nothing cancellable is left once a cancel is requested).
+      if (build.cancelRequested) {
+        const plan = cancelPlan(jobs);
+        if (plan.cancel.length + plan.canceling.length > 0) {
+          await ctx.markCounts(build.pipelineId);
+          await ctx.stateEvents.changeJobs(cancelChanges(jobs, plan, at));
+          continue;
+        }
+      }
       const advanced = advance(jobs);
       // A write below changes the pipeline's counters: the outbox notes it first (free while the note stands).
       const byId = new Map(jobs.map((j) => [j.id, j]));
