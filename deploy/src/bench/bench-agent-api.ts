@@ -44,8 +44,9 @@ export async function agentCall(target: AgentApiTarget, method: string, path: st
   return lenientJson(text) as Record<string, unknown>;
 }
 
-/** A REST call with the bench's token under its organization; a status of 300 or more throws. */
-export async function rest(target: AgentApiTarget, method: string, path: string, body?: unknown) {
+/** A REST call with the bench's token under its organization, timed: its status, time and JSON, whatever the status. */
+export async function restAnswer(target: AgentApiTarget, method: string, path: string, body?: unknown) {
+  const started = performance.now();
   const res = await fetch(`${target.apiUrl}/v2/organizations/${target.orgSlug}${path}`, {
     method,
     headers: {
@@ -55,8 +56,15 @@ export async function rest(target: AgentApiTarget, method: string, path: string,
     body: body === undefined ? undefined : JSON.stringify(body),
   });
   const text = await res.text();
-  if (res.status >= 300) throw new Error(`${method} ${path}: ${res.status} ${text}`);
-  return lenientJson(text) as Record<string, unknown>;
+  const ms = performance.now() - started;
+  return { status: res.status, ms, text, value: (lenientJson(text) ?? {}) as Record<string, unknown> };
+}
+
+/** A REST call with the bench's token under its organization; a status of 300 or more throws. */
+export async function rest(target: AgentApiTarget, method: string, path: string, body?: unknown) {
+  const answer = await restAnswer(target, method, path, body);
+  if (answer.status >= 300) throw new Error(`${method} ${path}: ${answer.status} ${answer.text}`);
+  return lenientJson(answer.text) as Record<string, unknown>;
 }
 
 /** A cluster of the bench's organization, and its agent registration token. */

@@ -107,6 +107,8 @@ export async function runJobLife(target: JobLifeTarget, jobs: number, chunks: nu
     // The last finish's events are handled after its answer.
     await sleep(500);
   } finally {
+    // Cleanup only: an error here must not hide the one the loop threw, and an agent left connected is marked lost
+    // by the stack's own sweep.
     await fetch(`${apiUrl}/v3/disconnect`, { method: "POST", headers: agent }).catch(() => undefined);
   }
   const after = target.cpuAll(target.pids);

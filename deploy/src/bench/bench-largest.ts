@@ -8,7 +8,7 @@
  */
 import { randomUUID } from "node:crypto";
 import { setTimeout as sleep } from "node:timers/promises";
-import { type AgentApiTarget, agentCall, benchCluster, rest, runningJob } from "./bench-agent-api.js";
+import { type AgentApiTarget, agentCall, benchCluster, rest, restAnswer, runningJob } from "./bench-agent-api.js";
 import { median } from "./bench-stats.js";
 
 /** The documented bounds (docs/limits.md): jobs per build, jobs one upload adds, parallelism of a step. */
@@ -52,28 +52,6 @@ const yamlOf = (config: { steps: unknown[] }) =>
     })
     .join("")}`;
 
-/** A REST call timed, whatever its status: an answer of 300 or more is reported, not thrown. */
-async function timedRest(target: AgentApiTarget, method: string, path: string, body?: unknown) {
-  const started = performance.now();
-  const res = await fetch(`${target.apiUrl}/v2/organizations/${target.orgSlug}${path}`, {
-    method,
-    headers: {
-      authorization: `Bearer ${target.apiToken}`,
-      ...(body === undefined ? {} : { "content-type": "application/json" }),
-    },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const text = await res.text();
-  const ms = performance.now() - started;
-  let value: Record<string, unknown> = {};
-  try {
-    value = JSON.parse(text) as Record<string, unknown>;
-  } catch {
-    // Not JSON: reported by its status.
-  }
-  return { ms, status: res.status, value };
-}
-
 async function timed<T>(work: () => Promise<T>): Promise<{ ms: number; value: T }> {
   const started = performance.now();
   const value = await work();
@@ -114,7 +92,7 @@ export async function runLargestBench(
     for (const side of ["one", "largest"] as const) {
       const builds = `/pipelines/${pipelines[side]}/builds`;
       const expected = side === "one" ? 1 : JOBS_PER_BUILD;
-      const created = await timedRest(target, "POST", builds, {
+      const created = await restAnswer(target, "POST", builds, {
         commit: "HEAD",
         branch: "main",
         message: `bench ${side}`,
@@ -125,14 +103,14 @@ export async function runLargestBench(
         continue;
       }
       const number = Number(created.value.number);
-      const read = await timedRest(target, "GET", `${builds}/${number}`);
+      const read = await restAnswer(target, "GET", `${builds}/${number}`);
       record("first read (GET …/builds/{n})", side, read.ms);
       if (jobsOf(read.value) !== expected)
         wrong.push(`${pipelines[side]} #${number} read (${read.status}): ${jobsOf(read.value)} jobs, not ${expected}`);
-      const listed = await timedRest(target, "GET", `${builds}?per_page=30`);
+      const listed = await restAnswer(target, "GET", `${builds}?per_page=30`);
       record("list its pipeline's builds", side, listed.ms);
       if (listed.status !== 200) wrong.push(`the list of ${pipelines[side]}'s builds answered ${listed.status}`);
-      const canceled = await timedRest(target, "PUT", `${builds}/${number}/cancel`);
+      const canceled = await restAnswer(target, "PUT", `${builds}/${number}/cancel`);
       record("cancel (PUT …/cancel)", side, canceled.ms);
       if (canceled.value.state !== "canceled" && canceled.value.state !== "canceling")
         wrong.push(
@@ -189,11 +167,11 @@ export async function runLargestBench(
     }
     uploads.applied.push(performance.now() - started);
     const builds = `/pipelines/${job.pipelineSlug}/builds`;
-    const read = await timedRest(target, "GET", `${builds}/${job.number}`);
+    const read = await restAnswer(target, "GET", `${builds}/${job.number}`);
     afterUpload.read.push(read.ms);
     if (jobsOf(read.value) !== JOBS_PER_BUILD)
       wrong.push(`${job.pipelineSlug} #${job.number} holds ${jobsOf(read.value)} jobs after its uploads, not 4000`);
-    const canceled = await timedRest(target, "PUT", `${builds}/${job.number}/cancel`);
+    const canceled = await restAnswer(target, "PUT", `${builds}/${job.number}/cancel`);
     afterUpload.cancel.push(canceled.ms);
     if (canceled.status !== 200)
       wrong.push(

@@ -12,7 +12,7 @@ beforeAll(async () => {
   store = await createMongoOutboxStore(collection);
 });
 afterAll(async () => {
-  await collection.drop().catch(() => undefined);
+  await collection.drop();
   await client.close();
 });
 
