@@ -44,6 +44,8 @@ function fakeStream() {
   let status: ReturnType<typeof channel<{ type: string }>> | undefined;
   let statusOpened = 0;
   const failing: { publish?: Error; readFrom?: Error } = {};
+  /** Messages published but not yet delivered to the reader, while delivery is held (a reader behind). */
+  let held: StreamMessage[] | undefined;
   const stream: InvalidationStream = {
     lastSequence: async () => last,
     async readFrom(seq) {
@@ -55,7 +57,8 @@ function fakeStream() {
     async publish(data) {
       if (failing.publish) throw failing.publish;
       last++;
-      reader?.put({ seq: last, data });
+      if (held) held.push({ seq: last, data });
+      else reader?.put({ seq: last, data });
     },
     status() {
       statusOpened++;
@@ -71,6 +74,14 @@ function fakeStream() {
     /** Another replica's invalidation, published to the stream. */
     othersPublish: (t: Invalidation) => stream.publish(new TextEncoder().encode(JSON.stringify(t))),
     breakReader: (err: Error) => reader?.put(err),
+    /** Holds delivery to the reader (it falls behind the stream's end) until `release`. */
+    hold: () => {
+      held ??= [];
+    },
+    release: () => {
+      for (const m of held ?? []) reader?.put(m);
+      held = undefined;
+    },
     status: (item: { type: string } | "end") => status?.put(item),
   };
 }
@@ -100,7 +111,7 @@ const ofBuild = (b: Build): Invalidation => ({
 });
 
 const feeds: InvalidationFeed[] = [];
-async function setup() {
+async function setup(opts: { barrierTimeoutMs?: number } = {}) {
   const fake = fakeStream();
   const backlog = createMemoryInvalidationBacklog();
   const cache = createReadCache();
@@ -112,7 +123,7 @@ async function setup() {
     cache,
     logger,
     newId: () => `entry-${++ids}`,
-    barrierTimeoutMs: 1_000,
+    barrierTimeoutMs: opts.barrierTimeoutMs ?? 1_000,
     reopenBackoffMs: 5,
   });
   feeds.push(feed);
@@ -215,6 +226,21 @@ describe("the cache invalidation feed", () => {
     s.keep();
     await repo.updateBuild(s.build.id, 1, { state: "running" });
     expect(s.kept()).toBe(false);
+    expect(await s.feed.barrier()).toBe(true);
+  });
+
+  it("sends a read to the database when the reader stays behind past the timeout, and warns once with how far behind", async () => {
+    const s = await setup({ barrierTimeoutMs: 30 });
+    s.fake.hold();
+    await s.fake.othersPublish(ofBuild(s.build));
+    await s.fake.othersPublish(ofBuild(s.build));
+    expect(await s.feed.barrier()).toBe(false);
+    expect(await s.feed.barrier()).toBe(false);
+    expect(s.feed.stats()).toEqual({ barrierTimeouts: 2, applied: 0 });
+    // Rate-limited: one warning for both.
+    expect(s.logged.filter((l) => l.level === "warn" && l.msg.includes("barrier timeout"))).toHaveLength(1);
+    s.fake.release();
+    await until(() => s.feed.stats().applied === 2, "the reader to catch up");
     expect(await s.feed.barrier()).toBe(true);
   });
 });

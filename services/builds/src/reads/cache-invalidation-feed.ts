@@ -19,6 +19,7 @@
 
 import { createGroupCommit, type Logger, superviseLoop } from "@conveyor/runtime";
 import type { InvalidationBacklog } from "../store/invalidation-backlog-repository.js";
+import { createBarrierTimeouts } from "./barrier-timeouts.js";
 import type { InvalidationStream } from "./invalidation-stream.js";
 import { type Invalidation, mergeInvalidations, type ReadCache } from "./read-cache.js";
 
@@ -58,6 +59,8 @@ export interface InvalidationFeed {
    */
   relay(opts?: { force?: boolean }): Promise<void>;
   stop(): Promise<void>;
+  /** Reads whose barrier gave up waiting (they went to the database), and the last stream sequence applied. */
+  stats(): { barrierTimeouts: number; applied: number };
 }
 
 /** `work`, or a rejection once `ms` have passed. */
@@ -217,13 +220,29 @@ export async function startInvalidationFeed(opts: {
     return inflight;
   };
 
+  // A read that waited the whole timeout is logged (rate-limited): the reader is behind, every read pays the wait.
+  const timeouts = createBarrierTimeouts();
   const reached = (upTo: number) =>
     new Promise<boolean>((resolve) => {
       if (applied >= upTo) return resolve(true);
       const w = { upTo, wake: () => resolve(true) };
       waiting.add(w);
       setTimeout(() => {
-        if (waiting.delete(w)) resolve(false);
+        if (!waiting.delete(w)) return;
+        const warning = timeouts.gaveUp(performance.now(), upTo - applied);
+        if (warning) {
+          logger.warn(
+            {
+              timedOut: warning.timedOut,
+              mostBehind: warning.mostBehind,
+              forMs: Math.round(performance.now() - warning.sinceMs),
+              applied,
+              upTo,
+            },
+            "build read cache: reads waited the whole barrier timeout for the invalidation stream and went to the database",
+          );
+        }
+        resolve(false);
       }, barrierTimeoutMs).unref();
     });
 
@@ -296,5 +315,7 @@ export async function startInvalidationFeed(opts: {
     },
 
     stop,
+
+    stats: () => ({ barrierTimeouts: timeouts.total(), applied }),
   };
 }
