@@ -40,12 +40,18 @@ export interface AgentStreamsDeps {
 export interface AgentStreamSettings {
   /** The most streams this gateway holds; more are refused with ResourceExhausted (the agent polls). */
   maxStreams: number;
-  /** How often an idle streaming agent is asked after anyway, should an event have been missed (ms). */
+  /**
+   * How long an idle streaming agent goes unasked before it is asked after anyway, should an event have been missed
+   * (ms): on average; between three quarters of it and one and a quarter, at random, so that streams opened together
+   * are not asked together.
+   */
   idleRecheckMs: number;
   /** How many idle streaming agents one runnable job is offered to before this gateway gives up on it. */
   candidatesPerJob: number;
   /** Pauses before asking again when a runnable job was not yet in the agents service's hints (ms). */
   retryDelaysMs: readonly number[];
+  /** A number in [0, 1) (Math.random; a test's own to be repeatable). */
+  random: () => number;
 }
 
 export const DEFAULT_STREAM_SETTINGS: AgentStreamSettings = {
@@ -53,7 +59,11 @@ export const DEFAULT_STREAM_SETTINGS: AgentStreamSettings = {
   idleRecheckMs: 10_000,
   candidatesPerJob: 5,
   retryDelaysMs: [50, 200, 1_000, 3_000],
+  random: Math.random,
 };
+
+/** How many times per idleRecheckMs the streams are looked over for an agent due to be asked after. */
+const RECHECK_TICKS = 10;
 
 /** One agent's stream on this gateway and what it was last told. */
 interface Entry {
@@ -69,6 +79,10 @@ interface Entry {
   mode: "resume" | "pause" | null;
   /** Work on this stream, one step at a time (events may arrive together). */
   chain: Promise<unknown>;
+  /** A runnable job's ask of this agent is queued or running: another runnable job asks another agent. */
+  asked: boolean;
+  /** When (Date.now()) the agent, if idle, is asked after anyway; pushed back by every step on its stream. */
+  recheckAt: number;
   ended: boolean;
 }
 
@@ -88,6 +102,7 @@ export function createAgentStreams(deps: AgentStreamsDeps) {
   const settings = { ...DEFAULT_STREAM_SETTINGS, ...deps.settings };
   const { agents, builds, logger } = deps;
   const entries = new Map<string, Entry>();
+  const nextRecheck = () => Date.now() + settings.idleRecheckMs * (0.75 + settings.random() / 2);
 
   const tell = (entry: Entry, action: StreamAction) => {
     if (entry.ended) return;
@@ -184,6 +199,7 @@ export function createAgentStreams(deps: AgentStreamsDeps) {
   const enqueue = (entry: Entry, step: () => Promise<boolean>): Promise<boolean> => {
     const run = entry.chain.then(async () => {
       if (entry.ended) return false;
+      entry.recheckAt = nextRecheck();
       try {
         return await step();
       } catch (err) {
@@ -202,10 +218,37 @@ export function createAgentStreams(deps: AgentStreamsDeps) {
 
   const idle = (entry: Entry) => !entry.ended && !entry.holdsJob && entry.mode === "resume";
 
+  // One timer for every stream; each idle agent is asked after when it is due (not all of them at once).
   const recheck = setInterval(() => {
-    for (const entry of entries.values()) if (idle(entry)) void enqueue(entry, () => update(entry));
-  }, settings.idleRecheckMs);
+    const now = Date.now();
+    for (const entry of entries.values()) {
+      if (entry.recheckAt > now) continue;
+      entry.recheckAt = nextRecheck();
+      if (idle(entry)) void enqueue(entry, () => update(entry));
+    }
+  }, settings.idleRecheckMs / RECHECK_TICKS);
   recheck.unref();
+
+  /**
+   * Up to candidatesPerJob idle agents of this gateway that may take the job, none being asked for another runnable
+   * job (so that jobs becoming runnable together are offered to different agents at once); `busy` when some idle
+   * agent that may take it is being asked.
+   */
+  const candidatesFor = (job: RunnableJob): { candidates: Entry[]; busy: boolean } => {
+    const candidates: Entry[] = [];
+    let busy = false;
+    for (const e of entries.values()) {
+      if (!idle(e) || e.agent.organizationId !== job.organizationId || e.agent.clusterId !== job.clusterId) continue;
+      if (!mayTake(e.queue, job.agentQueryRules)) continue;
+      if (e.asked) {
+        busy = true;
+        continue;
+      }
+      candidates.push(e);
+      if (candidates.length >= settings.candidatesPerJob) break;
+    }
+    return { candidates, busy };
+  };
 
   const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -227,6 +270,8 @@ export function createAgentStreams(deps: AgentStreamsDeps) {
         sentJob: "",
         mode: null,
         chain: Promise.resolve(),
+        asked: false,
+        recheckAt: nextRecheck(),
         ended: false,
       };
       entries.set(agent.agentId, entry);
@@ -260,28 +305,28 @@ export function createAgentStreams(deps: AgentStreamsDeps) {
 
     /**
      * job_state_changed to scheduled: the idle streaming agents of the job's organization, cluster and queue are asked
-     * after, one at a time, until one is offered a job. The agents service may not have heard of the job yet (it
-     * follows the same event): when none was offered one, they are asked again after short pauses.
+     * after, one at a time, until one is offered a job; an agent being asked for another runnable job is left to it,
+     * so that the jobs of a parallel step reach as many agents at once. The agents service may not have heard of the
+     * job yet (it follows the same event): when none was offered one, they are asked again after short pauses.
      */
     async jobRunnable(job: RunnableJob): Promise<void> {
       for (const delay of [0, ...settings.retryDelaysMs]) {
         if (delay > 0) await sleep(delay);
-        const candidates = [...entries.values()]
-          .filter(
-            (e) =>
-              idle(e) &&
-              e.agent.organizationId === job.organizationId &&
-              e.agent.clusterId === job.clusterId &&
-              mayTake(e.queue, job.agentQueryRules),
-          )
-          .slice(0, settings.candidatesPerJob);
+        const { candidates, busy } = candidatesFor(job);
         logger.debug(
-          { jobId: job.id, candidates: candidates.length, streams: entries.size, delay },
+          { jobId: job.id, candidates: candidates.length, busy, streams: entries.size, delay },
           "streaming ping: runnable job",
         );
-        if (candidates.length === 0) return;
+        if (candidates.length === 0 && !busy) return;
         for (const entry of candidates) {
-          if (await enqueue(entry, () => (idle(entry) ? update(entry) : Promise.resolve(false)))) return;
+          if (!idle(entry) || entry.asked) continue;
+          entry.asked = true;
+          const offered = await enqueue(entry, () => (idle(entry) ? update(entry) : Promise.resolve(false))).finally(
+            () => {
+              entry.asked = false;
+            },
+          );
+          if (offered) return;
         }
       }
     },
