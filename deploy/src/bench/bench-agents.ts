@@ -74,8 +74,11 @@ async function mongoCommands(statsUrl: string | undefined): Promise<number | und
   return Object.values(stats.mongoCommands ?? {}).reduce((a, b) => a + b, 0);
 }
 
-/** A bench organization's cluster, registration token and pipeline on a local repository, with one real agent. */
-async function arrange(target: AgentBenchTarget, work: string) {
+/**
+ * A bench organization's cluster, registration token and pipeline on a local repository, with one real agent polling
+ * on the plain port (none with `polling: false`).
+ */
+export async function arrange(target: AgentBenchTarget, work: string, opts: { polling?: boolean } = {}) {
   const auth = { authorization: `Bearer ${target.apiToken}`, "content-type": "application/json" };
   const org = (await (
     await fetch(`${target.apiUrl}/v2/organizations/${target.orgSlug}`, { headers: auth })
@@ -105,7 +108,9 @@ async function arrange(target: AgentBenchTarget, work: string) {
   writeFileSync(join(work, "empty.cfg"), "");
   const base = { target, work, auth, repo, clusterId: cluster?.id ?? "", registration: secret };
   // The polling row's agent, on the plain port.
-  const { pipeline, agent } = await agentAndPipeline(base, "bench-dispatch", `${target.apiUrl}/v3`);
+  const { pipeline, agent } = await agentAndPipeline(base, "bench-dispatch", `${target.apiUrl}/v3`, {
+    agent: opts.polling ?? true,
+  });
   return { ...base, pipeline, agent };
 }
 
@@ -113,7 +118,7 @@ async function arrange(target: AgentBenchTarget, work: string) {
  * A pipeline of one `true` step on `queue` (`parallelism` jobs) and one real agent of that queue on `endpoint`: over
  * https it streams its pings (`--ping-mode auto`), over http it polls.
  */
-async function agentAndPipeline(
+export async function agentAndPipeline(
   base: {
     target: AgentBenchTarget;
     work: string;
@@ -161,7 +166,7 @@ async function agentAndPipeline(
 }
 
 /** Latencies of build create → job accepted by the real agent, measured from NATS job events. */
-async function dispatchLatencies(
+export async function dispatchLatencies(
   target: AgentBenchTarget,
   arranged: { pipeline: { id: string; slug: string }; auth: Record<string, string> },
   builds: number,
@@ -265,9 +270,14 @@ async function jobGaps(
   return gaps;
 }
 
-/** Registers `count` protocol-level agents (idle: their queue has no jobs) and returns their access tokens. */
-async function simulatedAgents(target: AgentBenchTarget, registration: string, count: number): Promise<string[]> {
-  const tokens: string[] = [];
+/** Registers `count` protocol-level agents of `queue` (idle: it has no jobs) and returns their ids and access tokens. */
+export async function simulatedAgents(
+  target: Pick<AgentBenchTarget, "apiUrl">,
+  registration: string,
+  count: number,
+  queue = "bench-idle",
+): Promise<Array<{ id: string; token: string }>> {
+  const agents: Array<{ id: string; token: string }> = [];
   for (let start = 0; start < count; start += 50) {
     const batch = await Promise.all(
       Array.from({ length: Math.min(50, count - start) }, async (_, i) => {
@@ -275,19 +285,20 @@ async function simulatedAgents(target: AgentBenchTarget, registration: string, c
         const res = await fetch(`${target.apiUrl}/v3/register`, {
           method: "POST",
           headers,
-          body: JSON.stringify({ name: `sim-${start + i}`, hostname: "bench", meta_data: ["queue=bench-idle"] }),
+          body: JSON.stringify({ name: `sim-${start + i}`, hostname: "bench", meta_data: [`queue=${queue}`] }),
         });
-        const { access_token } = (await res.json()) as { access_token: string };
+        if (res.status >= 300) throw new Error(`register: ${res.status} ${await res.text()}`);
+        const { id, access_token } = (await res.json()) as { id: string; access_token: string };
         await fetch(`${target.apiUrl}/v3/connect`, {
           method: "POST",
           headers: { authorization: `Token ${access_token}` },
         });
-        return access_token;
+        return { id, token: access_token };
       }),
     );
-    tokens.push(...batch);
+    agents.push(...batch);
   }
-  return tokens;
+  return agents;
 }
 
 /** Every simulated agent pings every `intervalMs` (from a random start) until `until`; returns ping latencies. */
@@ -407,7 +418,7 @@ export async function runAgentBench(
       settings.lifeChunks,
     );
     say(`pings: registering ${settings.pingAgents} protocol-level agents…`);
-    const tokens = await simulatedAgents(target, arranged.registration, settings.pingAgents);
+    const tokens = (await simulatedAgents(target, arranged.registration, settings.pingAgents)).map((a) => a.token);
 
     say(
       `pings: ${settings.pingAgents} idle agents every ${settings.pingIntervalMs / 1000} s for ${settings.pingPhaseSec} s…`,

@@ -25,6 +25,7 @@ import { pageTargets } from "./bench-pages.js";
 import { BENCH_ROUTES, type BenchContext, type BenchRoute, ensureBenchPipeline, pagePath } from "./bench-routes.js";
 import { printAgentRows, printCpuPerCreate } from "./bench-rows.js";
 import { benchSettings, median, selected } from "./bench-stats.js";
+import { printStreamRows, runStreamBench, type StreamBenchResult, streamsBroken } from "./bench-streams.js";
 import { createsHeld, formatCreateCheck } from "./create-invariants.js";
 
 /** The deadline of a call between the gateway and a service (RPC_TIMEOUT_MS's default). */
@@ -239,6 +240,16 @@ export async function runBench(repoRoot: string, env: Env = process.env): Promis
         "\nagent rows skipped: set AGENTS_URL, NATS_URL and CONVEYOR_AGENT_BIN to measure an external stack's agents",
       );
     }
+    // Thousands of streaming agents held by the gateway beside a real one (bench-streams.ts).
+    const streamTarget = selected(settings.only, "streams")
+      ? (agentTarget ?? agentBenchTarget(stack, env, { apiUrl, token, orgSlug }))
+      : undefined;
+    let streams: StreamBenchResult | undefined;
+    if (streamTarget?.agentTls) {
+      say("");
+      streams = await runStreamBench({ ...streamTarget, agentTls: streamTarget.agentTls }, env, (l) => say(`  ${l}`));
+      printStreamRows(streams, say);
+    } else if (selected(settings.only, "streams")) say("\nstreams row skipped: the stack has no TLS port");
     const liveTarget = selected(settings.only, "live")
       ? liveBenchTarget(stack, env, { apiUrl, token, orgSlug })
       : undefined;
@@ -274,20 +285,22 @@ export async function runBench(repoRoot: string, env: Env = process.env): Promis
     mkdirSync(dirname(out), { recursive: true });
     writeFileSync(
       out,
-      `${JSON.stringify({ settings, at: new Date().toISOString(), results, summary, creates, agents, live, largest, log }, null, 2)}\n`,
+      `${JSON.stringify({ settings, at: new Date().toISOString(), results, summary, creates, agents, streams, live, largest, log }, null, 2)}\n`,
     );
     say(`\nresults written to ${out}`);
     const bad = results.some((r) => r.bad > 0);
     if (bad) say("some runs had non-2xx responses or errors: their figures are not valid");
     const broken = creates !== undefined && !createsHeld(creates.check, creates.probe);
     if (broken) say("creation broke an invariant or a read was stale: see the lines after `checking creates`");
+    const streamsWrong = streams !== undefined && streamsBroken(streams);
+    if (streamsWrong) say("the streams row lost a job, a stream or an agent call: see the `streams` rows");
     const liveLost = live !== undefined && (live.missing > 0 || live.unfinished > 0);
     if (liveLost) say("live pages missed lines or did not end: see the live row");
     const largestWrong = largest !== undefined && largest.wrong.length > 0;
     if (largestWrong) say("the largest build did not hold its jobs: see the lines after `largest build`");
     const logBroken = log !== undefined && !logWhole(log);
     if (logBroken) say("the largest log did not come back whole: see the `largest log` rows");
-    return bad || broken || liveLost || largestWrong || logBroken ? 1 : 0;
+    return bad || broken || streamsWrong || liveLost || largestWrong || logBroken ? 1 : 0;
   } finally {
     process.off("SIGINT", onSignal);
     process.off("SIGTERM", onSignal);
