@@ -13,7 +13,7 @@ import { gzipSync } from "node:zlib";
 import { type Env, envValue } from "../host/paths.js";
 import { type AgentApiTarget, agentCall, rssMb, runningJob } from "./bench-agent-api.js";
 
-const MIB = 1024 * 1024;
+export const MIB = 1024 * 1024;
 
 export interface LogBenchResult {
   bytes: number;
@@ -35,7 +35,7 @@ export function logBenchSettings(env: Env) {
 }
 
 /** One MiB of log lines, different in every chunk (ANSI colours included, as test output has them). */
-function piece(n: number): Buffer {
+export function piece(n: number): Buffer {
   const lines: string[] = [];
   let length = 0;
   for (let i = 0; length < MIB; i++) {
@@ -85,21 +85,22 @@ function readAt(url: string, token: string, bytesPerSecond: number, onTick: () =
   });
 }
 
-/** Runs the row on `target`; `pids` names the processes whose memory is watched. */
-export async function runLogBench(
+/**
+ * Uploads `mib` MiB of log lines to a running job as buildkite-agent does (1 MiB gzipped chunks, heartbeats every
+ * 5 s); `onMib` is told each MiB uploaded. Answers the bytes, the time and their sha256.
+ */
+export async function uploadLog(
   target: AgentApiTarget,
-  pids: Record<string, number | undefined>,
-  env: Env,
-  say: (line: string) => void,
-): Promise<LogBenchResult> {
-  const settings = logBenchSettings(env);
-  const job = await runningJob(target);
+  job: { jobId: string; jobSecret: string; agentSecret: string },
+  mib: number,
+  onMib: (uploaded: number) => void = () => {},
+) {
   const base = target.agentUrl.replace(/\/v3\/?$/, "");
   const expected = createHash("sha256");
   let size = 0;
-  const uploadStarted = performance.now();
+  const started = performance.now();
   let lastHeartbeat = Date.now();
-  for (let n = 0; n < settings.mib; n++) {
+  for (let n = 0; n < mib; n++) {
     const bytes = piece(n);
     const res = await fetch(`${base}/v3/jobs/${job.jobId}/chunks?sequence=${n + 1}&offset=${size}&size=${MIB}`, {
       method: "POST",
@@ -114,11 +115,28 @@ export async function runLogBench(
       lastHeartbeat = Date.now();
       await agentCall(target, "POST", "/v3/heartbeat", job.agentSecret, { sent_at: new Date().toISOString() });
     }
-    if ((n + 1) % 32 === 0) say(`largest log: ${n + 1} of ${settings.mib} MiB uploaded`);
+    onMib(n + 1);
   }
-  const uploadMs = performance.now() - uploadStarted;
+  return { bytes: size, uploadMs: performance.now() - started, sha256: expected.digest("hex") };
+}
+
+/** Runs the row on `target`; `pids` names the processes whose memory is watched. */
+export async function runLogBench(
+  target: AgentApiTarget,
+  pids: Record<string, number | undefined>,
+  env: Env,
+  say: (line: string) => void,
+): Promise<LogBenchResult> {
+  const settings = logBenchSettings(env);
+  const job = await runningJob(target);
+  const {
+    bytes: size,
+    uploadMs,
+    sha256,
+  } = await uploadLog(target, job, settings.mib, (n) => {
+    if (n % 32 === 0) say(`largest log: ${n} of ${settings.mib} MiB uploaded`);
+  });
   await agentCall(target, "PUT", `/v3/jobs/${job.jobId}/finish`, job.jobSecret, { exit_status: "0" });
-  const sha256 = expected.digest("hex");
   await sleep(1_000);
 
   const memory: Record<string, { before: number; peak: number }> = {};

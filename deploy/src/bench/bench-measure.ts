@@ -147,3 +147,30 @@ export async function startHello(): Promise<{ url: string; stop: () => Promise<v
     },
   };
 }
+
+/** A probe read the stack answers in at most this when settled (the read cache's barrier waits up to 250 ms). */
+const SETTLED_MS = 25;
+/** How long the bench waits at most for the stack to settle. */
+const SETTLE_LIMIT_MS = 60_000;
+
+/**
+ * Waits until the stack has digested the writes before (the bench's own creates start events, sweeps and the read
+ * cache's invalidations): until the median of five single reads of `probe` is at most SETTLED_MS, or SETTLE_LIMIT_MS
+ * passed. Answers how long it waited and the last median, so rows measured after it say on what stack they ran.
+ */
+export async function settle(probe: Target): Promise<{ waitedMs: number; probeMs: number; settled: boolean }> {
+  const started = performance.now();
+  for (;;) {
+    const times: number[] = [];
+    for (let i = 0; i < 5; i++) {
+      const t0 = performance.now();
+      await (await fetch(probe.url, { headers: probe.headers })).arrayBuffer();
+      times.push(performance.now() - t0);
+    }
+    const probeMs = median(times);
+    const waitedMs = performance.now() - started;
+    if (probeMs <= SETTLED_MS || waitedMs >= SETTLE_LIMIT_MS)
+      return { waitedMs, probeMs, settled: probeMs <= SETTLED_MS };
+    await new Promise((resolve) => setTimeout(resolve, 500));
+  }
+}

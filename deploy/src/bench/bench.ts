@@ -12,6 +12,7 @@ import { checkCreatesUnderLoad, highestNumber } from "./bench-creates.js";
 import { type LargestBenchResult, printLargestRows, runLargestBench } from "./bench-largest.js";
 import { type LiveBenchResult, type LiveBenchTarget, printLiveRow, runLiveBench } from "./bench-live.js";
 import { type LogBenchResult, logWhole, printLogRow, runLogBench } from "./bench-log.js";
+import { type LogPageResult, logPagesWhole, printLogPageRows, runLogPageBench } from "./bench-log-page.js";
 import {
   CREATE_CONNECTIONS,
   IDLE_REST_MS,
@@ -21,7 +22,7 @@ import {
   startHello,
   type Target,
 } from "./bench-measure.js";
-import { pageTargets } from "./bench-pages.js";
+import { type PagePhase, type PageTarget, pageTargets, printPageRows, runPagePhase } from "./bench-pages.js";
 import { BENCH_ROUTES, type BenchContext, type BenchRoute, ensureBenchPipeline, pagePath } from "./bench-routes.js";
 import { printAgentRows, printCpuPerCreate } from "./bench-rows.js";
 import { benchSettings, median, selected } from "./bench-stats.js";
@@ -122,17 +123,19 @@ export async function runBench(repoRoot: string, env: Env = process.env): Promis
       });
     }
 
-    // The pages (docs/pages.md), when the bench can sign a person in (its own stack, or IDENTITY_URL).
+    // The pages (docs/pages.md), when the bench can sign a person in (its own stack, or IDENTITY_URL): measured in
+    // a phase of their own on a settled stack, after the REST rows (bench-pages.ts).
     const identityUrl = stack?.info.serviceUrls.identity ?? envValue(env, "IDENTITY_URL");
+    let pageRows: PageTarget[] = [];
     if (pipelineSlug && identityUrl && selected(settings.only, "page")) {
       const bench = (await (
         await fetch(`${apiUrl}/v2/organizations/${orgSlug}/pipelines/${pipelineSlug}`, { headers })
       ).json()) as { cluster_id?: string };
-      routeTargets.push(
-        ...(await pageTargets({ apiUrl, token, orgSlug, identityUrl, clusterId: bench.cluster_id ?? "" }, (l) =>
+      pageRows = (
+        await pageTargets({ apiUrl, token, orgSlug, identityUrl, clusterId: bench.cluster_id ?? "" }, (l) =>
           say(`  ${l}`),
-        )),
-      );
+        )
+      ).filter((t) => selected(settings.only, t.name));
     }
 
     // The second baseline: a static body as large as the plain page of 30 builds. On a small machine the client's
@@ -214,6 +217,14 @@ export async function runBench(repoRoot: string, env: Env = process.env): Promis
       );
     }
     printCpuPerCreate(results, say);
+    // The REST read of a build is the pages' probe and baseline: a read through the builds service's read cache.
+    const restRead = routeTargets.find((t) => t.name === BENCH_ROUTES[2]?.name);
+    let pages: PagePhase | undefined;
+    if (pageRows.length > 0 && restRead) {
+      say("\npages: waiting for the stack to settle after the creates…");
+      pages = await runPagePhase(pageRows, { hello: helloTarget, restRead }, settings, pids, (l) => say(`  ${l}`));
+      printPageRows(pages, settings.connections, say);
+    }
     let creates: Awaited<ReturnType<typeof checkCreatesUnderLoad>> | undefined;
     if (createTarget) {
       say(
@@ -279,13 +290,20 @@ export async function runBench(repoRoot: string, env: Env = process.env): Promis
       log = await runLogBench(largestTarget, pids, env, (l) => say(`  ${l}`));
       printLogRow(log, say);
     }
+    // A 20 MiB log's pages (issue 32): its tail's arrival and the gateway's memory (bench-log-page.ts).
+    let logPages: LogPageResult[] | undefined;
+    if (largestTarget && selected(settings.only, "log page")) {
+      say("");
+      logPages = await runLogPageBench(largestTarget, env, (l) => say(`  ${l}`));
+      printLogPageRows(logPages, pages?.restMs, say);
+    }
     if (!largestTarget && (selected(settings.only, "largest build") || selected(settings.only, "largest log")))
       say("\nlargest build and log skipped: set AGENTS_URL, IDENTITY_URL and CONVEYOR_AGENT_URL for an external stack");
     const out = join(repoRoot, ".test-results", "bench.json");
     mkdirSync(dirname(out), { recursive: true });
     writeFileSync(
       out,
-      `${JSON.stringify({ settings, at: new Date().toISOString(), results, summary, creates, agents, streams, live, largest, log }, null, 2)}\n`,
+      `${JSON.stringify({ settings, at: new Date().toISOString(), results, summary, creates, pages, agents, streams, live, largest, log, logPages }, null, 2)}\n`,
     );
     say(`\nresults written to ${out}`);
     const bad = results.some((r) => r.bad > 0);
@@ -300,7 +318,9 @@ export async function runBench(repoRoot: string, env: Env = process.env): Promis
     if (largestWrong) say("the largest build did not hold its jobs: see the lines after `largest build`");
     const logBroken = log !== undefined && !logWhole(log);
     if (logBroken) say("the largest log did not come back whole: see the `largest log` rows");
-    return bad || broken || streamsWrong || liveLost || largestWrong || logBroken ? 1 : 0;
+    const logPagesBroken = logPages !== undefined && !logPagesWhole(logPages);
+    if (logPagesBroken) say("a log page came without its log's tail: see the `log page` rows");
+    return bad || broken || streamsWrong || liveLost || largestWrong || logBroken || logPagesBroken ? 1 : 0;
   } finally {
     process.off("SIGINT", onSignal);
     process.off("SIGTERM", onSignal);
