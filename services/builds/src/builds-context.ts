@@ -30,7 +30,8 @@ import { createPipelineUpload, type PipelineUpload } from "./jobs/pipeline-uploa
 import { createPromisedFailures, type PromisedFailures } from "./jobs/promised-failures.js";
 import { createStepActions, type StepActions } from "./jobs/step-actions.js";
 import { type BuildCancel, createBuildCancel } from "./lifecycle/build-cancel.js";
-import { createReconcile, type Reconcile } from "./lifecycle/reconcile.js";
+import { type CancelContinuation, createCancelContinuation } from "./lifecycle/cancel-continuation.js";
+import { createReconcile, DEFAULT_RECONCILE_SETTINGS, type Reconcile } from "./lifecycle/reconcile.js";
 import { type BuildMetaData, createBuildMetaData } from "./meta-data/build-meta-data.js";
 import { type BuildReads, createBuildReads } from "./reads/build-reads.js";
 import type { InvalidationFeed } from "./reads/cache-invalidation-feed.js";
@@ -64,6 +65,8 @@ export interface BuildsDeps {
   /** Announces stored log chunks to live pages (log-chunk-notices.ts); without it, none are announced. */
   logNotices?: LogChunkNotices;
   sweeps?: SweepSettings;
+  /** The most job writes of a cancel in one reconcile (lifecycle/reconcile.ts); tests make it small. */
+  cancelBatch?: number;
   /** Where trigger steps find their pipelines (trigger-lookups.ts); without it, a trigger finds none. */
   triggers?: TriggerLookups;
   /** The pipelines' fences (the runtime's fences): a caller's copy at least as new as its fence is not read again. */
@@ -163,6 +166,7 @@ export interface BuildsParts {
   ctx: BuildsContext;
   reconcile: Reconcile;
   cancel: BuildCancel;
+  cancels: CancelContinuation;
   creation: BuildCreation;
   pipelines: CurrentPipelines;
   transitions: JobTransitions;
@@ -194,17 +198,29 @@ export function createBuildsParts(deps: BuildsDeps): BuildsParts {
   let unblock: JobUnblock | undefined;
   const finishInterrupted = async (jobs: readonly Job[]) =>
     (await retries.completeInterrupted(jobs)) || ((await unblock?.storeUnblockFields(jobs)) ?? false);
-  const reconcile = createReconcile(ctx, { finishInterrupted, settled });
+  // The rest of a large cancel continues in the background, reconciling again (the hook finds reconcile once it exists).
+  let reconcile: Reconcile | undefined;
+  const cancels = createCancelContinuation(ctx, () => reconcile as Reconcile);
+  reconcile = createReconcile(
+    ctx,
+    { finishInterrupted, settled, cancelLeft: (buildId, known) => cancels.start(buildId, known) },
+    { cancelBatch: deps.cancelBatch ?? DEFAULT_RECONCILE_SETTINGS.cancelBatch },
+  );
   const cancel = createBuildCancel(ctx, reconcile);
   const creation = createBuildCreation(ctx, cancel, settled);
-  const transitions = createJobTransitions(ctx, reconcile, retries);
+  const transitions = createJobTransitions(ctx, reconcile, retries, (buildId) => cancels.start(buildId));
   const logs = createJobLogs(ctx, deps.logLimits ?? DEFAULT_LOG_LIMITS, deps.logNotices);
   const metaData = createBuildMetaData(ctx);
   unblock = createJobUnblock(ctx, reconcile, metaData);
   const upload = createPipelineUpload(ctx, reconcile, deps.uploads);
   triggers = createJobTriggers(ctx, creation, transitions, deps.triggers ?? NO_TRIGGER_LOOKUPS);
   const repair = createCreationRepair(ctx);
-  const sweeps = createJobSweeps(ctx, transitions, [triggers, gate, repair], deps.sweeps ?? DEFAULT_SWEEP_SETTINGS);
+  const sweeps = createJobSweeps(
+    ctx,
+    transitions,
+    [triggers, gate, repair, cancels],
+    deps.sweeps ?? DEFAULT_SWEEP_SETTINGS,
+  );
   const lookups = deps.triggers;
   const pipelines = createCurrentPipelines({
     ...(lookups ? { read: (organizationId: string, id: string) => lookups.pipeline(organizationId, id) } : {}),
@@ -224,6 +240,7 @@ export function createBuildsParts(deps: BuildsDeps): BuildsParts {
     ctx,
     reconcile,
     cancel,
+    cancels,
     creation,
     pipelines,
     transitions,

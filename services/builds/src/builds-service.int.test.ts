@@ -13,7 +13,7 @@ import {
   stepMessages,
 } from "@conveyor/runtime";
 import { MongoClient } from "mongodb";
-import { createBuildsParts } from "./builds-context.js";
+import { type BuildsParts, createBuildsParts } from "./builds-context.js";
 import { createBuildsService } from "./builds-service.js";
 import { createMongoBuildRepository } from "./store/build-repository.js";
 import { createMongoConcurrencySlotRepository } from "./store/concurrency-slot-repository.js";
@@ -24,6 +24,7 @@ import { createMongoPipelineUploadRepository } from "./store/pipeline-upload-rep
 const dbName = `it_builds_${Date.now()}`;
 let mongo: MongoClient;
 let client: ReturnType<typeof createClient<typeof BuildsService>>;
+let parts: BuildsParts;
 const published: string[] = [];
 
 beforeAll(async () => {
@@ -33,16 +34,15 @@ beforeAll(async () => {
       published.push(subject);
     },
   };
-  const service = createBuildsService(
-    createBuildsParts({
-      repo: await createMongoBuildRepository(mongo.db(dbName)),
-      logs: await createMongoJobLogRepository(mongo.db(dbName)),
-      uploads: await createMongoPipelineUploadRepository(mongo.db(dbName)),
-      slots: await createMongoConcurrencySlotRepository(mongo.db(dbName)),
-      events,
-      logger: createLogger("test", "silent"),
-    }),
-  );
+  parts = createBuildsParts({
+    repo: await createMongoBuildRepository(mongo.db(dbName)),
+    logs: await createMongoJobLogRepository(mongo.db(dbName)),
+    uploads: await createMongoPipelineUploadRepository(mongo.db(dbName)),
+    slots: await createMongoConcurrencySlotRepository(mongo.db(dbName)),
+    events,
+    logger: createLogger("test", "silent"),
+  });
+  const service = createBuildsService(parts);
   client = createClient(
     BuildsService,
     createRouterTransport(({ service: s }) => s(BuildsService, service)),
@@ -178,12 +178,14 @@ describe("builds service on MongoDB", () => {
       .db(dbName)
       .collection<{ _id: string }>("builds")
       .updateOne({ _id: build?.id ?? "" }, { $set: { cancelRequested: true, cancelReason: "cut" } });
-    // Any change to the build reconciles it: an agent taking job a.
-    const assigned = await client.transitionJob({ jobId: a?.id ?? "", event: JobEventType.ASSIGN });
-    expect(assigned.build?.state).toBe("canceled");
-    expect(assigned.build?.jobs.map((j) => j.state)).toEqual(["canceled", "canceled"]);
+    // An agent asking for job a is refused (its build is being canceled), and the cancel goes on.
+    const refused = await client.transitionJob({ jobId: a?.id ?? "", event: JobEventType.ASSIGN }).catch((e) => e);
+    expect(ConnectError.from(refused).code).toBe(Code.FailedPrecondition);
+    await parts.cancels.idle();
     const read = await client.getBuild({ pipelineId: p.id, number: build?.number ?? 0 });
-    expect(read.build?.jobs.find((j) => j.id === b?.id)?.state).toBe("canceled");
+    expect(read.build?.state).toBe("canceled");
+    expect(read.build?.jobs.map((j) => j.id)).toEqual([a?.id, b?.id]);
+    expect(read.build?.jobs.map((j) => j.state)).toEqual(["canceled", "canceled"]);
   });
 
   it("stops the jobs of cancel_on_build_failing steps once the build is failing, and only those", async () => {

@@ -266,6 +266,13 @@ describe("deriveBuildState: canceling", () => {
     },
   );
 
+  it.each<[JobState]>([["pending"], ["waiting"], ["scheduled"], ["assigned"], ["blocked"], ["limiting"], ["limited"]])(
+    "is canceling after a cancel request while a %s job is left for the cancel's next batch",
+    (jobState) => {
+      expect(derive([job("canceled"), job(jobState), job("passed")], true)).toEqual(state("canceling"));
+    },
+  );
+
   it("is canceled after a cancel request once nothing runs on an agent", () => {
     expect(derive([job("passed"), job("failed", { exitStatus: 1 }), job("canceled")], true)).toEqual(
       state("canceled", true),

@@ -3,7 +3,7 @@
  * keeps the build consistent with its jobs whatever order job events arrive in.
  */
 
-import { isFinishedJobState, isHardFailure } from "./job-states.js";
+import { cancelPlan, isFinishedJobState, isHardFailure } from "./job-states.js";
 import { promisesHardFailure } from "./promised-failure.js";
 import { BUILD_STARTED_JOB_STATES, PROGRESSING_JOB_STATES, RUNNING_JOB_STATES } from "./state-sets.js";
 import type { DerivedBuildState, JobModel } from "./types.js";
@@ -12,8 +12,9 @@ import type { DerivedBuildState, JobModel } from "./types.js";
  * The build state for `jobs`, by the first rule that applies:
  *
  * 1. No jobs, or every job broken/skipped (every step omitted) → `not_run`, finished.
- * 2. Cancel requested: while a job still runs on an agent (accepted, running, canceling, timing_out) →
- *    `canceling`; otherwise → `canceled`, finished. (Apply `cancelPlan` first, so nothing else is left waiting.)
+ * 2. Cancel requested: while a job still runs on an agent (accepted, running, canceling, timing_out), or a job the
+ *    cancel has not reached yet is left (`cancelPlan` names it: a large build's cancel is written in batches,
+ *    lifecycle/reconcile.ts) → `canceling`; otherwise → `canceled`, finished.
  * 3. A job is canceling (a single job's cancel) and none failed hard → `canceling` until its agent confirms (a failing
  *    build stays failing while a job of it stops).
  * 4. Every job finished → `failed` if any job failed hard (failed and not soft-failed, timed_out, expired, or
@@ -38,7 +39,8 @@ export function deriveBuildState(all: readonly JobModel[], flags: { cancelReques
     return { state: "not_run", blocked: false, finished: true };
   }
   if (flags.cancelRequested) {
-    return jobs.some((job) => RUNNING_JOB_STATES.includes(job.state))
+    const plan = cancelPlan(jobs);
+    return jobs.some((job) => RUNNING_JOB_STATES.includes(job.state)) || plan.cancel.length > 0
       ? { state: "canceling", blocked: false, finished: false }
       : { state: "canceled", blocked: false, finished: true };
   }

@@ -20,9 +20,7 @@ import {
   type OutboxResolver,
   publishThroughEvents as publishDecoded,
   type RawPublish,
-  type RecordedEvent,
   SUBJECTS,
-  withMark,
   writeMarked,
 } from "@conveyor/runtime";
 import type { Build } from "../domain/build.js";
@@ -114,6 +112,29 @@ export interface StateEvents {
 
 /** Makes the state events' writes over the repository and the outbox (which must carry stateEventResolvers). */
 export function createStateEvents(repo: BuildRepository, outbox: Outbox): StateEvents {
+  /**
+   * Independent compare-and-sets of jobs, written by a few statements: one mark for the write, appended to each job's,
+   * their events recorded first in one command. Each job after, or null where it did not match.
+   */
+  const changeAll = async (changes: ReadonlyArray<{ job: Job; update: JobUpdate }>): Promise<Array<Job | null>> => {
+    const mark = newId();
+    // As updateJobs stores them: appended (the repository contract says why they stay few).
+    const nexts = changes.map(({ job, update }) => ({ job, update, marks: [...(job.eventMarks ?? []), mark] }));
+    const recorded = await outbox.recordAll(
+      nexts.map(({ job, update, marks }) => ({
+        key: jobEventKey(job.id, mark),
+        event: jobEvent({ ...job, ...update, eventMarks: marks }, job.state),
+      })),
+    );
+    const written = await repo.updateJobs(
+      changes.map(({ job, update }) => ({ id: job.id, from: job.state, update })),
+      mark,
+    );
+    await outbox.discardAll(recorded.filter((_, i) => !written[i]));
+    await outbox.sendAll(recorded.filter((_, i) => written[i]));
+    return nexts.map(({ job, update, marks }, i) => (written[i] ? { ...job, ...update, eventMarks: marks } : null));
+  };
+
   return {
     changeJob: (job, update, guard) =>
       writeMarked(outbox, {
@@ -125,49 +146,22 @@ export function createStateEvents(repo: BuildRepository, outbox: Outbox): StateE
       }),
     async changeJobs(changes, opts = {}) {
       if (changes.length === 0) return [];
-      if (!opts.stopAtMiss) {
-        // Independent changes (a cancel of thousands of jobs): one mark for the write, appended to each job's, and
-        // the jobs written by a few statements.
-        const mark = newId();
-        const nexts = changes.map(({ job, update }) => ({ job, update, marks: [...(job.eventMarks ?? []), mark] }));
-        const recorded = await outbox.recordAll(
-          nexts.map(({ job, update, marks }) => ({
-            key: jobEventKey(job.id, mark),
-            event: jobEvent({ ...job, ...update, eventMarks: marks }, job.state),
-          })),
-        );
-        const written = await repo.updateJobs(
-          changes.map(({ job, update }) => ({ id: job.id, from: job.state, update })),
-          mark,
-        );
-        await outbox.discardAll(recorded.filter((_, i) => !written[i]));
-        await outbox.sendAll(recorded.filter((_, i) => written[i]));
-        return nexts.map(({ job, update, marks }, i) => (written[i] ? { ...job, ...update, eventMarks: marks } : null));
-      }
-      // In order, one at a time: a later change may rest on an earlier one.
-      const nexts = changes.map(({ job, update }) => {
-        const mark = newId();
-        return { mark, marks: withMark(job.eventMarks, mark), job, update };
-      });
-      const recorded = await outbox.recordAll(
-        nexts.map(({ mark, marks, job, update }) => ({
-          key: jobEventKey(job.id, mark),
-          event: jobEvent({ ...job, ...update, eventMarks: marks }, job.state),
-        })),
-      );
+      // Without `stopAtMiss` the changes are independent (a cancel of thousands of jobs): one run. With it, runs of
+      // consecutive changes of the same kind (state from and to, the same stamps), in order: a later run may rest on
+      // an earlier one, and the first run with a miss ends the write. Changes of one run do not rest on each other
+      // (a job goes ahead on its dependencies' finished states, and no run finishes what the same run moves on from).
+      const runs = opts.stopAtMiss ? sameChangeRuns(changes) : [changes];
       const results: Array<Job | null> = [];
-      const sent: RecordedEvent[] = [];
-      const dropped: RecordedEvent[] = [];
       let stopped = false;
-      for (const [i, { marks, job, update }] of nexts.entries()) {
-        const entry = recorded[i] as RecordedEvent;
-        const written = stopped ? null : await repo.updateJob(job.id, job.state, { ...update, eventMarks: marks });
-        results.push(written);
-        (written ? sent : dropped).push(entry);
-        if (!written) stopped = true;
+      for (const run of runs) {
+        if (stopped) {
+          results.push(...run.map(() => null));
+          continue;
+        }
+        const written = await changeAll(run);
+        results.push(...written);
+        if (written.some((job) => job === null)) stopped = true;
       }
-      await outbox.discardAll(dropped);
-      await outbox.sendAll(sent);
       return results;
     },
     changeBuild(build, update) {
@@ -191,4 +185,17 @@ export function createStateEvents(repo: BuildRepository, outbox: Outbox): StateE
       return { stored: () => outbox.sendAll(recorded), abandoned: () => outbox.discardAll(recorded) };
     },
   };
+}
+
+/** Consecutive changes of the same kind (from state, update), in order. */
+export function sameChangeRuns<C extends { job: Pick<Job, "state">; update: JobUpdate }>(changes: readonly C[]): C[][] {
+  const runs: C[][] = [];
+  let last: string | undefined;
+  for (const change of changes) {
+    const key = JSON.stringify([change.job.state, change.update]);
+    if (key === last) runs[runs.length - 1]?.push(change);
+    else runs.push([change]);
+    last = key;
+  }
+  return runs;
 }

@@ -46,7 +46,13 @@ export interface TransitionResult extends BuildWithJobs {
 }
 
 /** Moving single jobs through their states, for agents (assign, accept, start, finish) and the sweepers. */
-export function createJobTransitions(ctx: BuildsContext, reconcile: Reconcile, retries: JobRetries) {
+export function createJobTransitions(
+  ctx: BuildsContext,
+  reconcile: Reconcile,
+  retries: JobRetries,
+  /** Continues a build's cancel in the background (lifecycle/cancel-continuation.ts). */
+  continueCancel: (buildId: string) => void = () => {},
+) {
   const { repo, now, withLock } = ctx;
 
   /** Applies `event` to a job under its build's lock, stores it with a compare-and-set, then reconciles the build. */
@@ -63,6 +69,12 @@ export function createJobTransitions(ctx: BuildsContext, reconcile: Reconcile, r
         ]);
         if (!job) throw notFound("job");
         if (itsBuild === null) throw failedPrecondition("The job's build is still being created");
+        // A large build's cancel writes its jobs in batches: one it has not reached yet goes to no agent, and a cancel a
+        // crash cut short goes on (in the background: agents asking for its jobs must not each read the build).
+        if (itsBuild?.cancelRequested) {
+          continueCancel(found.buildId);
+          throw failedPrecondition("The job's build is being canceled");
+        }
         if (opts.agentId !== undefined && job.agent?.id !== opts.agentId) {
           throw failedPrecondition("The job is not assigned to this agent");
         }

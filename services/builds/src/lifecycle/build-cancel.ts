@@ -1,8 +1,6 @@
 import { failedPrecondition, notFound } from "@conveyor/runtime";
 import { type BuildsContext, MAX_ATTEMPTS } from "../builds-context.js";
 import type { Build } from "../domain/build.js";
-import { cancelChanges } from "../domain/job-stamps.js";
-import { cancelPlan } from "../domain/state-machine.js";
 import { CANCELABLE_BUILD_STATES, SKIPPED_WITH_BUILD_STATES } from "../domain/state-sets.js";
 import type { BuildWithJobs, Reconcile } from "./reconcile.js";
 
@@ -10,7 +8,11 @@ import type { BuildWithJobs, Reconcile } from "./reconcile.js";
 export function createBuildCancel(ctx: BuildsContext, reconcile: Reconcile) {
   const { repo, now } = ctx;
 
-  /** Cancels a build: queued jobs at once, jobs on agents via canceling. Callers hold the build's lock. */
+  /**
+   * Cancels a build: queued jobs at once, jobs on agents via canceling. The request is one write; the reconcile then
+   * writes the jobs (a large build's in batches, answering `canceling` until the last: lifecycle/reconcile.ts).
+   * Callers hold the build's lock.
+   */
   const cancel = async (build: Build, reason: string): Promise<BuildWithJobs> => {
     for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
       let current = attempt === 0 ? build : await repo.findBuildById(build.id);
@@ -23,18 +25,7 @@ export function createBuildCancel(ctx: BuildsContext, reconcile: Reconcile) {
         if (!marked) continue;
         current = marked;
       }
-      const jobs = await repo.jobsOf([current.id]);
-      const plan = cancelPlan(jobs);
-      const at = now();
-      if (plan.cancel.length + plan.canceling.length > 0) await ctx.markCounts(current.pipelineId);
-      const written = await ctx.stateEvents.changeJobs(cancelChanges(jobs, plan, at));
-      // When every change matched, the build and its jobs are known as they now stand: the reconcile starts from
-      // them instead of reading thousands of jobs again.
-      const byId = new Map(written.flatMap((job) => (job ? [[job.id, job] as const] : [])));
-      const known = written.every((job) => job !== null)
-        ? { build: current, jobs: jobs.map((job) => byId.get(job.id) ?? job) }
-        : undefined;
-      const reconciled = await reconcile(current.id, known);
+      const reconciled = await reconcile(current.id, { build: current, jobs: await repo.jobsOf([current.id]) });
       ctx.publishCounts(current.pipelineId);
       return reconciled;
     }

@@ -5,6 +5,7 @@ import { cancelOnFailingPlan } from "../domain/cancel-on-failing.js";
 import type { Job } from "../domain/job.js";
 import { cancelChanges, stampsFor } from "../domain/job-stamps.js";
 import { advance, cancelPlan, deriveBuildState } from "../domain/state-machine.js";
+import { RUNNING_JOB_STATES } from "../domain/state-sets.js";
 
 /** A build with its jobs, as they are after a change. */
 export interface BuildWithJobs {
@@ -17,6 +18,17 @@ export interface BuildWithJobs {
  * matched), so that the first pass need not read them again; a lost race reads them as always.
  */
 export type Reconcile = (buildId: string, known?: BuildWithJobs) => Promise<BuildWithJobs>;
+
+/** How much one reconcile does. */
+export interface ReconcileSettings {
+  /**
+   * The most job writes of a cancel in one pass (a few hundred cost about a second on the bundled FerretDB): a larger
+   * build's cancel answers at once as `canceling` and the rest follows in batches (docs/limits.md#per-build).
+   */
+  cancelBatch: number;
+}
+
+export const DEFAULT_RECONCILE_SETTINGS: ReconcileSettings = { cancelBatch: 400 };
 
 /**
  * Brings a build in line with its jobs: schedules jobs whose dependencies finished, stops the jobs of
@@ -33,7 +45,13 @@ export function createReconcile(
     finishInterrupted?(jobs: readonly Job[]): Promise<boolean>;
     /** Told of the build and its jobs after every reconcile; must not wait for anything (the lock is held). */
     settled?(build: Build, jobs: readonly Job[]): void;
+    /**
+     * Told when a cancel's job writes did not all fit in one pass (`cancelBatch`): the rest is to be reconciled later,
+     * outside this lock (lifecycle/cancel-continuation.ts). Must not wait for anything.
+     */
+    cancelLeft?(buildId: string, known: BuildWithJobs): void;
   } = {},
+  settings: ReconcileSettings = DEFAULT_RECONCILE_SETTINGS,
 ): Reconcile {
   const { repo, now } = ctx;
 
@@ -47,6 +65,37 @@ export function createReconcile(
     return changes.length > 0;
   };
 
+  /**
+   * Derives the build's state from `jobs` and stores it when it changed (compare-and-set on its version): the build
+   * and jobs after, or null when the write lost a race. `jobsChanged`: this pass wrote jobs (the counters move).
+   */
+  const settle = async (build: Build, jobs: Job[], at: Date, jobsChanged: boolean): Promise<BuildWithJobs | null> => {
+    const derived = deriveBuildState(jobs, { cancelRequested: build.cancelRequested });
+    const startedAt = build.startedAt ?? earliest(jobs.map((j) => j.startedAt));
+    const finishedAt = derived.finished ? (build.finishedAt ?? at) : null;
+    if (
+      derived.state === build.state &&
+      derived.blocked === build.blocked &&
+      startedAt?.getTime() === build.startedAt?.getTime() &&
+      finishedAt?.getTime() === build.finishedAt?.getTime()
+    ) {
+      if (jobsChanged) ctx.publishCounts(build.pipelineId);
+      hooks.settled?.(build, jobs);
+      return { build, jobs };
+    }
+    await ctx.markCounts(build.pipelineId);
+    const updated = await ctx.stateEvents.changeBuild(build, {
+      state: derived.state,
+      blocked: derived.blocked,
+      startedAt,
+      finishedAt,
+    });
+    if (!updated) return null;
+    ctx.publishCounts(build.pipelineId);
+    hooks.settled?.(updated, jobs);
+    return { build: updated, jobs };
+  };
+
   return async (buildId, known) => {
     for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
       const build = attempt === 0 && known ? known.build : await repo.findBuildById(buildId);
@@ -55,21 +104,33 @@ export function createReconcile(
       // Work a crash left half done is finished first.
       if (hooks.finishInterrupted && (await hooks.finishInterrupted(jobs))) continue;
       const at = now();
-      // A cancel request whose job writes a crash cut short: its jobs are canceled before anything else moves (the
-      // build's state assumes nothing cancellable is left once a cancel is requested).
+      // A requested cancel's job writes come first (the build's state assumes nothing cancellable is left once a
+      // cancel is requested): at most `cancelBatch` of them per pass, jobs on agents first. A larger build's cancel
+      // answers `canceling` with the rest left to `cancelLeft`, which reconciles again until none is left; a cancel a
+      // crash cut short is finished the same way, at the build's next change or by the sweep.
+      let cancelWrote = false;
       if (build.cancelRequested) {
-        const plan = cancelPlan(jobs);
-        if (plan.cancel.length + plan.canceling.length > 0) {
+        const changes = cancelChanges(jobs, cancelPlan(jobs), at);
+        if (changes.length > 0) {
+          cancelWrote = true;
+          const batch = onAgentsFirst(changes).slice(0, settings.cancelBatch);
           await ctx.markCounts(build.pipelineId);
-          await ctx.stateEvents.changeJobs(cancelChanges(jobs, plan, at));
-          continue;
+          const written = await ctx.stateEvents.changeJobs(batch);
+          if (written.some((job) => job === null)) continue;
+          jobs = merged(jobs, written as Job[]);
+          if (changes.length > batch.length) {
+            const result = await settle(build, jobs, at, true);
+            if (!result) continue;
+            hooks.cancelLeft?.(buildId, result);
+            return result;
+          }
         }
       }
       const advanced = advance(jobs);
       // A write below changes the pipeline's counters: the outbox notes it first (free while the note stands).
       const byId = new Map(jobs.map((j) => [j.id, j]));
       if (advanced.some((next) => byId.get(next.id)?.state !== next.state)) await ctx.markCounts(build.pipelineId);
-      // Their events are recorded in one command; the first write that loses a race ends the run.
+      // Their events are recorded in one command; written in runs of one kind, the first run that loses a race ends it.
       const changes = advanced.flatMap((next) => {
         const current = byId.get(next.id);
         return !current || current.state === next.state
@@ -79,34 +140,13 @@ export function createReconcile(
       const written = await ctx.stateEvents.changeJobs(changes, { stopAtMiss: true });
       const changedJobs = written.filter((j): j is Job => j !== null);
       if (changedJobs.length < changes.length) continue;
-      if (changedJobs.length > 0) jobs = await repo.jobsOf([buildId]);
+      // Each written job is known as the write left it: thousands need not be read again.
+      jobs = merged(jobs, changedJobs);
       // A failing build stops the jobs of its `cancel_on_build_failing` steps; then it is read again.
       if (await stopOnFailing(build, jobs, at)) continue;
 
-      const derived = deriveBuildState(jobs, { cancelRequested: build.cancelRequested });
-      const startedAt = build.startedAt ?? earliest(jobs.map((j) => j.startedAt));
-      const finishedAt = derived.finished ? (build.finishedAt ?? at) : null;
-      if (
-        derived.state === build.state &&
-        derived.blocked === build.blocked &&
-        startedAt?.getTime() === build.startedAt?.getTime() &&
-        finishedAt?.getTime() === build.finishedAt?.getTime()
-      ) {
-        if (changedJobs.length > 0) ctx.publishCounts(build.pipelineId);
-        hooks.settled?.(build, jobs);
-        return { build, jobs };
-      }
-      await ctx.markCounts(build.pipelineId);
-      const updated = await ctx.stateEvents.changeBuild(build, {
-        state: derived.state,
-        blocked: derived.blocked,
-        startedAt,
-        finishedAt,
-      });
-      if (!updated) continue;
-      ctx.publishCounts(build.pipelineId);
-      hooks.settled?.(updated, jobs);
-      return { build: updated, jobs };
+      const result = await settle(build, jobs, at, cancelWrote || changedJobs.length > 0);
+      if (result) return result;
     }
     throw new Error(`build ${buildId} kept changing under ${MAX_ATTEMPTS} reconciliations`);
   };
@@ -116,3 +156,18 @@ function earliest(dates: Array<Date | null>): Date | null {
   const times = dates.filter((d): d is Date => d !== null).map((d) => d.getTime());
   return times.length === 0 ? null : new Date(Math.min(...times));
 }
+
+/** `jobs` with those of `written` in their place. */
+function merged(jobs: readonly Job[], written: readonly Job[]): Job[] {
+  if (written.length === 0) return [...jobs];
+  const byId = new Map(written.map((job) => [job.id, job]));
+  return jobs.map((job) => byId.get(job.id) ?? job);
+}
+
+/** A cancel's job changes with those of jobs on agents (and about to be) first: their agents are told soonest. */
+function onAgentsFirst<C extends { job: Job }>(changes: readonly C[]): C[] {
+  const first = (c: C) => (AGENT_HELD_STATES.has(c.job.state) ? 0 : 1);
+  return [...changes].sort((a, b) => first(a) - first(b));
+}
+
+const AGENT_HELD_STATES: ReadonlySet<string> = new Set(["assigned", ...RUNNING_JOB_STATES]);

@@ -340,6 +340,17 @@ describe.each(implementations)("the BuildRepository %s", (_name, make) => {
     expect(await list({ organizationIds: ["o-2"], pipelineIds: ["p-2"] })).toEqual(["b-5", "b-4"]);
   });
 
+  it("finds the unfinished builds whose cancel was requested, up to a limit", async () => {
+    await repo.insertBuild(aBuild({ id: "c-1", number: 1, state: "canceling", cancelRequested: true }));
+    await repo.insertBuild(
+      aBuild({ id: "c-2", number: 2, state: "canceled", cancelRequested: true, finishedAt: at(1) }),
+    );
+    await repo.insertBuild(aBuild({ id: "c-3", number: 3, state: "running" }));
+    await repo.insertBuild(aBuild({ id: "c-4", number: 4, state: "canceling", cancelRequested: true }));
+    expect(ids(await repo.unfinishedCancels(10)).sort()).toEqual(["c-1", "c-4"]);
+    expect(await repo.unfinishedCancels(1)).toHaveLength(1);
+  });
+
   it("finds a branch's unfinished older builds, a pipeline's build ids, and removes builds with their jobs", async () => {
     await repo.insertBuild(aBuild({ id: "b-1", number: 1, state: "running" }));
     await repo.insertBuild(aBuild({ id: "b-2", number: 2, state: "passed", finishedAt: at(1) }));

@@ -175,8 +175,11 @@ export interface BuildRepository {
     guard?: { agentId?: string; notRetried?: boolean },
   ): Promise<Job | null>;
   /**
-   * Many jobs' compare-and-sets on their states (a build's cancel), each also given the write's one `mark` (appended
-   * to its `eventMarks`): whether each was written. Jobs with the same change are written by one statement, so that
+   * Many jobs' compare-and-sets on their states (a build's cancel, a reconcile's run of one change), each also given
+   * the write's one `mark` (appended to its `eventMarks`): whether each was written. Appended, not trimmed to the
+   * latest MAX_MARKS as a single write does (the bundled FerretDB ignores `$push`'s `$slice`): a job meets few such
+   * writes, each moving it forward (one cancel, the reconcile's steps from pending to scheduled), and its next single
+   * write trims them. Jobs with the same change are written by one statement, so that
    * thousands of jobs cost a few commands and transactions, not one each.
    */
   updateJobs(
@@ -209,6 +212,8 @@ export interface BuildRepository {
   staleAssignments(before: Date, limit: number): Promise<Job[]>;
   /** Unfinished agent jobs of an organization, counted by queue and state. */
   countQueueJobs(organizationId: string, states: readonly JobState[], clusterId?: string): Promise<QueueStateCount[]>;
+  /** Builds whose cancel was requested and that have not finished, at most `limit` (lifecycle/cancel-continuation.ts). */
+  unfinishedCancels(limit: number): Promise<Build[]>;
   /** Pipelines with unfinished builds, or builds finished since `since`: those whose counters may be stale. */
   activePipelines(since: Date): Promise<string[]>;
   /** Live counters of a pipeline. */

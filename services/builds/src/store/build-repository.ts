@@ -242,6 +242,7 @@ export async function createMongoBuildRepository(db: Db): Promise<BuildRepositor
         chunks(ids, UPDATE_GROUP).map((part) => ({
           updateMany: {
             filter: { _id: { $in: part }, state: from },
+            // Appended (the bundled FerretDB ignores $push's $slice): see the contract for why they stay few.
             update: { $set: update, $push: { eventMarks: mark } },
           },
         })),
@@ -351,6 +352,11 @@ export async function createMongoBuildRepository(db: Db): Promise<BuildRepositor
     },
     async forgetNumbering(pipelineId) {
       await counters.deleteOne({ _id: pipelineId });
+    },
+    async unfinishedCancels(limit) {
+      // Unfinished builds are read by the `finished` index (finishedAt null), a few among all.
+      const docs = await builds.find({ finishedAt: null, cancelRequested: true }).limit(limit).toArray();
+      return docs.map(fromBuildDoc);
     },
     async activePipelines(since) {
       const ids = await builds.distinct("pipelineId", { $or: [{ finishedAt: null }, { finishedAt: { $gte: since } }] });

@@ -319,6 +319,12 @@ export function createMemoryBuildRepository(): BuildRepository {
       }
       return [...counts.values()];
     },
+    async unfinishedCancels(limit) {
+      return allBuildDocs()
+        .filter((d) => d.finishedAt === null && d.cancelRequested)
+        .slice(0, limit)
+        .map(fromBuildDoc);
+    },
     async activePipelines(since) {
       const ids = allBuildDocs()
         .filter((d) => d.finishedAt === null || d.finishedAt >= since)
