@@ -111,7 +111,7 @@ const ofBuild = (b: Build): Invalidation => ({
 });
 
 const feeds: InvalidationFeed[] = [];
-async function setup(opts: { barrierTimeoutMs?: number } = {}) {
+async function setup(opts: { barrierTimeoutMs?: number; readerStallMs?: number } = {}) {
   const fake = fakeStream();
   const backlog = createMemoryInvalidationBacklog();
   const cache = createReadCache();
@@ -124,6 +124,7 @@ async function setup(opts: { barrierTimeoutMs?: number } = {}) {
     logger,
     newId: () => `entry-${++ids}`,
     barrierTimeoutMs: opts.barrierTimeoutMs ?? 1_000,
+    ...(opts.readerStallMs !== undefined ? { readerStallMs: opts.readerStallMs } : {}),
     reopenBackoffMs: 5,
   });
   feeds.push(feed);
@@ -242,5 +243,36 @@ describe("the cache invalidation feed", () => {
     s.fake.release();
     await until(() => s.feed.stats().applied === 2, "the reader to catch up");
     expect(await s.feed.barrier()).toBe(true);
+  });
+
+  it("opens the reader again when it delivers nothing while reads wait on it, and trusts the cache from the stream's end", async () => {
+    const s = await setup({ barrierTimeoutMs: 30, readerStallMs: 80 });
+    s.keep();
+    s.fake.hold();
+    await s.fake.othersPublish(ofBuild(s.build));
+    // Reads that wait in vain, until the reader has been stalled for longer than allowed.
+    await until(async () => {
+      await s.feed.barrier();
+      return s.fake.readFrom.length === 2;
+    }, "the reader to be reopened");
+    expect(s.logged.some((l) => l.level === "warn" && l.msg.includes("delivered nothing"))).toBe(true);
+    // What it missed is unknown: the cache was dropped, and reads trust it again from the stream's end.
+    expect(s.kept()).toBe(false);
+    await until(() => s.feed.barrier(), "reads to trust the cache again");
+    expect(s.feed.stats().applied).toBe(1);
+  });
+
+  it("does not open a reader again that is slow but moving", async () => {
+    const s = await setup({ barrierTimeoutMs: 30, readerStallMs: 80 });
+    s.fake.hold();
+    for (let i = 0; i < 6; i++) {
+      await s.fake.othersPublish(ofBuild(s.build));
+      expect(await s.feed.barrier()).toBe(false);
+      // Delivered late, but delivered: the reader moves between the reads.
+      s.fake.release();
+      await until(() => s.feed.barrier(), "the late invalidation to be applied");
+      s.fake.hold();
+    }
+    expect(s.fake.readFrom).toHaveLength(1);
   });
 });

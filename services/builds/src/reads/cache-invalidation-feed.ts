@@ -15,6 +15,9 @@
  *   again, or a loop that broke (the stream's reader or the connection's status) drop everything kept. The two loops
  *   are supervised (the runtime's supervised-loop.ts): a broken one is logged, counted and opened again, and until
  *   the stream's reader runs again every read goes to the database.
+ * - Reads that wait the whole timeout are counted and logged (barrier-timeouts.ts). A reader that applies nothing
+ *   for READER_STALL_MS while reads wait on it is closed, so that its loop opens it again from the stream's end
+ *   (the cache dropped) rather than every read waiting out the timeout until the consumer recovers by itself.
  */
 
 import { createGroupCommit, type Logger, superviseLoop } from "@conveyor/runtime";
@@ -32,6 +35,12 @@ const INVALIDATIONS_PER_MESSAGE = 100;
 const BACKLOG_LOOK_TIMEOUT_MS = 500;
 /** How long a read waits for the invalidations before it reads the database instead (unless told otherwise). */
 const BARRIER_TIMEOUT_MS = 250;
+/**
+ * How long the stream's reader may deliver nothing while reads wait on it before it is opened again. A JetStream
+ * pull consumer whose pull the server no longer holds delivers nothing until two idle heartbeats are missed (30 s
+ * with the client's defaults), and every read meanwhile waits the whole barrier timeout.
+ */
+const READER_STALL_MS = 2_000;
 /**
  * How long a look at the backlog stands for reads. A write whose invalidation went to the backlog is acknowledged
  * only BACKLOG_ACK_DELAY_MS after, twice as long: any read that begins after that acknowledgement uses a look begun
@@ -94,9 +103,12 @@ export async function startInvalidationFeed(opts: {
   barrierTimeoutMs?: number;
   /** The first pause before a broken loop is opened again (the runtime's default when absent). */
   reopenBackoffMs?: number;
+  /** How long the reader may deliver nothing while reads wait before it is opened again (READER_STALL_MS). */
+  readerStallMs?: number;
 }): Promise<InvalidationFeed> {
   const { stream, backlog, cache, logger } = opts;
   const barrierTimeoutMs = opts.barrierTimeoutMs ?? BARRIER_TIMEOUT_MS;
+  const readerStallMs = opts.readerStallMs ?? READER_STALL_MS;
 
   /** Whether this process put invalidations in the backlog since its relay last emptied it; when it last looked. */
   let ownBacklog = false;
@@ -107,8 +119,11 @@ export async function startInvalidationFeed(opts: {
   let reading = false;
   /** Reads waiting for `applied` to reach a sequence. */
   const waiting = new Set<{ upTo: number; wake: () => void }>();
+  /** Since when reads have waited on the reader without it applying anything (undefined: it moved since). */
+  let stalledSince: number | undefined;
   const advance = (seq: number) => {
     applied = seq;
+    stalledSince = undefined;
     for (const w of waiting) {
       if (applied >= w.upTo) {
         waiting.delete(w);
@@ -122,6 +137,8 @@ export async function startInvalidationFeed(opts: {
   };
 
   let opened = 0;
+  /** The reader's source now, to close when it stalls (the loop then opens it again). */
+  let current: { close?: () => void | Promise<void> } | undefined;
   /** Settles once the reader was first opened, or failed to open (its loop then tries again). */
   let firstOpen: () => void = () => {};
   const firstOpened = new Promise<void>((resolve) => {
@@ -140,6 +157,7 @@ export async function startInvalidationFeed(opts: {
         advance(last);
       }
       const source = await stream.readFrom(applied + 1);
+      current = source;
       reading = true;
       firstOpen();
       return source;
@@ -156,6 +174,7 @@ export async function startInvalidationFeed(opts: {
     },
     onBreak() {
       reading = false;
+      current = undefined;
       firstOpen();
       dropAll("the invalidation stream's reader broke");
     },
@@ -222,13 +241,35 @@ export async function startInvalidationFeed(opts: {
 
   // A read that waited the whole timeout is logged (rate-limited): the reader is behind, every read pays the wait.
   const timeouts = createBarrierTimeouts();
+  /** The reader applied nothing for READER_STALL_MS while reads waited on it: its source is closed and opened again. */
+  const reopenStalled = (since: number, upTo: number) => {
+    const source = current;
+    if (!source || performance.now() - since < readerStallMs) return;
+    current = undefined;
+    stalledSince = undefined;
+    logger.warn(
+      { applied, upTo, stalledMs: Math.round(performance.now() - since) },
+      "the invalidation stream's reader delivered nothing while reads waited: opening it again",
+    );
+    Promise.resolve(source.close?.()).catch((err: unknown) =>
+      logger.warn({ err }, "the stalled invalidation reader did not close cleanly"),
+    );
+  };
+
   const reached = (upTo: number) =>
     new Promise<boolean>((resolve) => {
       if (applied >= upTo) return resolve(true);
       const w = { upTo, wake: () => resolve(true) };
       waiting.add(w);
+      const began = performance.now();
+      const from = applied;
       setTimeout(() => {
         if (!waiting.delete(w)) return;
+        // Nothing applied during this whole wait: the reader may be stalled rather than slow.
+        if (applied === from) {
+          stalledSince ??= began;
+          reopenStalled(stalledSince, upTo);
+        }
         const warning = timeouts.gaveUp(performance.now(), upTo - applied);
         if (warning) {
           logger.warn(
