@@ -33,7 +33,7 @@ const QUEUE = "bench-streams";
 
 /**
  * BENCH_STREAM_AGENTS (2,000) simulated agents, held BENCH_STREAM_HOLD (30) s; builds of BENCH_STREAM_PARALLELISM
- * (100) jobs until BENCH_STREAM_JOBS (400) assignments are timed; BENCH_STREAM_BASELINE (30) builds of the real agent.
+ * (20) jobs until BENCH_STREAM_JOBS (400) assignments are timed; BENCH_STREAM_BASELINE (30) builds of the real agent.
  */
 export function streamBenchSettings(env: Env) {
   const int = (name: string, fallback: number) => {
@@ -44,7 +44,7 @@ export function streamBenchSettings(env: Env) {
   return {
     agents: int("BENCH_STREAM_AGENTS", 2_000),
     holdSec: int("BENCH_STREAM_HOLD", 30),
-    parallelism: int("BENCH_STREAM_PARALLELISM", 100),
+    parallelism: int("BENCH_STREAM_PARALLELISM", 20),
     jobs: int("BENCH_STREAM_JOBS", 400),
     baselineBuilds: int("BENCH_STREAM_BASELINE", 30),
   };
@@ -72,6 +72,8 @@ export interface StreamBenchResult {
   missing: number;
   /** Agent API calls of the simulated agents (accept, start, finish) that failed. */
   jobErrors: number;
+  /** The simulated agents' accepts (PUT …/accept, told → answered), those answered. */
+  accept: { count: number; p50Ms: number; p99Ms: number };
   /** The bench process's open-file limit (each stream is a connection here and one at the gateway). */
   openFileLimit: string;
 }
@@ -159,9 +161,12 @@ export async function runStreamBench(
       return JSON.parse(text || "{}") as Record<string, unknown>;
     };
     /** What a simulated agent does with a job: accept, start and finish it at once (its log is another row's). */
+    const acceptMs: number[] = [];
     const runJob = async (sim: Sim, jobId: string) => {
       try {
+        const told = performance.now();
         const accepted = await call("PUT", `/v3/jobs/${jobId}/accept`, sim.token);
+        acceptMs.push(performance.now() - told);
         const jobToken = String(accepted.token);
         const now = () => new Date().toISOString();
         await call("PUT", `/v3/jobs/${jobId}/start`, jobToken, { started_at: now() });
@@ -323,6 +328,7 @@ export async function runStreamBench(
       agentsWithJobs,
       missing,
       jobErrors,
+      accept: { count: acceptMs.length, ...stats(acceptMs) },
       openFileLimit: openFileLimit(),
     };
   } finally {
@@ -360,7 +366,7 @@ export function printStreamRows(r: StreamBenchResult, say: (line: string) => voi
   );
   row("real agent, during the fan-out", r.realDuring.builds, r.realDuring.p50Ms, r.realDuring.p99Ms);
   say(
-    `${r.fanOut.builds} builds of ${r.fanOut.parallelism} jobs, max ${f(r.fanOut.maxMs)} ms; ${r.agentsWithJobs} of ${r.agents} simulated agents got a job`,
+    `${r.fanOut.builds} builds of ${r.fanOut.parallelism} jobs, max ${f(r.fanOut.maxMs)} ms; ${r.agentsWithJobs} of ${r.agents} simulated agents got a job; their accepts (told → answered): p50 ${f(r.accept.p50Ms)} ms, p99 ${f(r.accept.p99Ms)} ms over ${r.accept.count}`,
   );
   const early = Object.entries(r.endedEarly);
   say(
