@@ -177,15 +177,16 @@ export function printLogPageRows(
       `${large.mib} MiB log: tail shown in ${f(worst)} ms at worst (target ≤ ${LOG_PAGE_TARGET_MS} ms: ${worst <= LOG_PAGE_TARGET_MS ? "met" : "MISSED"})`,
     );
   }
-  // RSS rarely shrinks: the small log's reads raise it first, and what the large log adds beyond is what its size
-  // costs the gateway.
-  const small = rs[0]?.gateway;
-  const big = large?.gateway;
-  if (small && big && large && rs.length > 1) {
-    const more = large.mib - (rs[0]?.mib ?? 0);
+  // Resident memory rarely shrinks: each log's reads are shown as the growth from just before them to their peak.
+  const grown = rs.filter((r) => r.gateway);
+  if (grown.length > 0) {
     say(
-      `gateway memory (MiB, before → peak while reading): ${rs[0]?.mib} MiB log ${small.before.toFixed(0)} → ${small.peak.toFixed(0)}, ` +
-        `${large.mib} MiB log ${big.before.toFixed(0)} → ${big.peak.toFixed(0)}: ${f(big.peak - small.peak)} MiB more for ${more} MiB more log`,
+      `gateway memory while reading (MiB, before → peak): ${grown
+        .map((r) => {
+          const g = r.gateway as { before: number; peak: number };
+          return `${r.mib} MiB log ${g.before.toFixed(0)} → ${g.peak.toFixed(0)} (+${(g.peak - g.before).toFixed(0)})`;
+        })
+        .join(", ")}`,
     );
   }
 }
