@@ -127,7 +127,7 @@ export function createStateEvents(repo: BuildRepository, outbox: Outbox): StateE
       })),
     );
     const written = await repo.updateJobs(
-      changes.map(({ job, update }) => ({ id: job.id, from: job.state, update })),
+      changes.map(({ job, update }) => ({ id: job.id, buildId: job.buildId, from: job.state, update })),
       mark,
     );
     await outbox.discardAll(recorded.filter((_, i) => !written[i]));

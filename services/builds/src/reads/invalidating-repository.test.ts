@@ -2,6 +2,7 @@ import { createLogger } from "@conveyor/runtime";
 import type { Build } from "../domain/build.js";
 import type { Job } from "../domain/job.js";
 import type { BuildRepository, CreationClaim } from "../store/build-repository.js";
+import { createMemoryBuildRepository } from "../store/memory-build-repository.js";
 import { withInvalidations } from "./invalidating-repository.js";
 import type { Invalidation } from "./read-cache.js";
 
@@ -97,5 +98,23 @@ describe("withInvalidations", () => {
     expect(published).toEqual([ofJobsOf("b7")]);
     await repo.deleteJobs("b7", ["j1"]);
     expect(published[1]).toEqual(ofJobsOf("b7"));
+  });
+});
+
+describe("withInvalidations' coverage", () => {
+  // A write that passes through unwrapped changes what replicas' caches keep without telling them: every method that
+  // writes is wrapped, save those that change nothing a read serves (a claim is read by no cached answer).
+  const NOT_CACHED = new Set(["insertClaim", "removeClaim", "insertCounterMark"]);
+  it("wraps every write of the repository", () => {
+    const inner = createMemoryBuildRepository();
+    const repo = withInvalidations(inner, async () => {}, logger);
+    const writes = Object.keys(inner).filter((name) =>
+      /^(insert|update|delete|remove|add|set|mark|replace)/.test(name),
+    );
+    expect(writes.length).toBeGreaterThan(10);
+    const unwrapped = writes.filter(
+      (name) => !NOT_CACHED.has(name) && repo[name as keyof BuildRepository] === inner[name as keyof BuildRepository],
+    );
+    expect(unwrapped).toEqual([]);
   });
 });

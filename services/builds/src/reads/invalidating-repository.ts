@@ -165,6 +165,12 @@ export function withInvalidations(
         (b) => (b ? ofBuilds([b]) : NOTHING),
         { ...NOTHING, builds: [id], allLists: true },
       ),
+    updateJobs: (changes, mark) =>
+      invalidating(
+        () => inner.updateJobs(changes, mark),
+        (written) => ofJobs(changes.filter((_, i) => written[i])),
+        ofJobs(changes),
+      ),
     updateJob: (id, from, update, guard) =>
       invalidating(
         () => inner.updateJob(id, from, update, guard),

@@ -179,8 +179,13 @@ describe.each(implementations)("the BuildRepository %s", (_name, make) => {
     const written = await repo.updateJobs(
       many.map((job) =>
         job.state === "running"
-          ? { id: job.id, from: "running" as const, update: { state: "canceling" as const } }
-          : { id: job.id, from: "scheduled" as const, update: { state: "canceled" as const, finishedAt: at(9) } },
+          ? { id: job.id, buildId: job.buildId, from: "running" as const, update: { state: "canceling" as const } }
+          : {
+              id: job.id,
+              buildId: job.buildId,
+              from: "scheduled" as const,
+              update: { state: "canceled" as const, finishedAt: at(9) },
+            },
       ),
       "cancel-mark",
     );

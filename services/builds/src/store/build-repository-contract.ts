@@ -183,7 +183,7 @@ export interface BuildRepository {
    * thousands of jobs cost a few commands and transactions, not one each.
    */
   updateJobs(
-    changes: ReadonlyArray<{ id: string; from: JobState; update: JobUpdate }>,
+    changes: ReadonlyArray<{ id: string; buildId: string; from: JobState; update: JobUpdate }>,
     mark: string,
   ): Promise<boolean[]>;
   /**
