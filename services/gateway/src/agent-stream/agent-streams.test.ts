@@ -86,4 +86,24 @@ describe("agent streams, many agents", () => {
     expect(perSecond.slice(0, 7)).toEqual([0, 0, 0, 0, 0, 0, 0]);
     f.streams.closeAll();
   });
+
+  it("asks every agent after within seconds, spread, when events may have been missed; otherwise about a minute on", async () => {
+    jest.useFakeTimers({ now: 0 });
+    let n = 0;
+    const f = fleet(100, { random: () => (n++ % 100) / 100 });
+    await jest.advanceTimersByTimeAsync(0);
+    await jest.advanceTimersByTimeAsync(30_000);
+    // The default: no idle agent is asked after again within 30 s of its stream opening.
+    expect(f.calls.getAgent).toBe(100);
+    f.streams.recheckAll();
+    const perSecond: number[] = [];
+    for (let s = 0; s < 6; s++) {
+      const before = f.calls.getAgent;
+      await jest.advanceTimersByTimeAsync(1_000);
+      perSecond.push(f.calls.getAgent - before);
+    }
+    expect(perSecond.reduce((a, b) => a + b, 0)).toBe(100);
+    expect(Math.max(...perSecond)).toBeLessThanOrEqual(25);
+    f.streams.closeAll();
+  });
 });

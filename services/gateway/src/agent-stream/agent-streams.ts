@@ -56,14 +56,20 @@ export interface AgentStreamSettings {
 
 export const DEFAULT_STREAM_SETTINGS: AgentStreamSettings = {
   maxStreams: 10_000,
-  idleRecheckMs: 10_000,
+  // Each recheck is two RPCs and the agents service's reads: at 10 s, 2,000 idle streams cost the stack most of a
+  // core (`npm run bench`, streams row). Events tell what changes; this only catches one missed without the
+  // subscription breaking (a break rechecks every stream: recheckAll).
+  idleRecheckMs: 60_000,
   candidatesPerJob: 5,
   retryDelaysMs: [50, 200, 1_000, 3_000],
   random: Math.random,
 };
 
-/** How many times per idleRecheckMs the streams are looked over for an agent due to be asked after. */
-const RECHECK_TICKS = 10;
+/** How often the streams are looked over for an agent due to be asked after (ms). */
+const RECHECK_TICK_MS = 1_000;
+
+/** After an event subscription broke, every idle agent is asked after within this long, spread at random (ms). */
+export const RECHECK_ALL_SPREAD_MS = 5_000;
 
 /** One agent's stream on this gateway and what it was last told. */
 interface Entry {
@@ -226,7 +232,7 @@ export function createAgentStreams(deps: AgentStreamsDeps) {
       entry.recheckAt = nextRecheck();
       if (idle(entry)) void enqueue(entry, () => update(entry));
     }
-  }, settings.idleRecheckMs / RECHECK_TICKS);
+  }, RECHECK_TICK_MS);
   recheck.unref();
 
   /**
@@ -335,6 +341,17 @@ export function createAgentStreams(deps: AgentStreamsDeps) {
     replacedElsewhere(agentId: string, streamId: string): void {
       const entry = entries.get(agentId);
       if (entry && entry.streamId !== streamId) finish(entry, GRPC_STATUS.unavailable, "Replaced by a newer stream");
+    },
+
+    /**
+     * An event subscription broke (events may have been missed): every agent is asked after within
+     * RECHECK_ALL_SPREAD_MS, spread at random rather than all at once.
+     */
+    recheckAll(): void {
+      const now = Date.now();
+      for (const entry of entries.values()) {
+        entry.recheckAt = Math.min(entry.recheckAt, now + settings.random() * RECHECK_ALL_SPREAD_MS);
+      }
     },
 
     /** Ends every stream (the gateway is stopping): Unavailable, so each agent polls and streams again elsewhere. */
