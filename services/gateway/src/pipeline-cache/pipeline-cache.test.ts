@@ -1,4 +1,4 @@
-import { create } from "@bufbuild/protobuf";
+import { clone, create } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { GetPipelineResponseSchema, PipelineSchema } from "@conveyor/proto/pipelines";
 import { createPipelineCache, type PipelinesClient } from "./pipeline-cache.js";
@@ -79,6 +79,30 @@ describe("createPipelineCache", () => {
     expect((await client.getPipeline({ organizationId: "o-1", pipeline: "web" })).pipeline?.name).toBe("Renamed");
     expect((await client.getPipeline({ organizationId: "o-1", pipeline: "p-web" })).pipeline?.name).toBe("Renamed");
     expect(fake.calls.get).toBe(4);
+  });
+
+  it("does not keep a lookup that was under way when a write changed its pipeline", async () => {
+    const fake = fakeClient();
+    // The lookup reads the pipeline as it stands when it reaches the service, and answers after the write.
+    let release: () => void = () => {};
+    const held = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const getPipeline = fake.client.getPipeline.bind(fake.client);
+    fake.client.getPipeline = (async (req: never) => {
+      const answer = clone(GetPipelineResponseSchema, await getPipeline(req));
+      await held;
+      return answer;
+    }) as never;
+    const { client } = createPipelineCache(fake.client, { ttlMs: 60_000 });
+    const early = client.getPipeline({ organizationId: "o-1", pipeline: "web" });
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    await client.updatePipeline({ organizationId: "o-1", pipeline: "web", attributes: { name: "Renamed" } });
+    release();
+    // Its callers get what it read; the next lookup reads the write.
+    expect((await early).pipeline?.name).toBe("Web");
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    expect((await client.getPipeline({ organizationId: "o-1", pipeline: "web" })).pipeline?.name).toBe("Renamed");
   });
 
   it("drops the cached answers even when the write fails", async () => {

@@ -29,20 +29,36 @@ export function createPipelineCache(raw: PipelinesClient, opts: { ttlMs: number;
     keys?.delete(key);
     if (id && keys?.size === 0) keysById.delete(id);
   };
+  /**
+   * Evictions so far, and the latest of each pipeline's (and of a clear): a lookup that began before its pipeline's
+   * latest eviction may carry what the write replaced, so it answers its callers but is not kept. (An eviction
+   * cannot drop a lookup still under way: it is known by its pipeline's id only once it answers.)
+   */
+  let evictions = 0;
+  const evictedAt = new Map<string, number>();
+  let clearedAt = 0;
   const cache = new LRUCache<string, GetPipelineResponse, Parameters<PipelinesClient["getPipeline"]>>({
     max: opts.max ?? 10_000,
     ttl: Math.max(opts.ttlMs, 1),
     dispose: (res, key) => forget(key, res),
-    fetchMethod: async (key, _stale, { context }) => {
+    fetchMethod: async (key, _stale, { context, options }) => {
+      const began = evictions;
       const res = await raw.getPipeline(...context);
       const id = res.pipeline?.id;
-      if (id) keysById.set(id, (keysById.get(id) ?? new Set()).add(key));
+      if (clearedAt > began || (id && (evictedAt.get(id) ?? 0) > began)) options.ttl = 1;
+      else if (id) keysById.set(id, (keysById.get(id) ?? new Set()).add(key));
       return res;
     },
   });
 
   /** Drops every cached answer about a pipeline. */
   const evict = (pipelineId: string) => {
+    evictedAt.set(pipelineId, ++evictions);
+    if (evictedAt.size > 10_000) {
+      // Forgetting them is as safe as a clear: no lookup under way is kept.
+      evictedAt.clear();
+      clearedAt = evictions;
+    }
     for (const key of [...(keysById.get(pipelineId) ?? [])]) cache.delete(key);
     keysById.delete(pipelineId);
     countsAt.delete(pipelineId);
@@ -104,6 +120,7 @@ export function createPipelineCache(raw: PipelinesClient, opts: { ttlMs: number;
 
   /** Drops every cached answer (a subscription that kept them current broke, and may have missed a change). */
   const clear = () => {
+    clearedAt = ++evictions;
     cache.clear();
     countsAt.clear();
   };
