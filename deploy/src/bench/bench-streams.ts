@@ -28,6 +28,12 @@ import { decodeAction, requestFrame, unframe } from "./stream-wire.js";
 /** The path of the agent's streaming pings (services/gateway/src/agent-stream/stream-route.ts). */
 const STREAM_PINGS_PATH = "/agentedge.v1.AgentEdgeService/StreamPings";
 
+/**
+ * How often a simulated agent heartbeats, as a real one does beside its stream (AGENT_HEARTBEAT_INTERVAL_S's
+ * default, docs/configuration.md): an agent neither pinged nor heard from for a minute is marked lost.
+ */
+const HEARTBEAT_MS = 10_000;
+
 /** The queue of the simulated agents and of the fan-out pipeline's jobs. */
 const QUEUE = "bench-streams";
 
@@ -70,7 +76,7 @@ export interface StreamBenchResult {
   /** Simulated agents that got at least one job; jobs never told to any stream within 60 s of their build's create. */
   agentsWithJobs: number;
   missing: number;
-  /** Agent API calls of the simulated agents (accept, start, finish) that failed. */
+  /** Agent API calls of the simulated agents (accept, start, finish, heartbeats) that failed. */
   jobErrors: number;
   /** The simulated agents' accepts (PUT …/accept, told → answered), those answered. */
   accept: { count: number; p50Ms: number; p99Ms: number };
@@ -121,6 +127,7 @@ export async function runStreamBench(
   });
   const sims: Sim[] = [];
   const gatewayPid = target.pids.gateway;
+  let heartbeating = true;
   try {
     const fan = await agentAndPipeline(arranged, QUEUE, target.agentTls.url, {
       parallelism: settings.parallelism,
@@ -231,11 +238,25 @@ export async function runStreamBench(
       return sim;
     };
 
+    // Every simulated agent heartbeats from when its stream opens until the bench closes them (from a random start).
+    let heartbeatErrors = 0;
+    const heartbeats: Promise<void>[] = [];
+    const heartbeat = async (sim: Sim) => {
+      await sleep(Math.random() * HEARTBEAT_MS);
+      while (heartbeating) {
+        await call("POST", "/v3/heartbeat", sim.token, { sent_at: new Date().toISOString() }).catch(() => {
+          heartbeatErrors++;
+        });
+        await sleep(HEARTBEAT_MS);
+      }
+    };
+
     say(`streams: opening ${registered.length} streams, one HTTP/2 connection each…`);
     const openStarted = performance.now();
     for (let at = 0; at < registered.length; at += 50) {
       const batch = registered.slice(at, at + 50).map(open);
       sims.push(...batch);
+      heartbeats.push(...batch.map(heartbeat));
       await Promise.all(batch.map((s) => s.first));
     }
     const openMs = performance.now() - openStarted;
@@ -292,6 +313,7 @@ export async function runStreamBench(
     const agentsWithJobs = sims.filter((s) => s.jobs > 0).length;
 
     say("streams: closing…");
+    heartbeating = false;
     for (const sim of sims) sim.closing = true;
     for (let at = 0; at < sims.length; at += 100) {
       await Promise.all(
@@ -303,6 +325,7 @@ export async function runStreamBench(
       );
     }
     for (const sim of sims) sim.session?.close();
+    await Promise.all(heartbeats);
     await sleep(3_000);
     const rssClosed = rssMb(gatewayPid);
     const stats = (xs: number[]) => ({ p50Ms: percentile(xs, 50), p99Ms: percentile(xs, 99) });
@@ -327,11 +350,12 @@ export async function runStreamBench(
       },
       agentsWithJobs,
       missing,
-      jobErrors,
+      jobErrors: jobErrors + heartbeatErrors,
       accept: { count: acceptMs.length, ...stats(acceptMs) },
       openFileLimit: openFileLimit(),
     };
   } finally {
+    heartbeating = false;
     for (const sim of sims) sim.session?.destroy();
     real.agent?.kill("SIGTERM");
     await sleep(500);
