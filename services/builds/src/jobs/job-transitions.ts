@@ -8,6 +8,7 @@ import { finishedExitStatus } from "../domain/promised-failure.js";
 import { applyJobEvent, isFinishedJobState, type JobEvent } from "../domain/state-machine.js";
 import { REPRIORITIZABLE_JOB_STATES, STARTED_ON_AGENT_STATES } from "../domain/state-sets.js";
 import type { BuildWithJobs, Reconcile } from "../lifecycle/reconcile.js";
+import { createReconcileCoalescer } from "../lifecycle/reconcile-coalescer.js";
 import type { JobUpdate } from "../store/build-repository.js";
 import type { JobRetries } from "./job-retries.js";
 
@@ -54,12 +55,31 @@ export function createJobTransitions(
   continueCancel: (buildId: string) => void = () => {},
 ) {
   const { repo, now, withLock } = ctx;
+  const reconcileAfter = createReconcileCoalescer(withLock, reconcile);
 
-  /** Applies `event` to a job under its build's lock, stores it with a compare-and-set, then reconciles the build. */
+  /**
+   * Applies `event` to a job under its build's lock and stores it with a compare-and-set; then the build is reconciled
+   * by a reconcile shared with the other writes waiting for one (lifecycle/reconcile-coalescer.ts).
+   */
   const apply = async (jobId: string, event: JobEvent, opts: TransitionOptions = {}): Promise<TransitionResult> => {
     const found = jobId === "" ? null : await repo.findJob(jobId);
     if (!found) throw notFound("job");
-    return withLock(found.buildId, async () => {
+    const written = await write(found, jobId, event, opts);
+    if ("build" in written) return written;
+    const { build, jobs } = await reconcileAfter(found.buildId);
+    // Announced after the reconcile, so that its writes find the outbox entry recorded before the write still standing.
+    ctx.publishCounts(found.pipelineId);
+    return { job: jobs.find((j) => j.id === jobId) ?? written.updated, build, jobs };
+  };
+
+  /** The job's write under its build's lock: the job after it, or the whole answer of a repeat already reconciled. */
+  const write = (
+    found: Job,
+    jobId: string,
+    event: JobEvent,
+    opts: TransitionOptions,
+  ): Promise<TransitionResult | { updated: Job }> =>
+    withLock(found.buildId, async () => {
       for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
         // A job goes to an agent only once its build stands: a creation stores its jobs first (build-creation.ts),
         // and those of a creation cut off stand without a build until the creation repair removes them.
@@ -128,14 +148,10 @@ export function createJobTransitions(
         if (updated.state === "failed" || updated.state === "timed_out") {
           await retries.retryAutomatically(updated, await repo.jobsOf([job.buildId]));
         }
-        const { build, jobs } = await reconcile(job.buildId);
-        // Announced after the reconcile, so that its writes find the outbox entry recorded above still standing.
-        ctx.publishCounts(job.pipelineId);
-        return { job: jobs.find((j) => j.id === job.id) ?? updated, build, jobs };
+        return { updated };
       }
       throw new Error(`job ${jobId} kept changing under ${MAX_ATTEMPTS} attempts`);
     });
-  };
 
   return {
     apply,
