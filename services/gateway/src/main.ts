@@ -42,6 +42,7 @@ try {
     rateLimiter,
     live,
     streams,
+    pipelineChanges: pipelineCache.onChange,
   });
   // Loops that keep this gateway's caches and peers' rate-limit counts current; stopped before NATS is drained, so
   // that the end of their subscriptions is not taken for a break.

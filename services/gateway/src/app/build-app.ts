@@ -46,6 +46,8 @@ export interface AppDeps {
   rateLimiter?: RateLimiter;
   /** The live build pages' hub on this gateway's NATS connection (web/live/); none: no live updates. */
   live?: LiveHub;
+  /** Tells of every pipeline change (main.ts: the pipeline cache); none: the pages keep no pipeline lists. */
+  pipelineChanges?: (listener: () => void) => void;
   /** The agents' streaming pings this gateway holds (agent-stream/); none: StreamPings answers 404. */
   streams?: AgentStreams;
 }
@@ -153,6 +155,7 @@ export async function buildApp(deps: AppDeps): Promise<GatewayApp> {
     webUrl: deps.config.webUrl,
     artifactUrlBase: deps.config.artifacts.urlBase,
     ...(deps.live ? { live: deps.live } : {}),
+    ...(deps.pipelineChanges ? { pipelineChanges: deps.pipelineChanges } : {}),
   });
   await app.ready();
   return { app, principals, sessions, agentCredentials, routes };

@@ -172,3 +172,19 @@ describe("createPipelineCache", () => {
     expect(fake.calls.get).toBe(4);
   });
 });
+
+describe("createPipelineCache's change listeners", () => {
+  it("are told of evictions, clears and pipelines created, updated or archived through it", async () => {
+    const fake = fakeClient();
+    const cache = createPipelineCache(fake.client, { ttlMs: 60_000 });
+    let told = 0;
+    cache.onChange(() => told++);
+    cache.evict("p-web");
+    cache.clear();
+    await cache.client.updatePipeline({ organizationId: "o-1", pipeline: "web", attributes: { name: "W" } });
+    await cache.client.createPipeline({ organizationId: "o-1" } as never).catch(() => undefined);
+    expect(told).toBe(4);
+    cache.applyCounts("p-web", {} as never, Date.now());
+    expect(told).toBe(4);
+  });
+});

@@ -51,8 +51,15 @@ export function createPipelineCache(raw: PipelinesClient, opts: { ttlMs: number;
     },
   });
 
+  /** Told of every change this cache learns of (an event, a write through it): caches built on its answers. */
+  const listeners: Array<() => void> = [];
+  const changed = () => {
+    for (const listener of listeners) listener();
+  };
+
   /** Drops every cached answer about a pipeline. */
   const evict = (pipelineId: string) => {
+    changed();
     evictedAt.set(pipelineId, ++evictions);
     if (evictedAt.size > 10_000) {
       // Forgetting them is as safe as a clear: no lookup under way is kept.
@@ -95,6 +102,13 @@ export function createPipelineCache(raw: PipelinesClient, opts: { ttlMs: number;
             if (!res) throw new Error(`pipeline lookup ${key} gave no answer`);
             return res;
           },
+          async createPipeline(req, options) {
+            try {
+              return await raw.createPipeline(req, options);
+            } finally {
+              changed();
+            }
+          },
           updatePipeline: evicting(raw.updatePipeline),
           archivePipeline: evicting(raw.archivePipeline),
           unarchivePipeline: evicting(raw.unarchivePipeline),
@@ -120,11 +134,16 @@ export function createPipelineCache(raw: PipelinesClient, opts: { ttlMs: number;
 
   /** Drops every cached answer (a subscription that kept them current broke, and may have missed a change). */
   const clear = () => {
+    changed();
     clearedAt = ++evictions;
     cache.clear();
     countsAt.clear();
   };
-  return { client, evict, applyCounts, clear };
+  /** Calls `listener` on every change from now on. */
+  const onChange = (listener: () => void) => {
+    listeners.push(listener);
+  };
+  return { client, evict, applyCounts, clear, onChange };
 }
 
 function keyOf(organizationId: string, pipeline: string): string {

@@ -25,4 +25,6 @@ export interface WebDeps {
   readBuild: BuildReader;
   /** The build page's rendered job rows, kept by what they show (pages/build-jobs.ts). */
   jobRows: JobRowCache;
+  /** Tells of every pipeline change (the gateway's pipeline cache); without it, pages keep no pipeline lists. */
+  pipelineChanges?: (listener: () => void) => void;
 }

@@ -41,6 +41,8 @@ export interface WebOptions {
   artifactUrlBase: string;
   /** The live build pages' NATS feeds and stream counts (main.ts); without it, build pages do not update live. */
   live?: LiveHub;
+  /** Tells of every pipeline change (the gateway's pipeline cache); without it, pages keep no pipeline lists. */
+  pipelineChanges?: (listener: () => void) => void;
 }
 
 /**

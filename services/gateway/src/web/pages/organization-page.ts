@@ -12,6 +12,7 @@ import { renderPage } from "../layout.js";
 import { buildPath, orgPath, pipelinePath } from "../paths.js";
 import type { WebDeps } from "../web-deps.js";
 import { pagerLinks } from "./pager.js";
+import { createPipelineLists } from "./pipeline-lists.js";
 import { type BuildSummary, createRecentBuildsReader, type RecentBuilds } from "./recent-builds.js";
 
 /** Pipelines per page of the organization page. */
@@ -40,6 +41,7 @@ export function organizationPage(scope: FastifyInstance, deps: WebDeps): void {
   const { clients } = deps;
   const recentBuildsOf = createRecentBuildsReader(clients);
   const rows = createRowCache();
+  const listPipelines = createPipelineLists((req) => clients.pipelines.listPipelines(req), deps.pipelineChanges);
 
   /** The pipelines of the organization the person may read, one page, with a name filter when asked. */
   const pipelinesOf = async (
@@ -51,7 +53,7 @@ export function organizationPage(scope: FastifyInstance, deps: WebDeps): void {
     const visible = access.allPipelines ? undefined : await deps.pipelineAccess.accessible(request, [access]);
     if (visible && visible.pipelines.size === 0) return { pipelines: [], total: 0 };
     const list = (p: number, perPage: number) =>
-      clients.pipelines.listPipelines({
+      listPipelines({
         organizationId: access.organization?.id ?? "",
         archiveFilter: ArchiveFilter.ACTIVE,
         page: p,
