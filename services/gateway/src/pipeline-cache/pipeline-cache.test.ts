@@ -32,6 +32,11 @@ function fakeClient() {
     async unarchivePipeline() {
       return {};
     },
+    async createPipeline(req: { organizationId?: string; slug?: string }) {
+      const p = create(PipelineSchema, { id: `p-${req.slug}`, organizationId: req.organizationId, slug: req.slug });
+      pipelines.set(req.slug ?? "", p);
+      return { pipeline: p };
+    },
     async deletePipeline() {
       return {};
     },
@@ -182,7 +187,8 @@ describe("createPipelineCache's change listeners", () => {
     cache.evict("p-web");
     cache.clear();
     await cache.client.updatePipeline({ organizationId: "o-1", pipeline: "web", attributes: { name: "W" } });
-    await cache.client.createPipeline({ organizationId: "o-1" } as never).catch(() => undefined);
+    const made = await cache.client.createPipeline({ organizationId: "o-1", slug: "new" } as never);
+    expect(made.pipeline?.id).toBe("p-new");
     expect(told).toBe(4);
     cache.applyCounts("p-web", {} as never, Date.now());
     expect(told).toBe(4);
