@@ -48,24 +48,27 @@ export function agentSecret(header: string | undefined): string | undefined {
 export function createAgentCredentialCache(clients: Pick<GatewayClients, "agents">, opts: { ttlMs: number }) {
   const cache = createSecretCache<AgentCredential>(
     serviceLookup((secret) => clients.agents.authenticateAgentCredential({ secret })),
-    opts,
+    { ...opts, namesOf: credentialNames },
   );
   return {
     get: cache.get,
     /** Drops what a revocation names: a registration token, an agent (its access token and job tokens) or a job. */
     revoke(ids: { tokenId?: string; agentId?: string; jobId?: string }) {
-      cache.evictWhere(
-        (c) =>
-          (ids.tokenId !== undefined &&
-            ids.tokenId !== "" &&
-            c.kind === CredentialKind.REGISTRATION &&
-            c.tokenId === ids.tokenId) ||
-          (ids.agentId !== undefined && ids.agentId !== "" && c.agentId === ids.agentId) ||
-          (ids.jobId !== undefined && ids.jobId !== "" && c.jobId === ids.jobId),
-      );
+      if (ids.tokenId) cache.evictNamed(`token:${ids.tokenId}`);
+      if (ids.agentId) cache.evictNamed(`agent:${ids.agentId}`);
+      if (ids.jobId) cache.evictNamed(`job:${ids.jobId}`);
     },
     clear: cache.clear,
   };
+}
+
+/** What a revocation may name a credential by: its registration token (registration credentials only), agent, job. */
+function credentialNames(c: AgentCredential): string[] {
+  const names: string[] = [];
+  if (c.kind === CredentialKind.REGISTRATION && c.tokenId !== "") names.push(`token:${c.tokenId}`);
+  if (c.agentId !== "") names.push(`agent:${c.agentId}`);
+  if (c.jobId !== "") names.push(`job:${c.jobId}`);
+  return names;
 }
 
 export type AgentCredentialCache = ReturnType<typeof createAgentCredentialCache>;

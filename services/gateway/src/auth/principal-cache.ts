@@ -9,14 +9,20 @@ export type PrincipalLookup = SecretLookup<Principal>;
  * revocation or a membership change.
  */
 export function createPrincipalCache(lookup: PrincipalLookup, opts: { ttlMs: number; max?: number }) {
-  const cache = createSecretCache(lookup, opts);
+  const cache = createSecretCache(lookup, {
+    ...opts,
+    namesOf: (p: Principal) => [
+      ...(p.token?.id ? [`token:${p.token.id}`] : []),
+      ...(p.user?.id ? [`user:${p.user.id}`] : []),
+    ],
+  });
   return {
     get: cache.get,
     evictToken(tokenId: string) {
-      cache.evictWhere((p) => p.token?.id === tokenId);
+      if (tokenId !== "") cache.evictNamed(`token:${tokenId}`);
     },
     evictUser(userId: string) {
-      cache.evictWhere((p) => p.user?.id === userId);
+      if (userId !== "") cache.evictNamed(`user:${userId}`);
     },
     clear: cache.clear,
   };
