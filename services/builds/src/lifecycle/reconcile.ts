@@ -98,9 +98,14 @@ export function createReconcile(
 
   return async (buildId, known) => {
     for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
-      const build = attempt === 0 && known ? known.build : await repo.findBuildById(buildId);
+      // Read together: a job written after the build was read only makes this pass's derivation later, not wrong (the
+      // build's write is a compare-and-set on its version, and every job write is followed by a reconcile of its own).
+      const [build, read] =
+        attempt === 0 && known
+          ? [known.build, known.jobs]
+          : await Promise.all([repo.findBuildById(buildId), repo.jobsOf([buildId])]);
       if (!build) throw notFound("build");
-      let jobs = attempt === 0 && known ? known.jobs : await repo.jobsOf([buildId]);
+      let jobs = read;
       // Work a crash left half done is finished first.
       if (hooks.finishInterrupted && (await hooks.finishInterrupted(jobs))) continue;
       const at = now();
