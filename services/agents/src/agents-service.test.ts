@@ -77,6 +77,29 @@ describe("agent credentials", () => {
     expect(await s.authenticate(a.accessToken)).toMatchObject({ kind: CredentialKind.AGENT, agentId: a.id });
   });
 
+  it("answers several agents' heartbeats in one call, each as alone: a lost one comes back, a gone one is refused", async () => {
+    const s = await setup();
+    const live = await s.agent();
+    const lost = await s.agent();
+    const gone = await s.agent();
+    await s.client.disconnectAgent({ agentId: gone.id });
+    s.clock.advance(CONFIG.lostAfterMs + 1);
+    await s.client.heartbeatAgent({ agentId: live.id });
+    expect(await s.domain.sweepLost()).toBe(1);
+    expect((await s.getAgent(lost.id))?.connectionState).toBe("lost");
+    const { results } = await s.client.heartbeatAgents({ agentIds: [live.id, lost.id, gone.id, ""] });
+    expect(results.map((r) => r.result.case)).toEqual(["heartbeat", "heartbeat", "error", "error"]);
+    expect(results.map((r) => (r.result.case === "error" ? r.result.value.code : 0))).toEqual([
+      0,
+      0,
+      Code.Unauthenticated,
+      Code.Unauthenticated,
+    ]);
+    expect((await s.getAgent(lost.id))?.connectionState).toBe("connected");
+    const tooMany = Array.from({ length: 501 }, () => live.id);
+    expect((await failure(s.client.heartbeatAgents({ agentIds: tooMany }))).code).toBe(Code.InvalidArgument);
+  });
+
   it("refuses unknown secrets, secrets without a known prefix and ids of other agents", async () => {
     const s = await setup();
     const a = await s.agent();

@@ -44,6 +44,8 @@ export interface GatewayConfig {
   readonly batchBuildReads: boolean;
   /** A batched read call under way longer than this (ms) gives up its slot to the reads behind it. */
   readonly batchSlotMs: number;
+  /** Agents' heartbeats received within this many ms go to the agents service in one call; 0: each alone. */
+  readonly heartbeatLingerMs: number;
   /** Header, URL and time bounds on every client connection (app/client-limits.ts). */
   readonly clientLimits: Readonly<ClientLimits>;
   /** Live build pages' streams this gateway holds open, per person and in all (web/live/stream-limits.ts). */
@@ -159,6 +161,7 @@ export function readGatewayConfig(env: Env): GatewayConfig {
     renderCacheBytes: r.int("RENDER_CACHE_MB", 64, { min: 0, max: 64 * 1024 }) * 1024 * 1024,
     batchBuildReads: r.bool("BATCH_BUILD_READS", true),
     batchSlotMs: r.int("BATCH_SLOT_MS", 40, { min: 1, max: 60_000 }),
+    heartbeatLingerMs: r.int("HEARTBEAT_LINGER_MS", 250, { min: 0, max: 5_000 }),
     clientLimits: Object.freeze({
       headersTimeoutMs: r.int("HEADERS_TIMEOUT_MS", DEFAULT_CLIENT_LIMITS.headersTimeoutMs, { min: 100 }),
       bodyTimeoutMs: r.int("BODY_TIMEOUT_MS", DEFAULT_CLIENT_LIMITS.bodyTimeoutMs, { min: 100 }),

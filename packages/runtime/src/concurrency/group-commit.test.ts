@@ -184,4 +184,37 @@ describe("createGroupCommit", () => {
       jest.useRealTimers();
     }
   });
+
+  it("with `lingerMs` holds a lone item that long for others to go with it; a full batch goes at once", async () => {
+    jest.useFakeTimers({ doNotFake: ["setImmediate", "nextTick", "queueMicrotask"] });
+    try {
+      const fake = fakeSend();
+      const group = createGroupCommit({ send: fake.send, lingerMs: 200, maxSize: 3 });
+      const first = [group.add(1), group.add(2)];
+      jest.advanceTimersByTime(199);
+      expect(fake.batches).toEqual([]);
+      jest.advanceTimersByTime(1);
+      expect(fake.batches).toEqual([[1, 2]]);
+      // While a send is under way items wait for it; then they linger again, unless they fill a batch.
+      const next = [group.add(3), group.add(4), group.add(5), group.add(6)];
+      await fake.release();
+      await Promise.all(first);
+      expect(fake.batches).toEqual([
+        [1, 2],
+        [3, 4, 5],
+      ]);
+      await fake.release();
+      expect(fake.batches).toEqual([
+        [1, 2],
+        [3, 4, 5],
+      ]);
+      jest.advanceTimersByTime(200);
+      expect(fake.batches).toEqual([[1, 2], [3, 4, 5], [6]]);
+      await fake.release();
+      await Promise.all(next);
+      expect(jest.getTimerCount()).toBe(0);
+    } finally {
+      jest.useRealTimers();
+    }
+  });
 });

@@ -32,6 +32,12 @@ export interface GroupCommitOptions<I> {
    * Default: a send keeps its slot until it ends.
    */
   slotMs?: number;
+  /**
+   * How long (ms) an item that would go at once waits for others to go with it, unless a full batch waits (default
+   * 0: it goes at once). For items nobody waits on closely (agents' heartbeats, answered within seconds either way), a
+   * few hundred ms make one send of what would be dozens.
+   */
+  lingerMs?: number;
 }
 
 /** Every caller gets the send's outcome. */
@@ -48,8 +54,14 @@ export function createGroupCommit<I>(opts: GroupCommitOptions<I>) {
   const sizeOf = opts.sizeOf ?? (() => 1);
   const settle = opts.settle ?? settleAll;
   const concurrency = Math.max(1, opts.concurrency ?? 1);
+  const lingerMs = Math.max(0, opts.lingerMs ?? 0);
   let waiting: Waiting<I>[] = [];
   let underWay = 0;
+  /** The linger under way: the next send waits for it, unless a full batch waits. */
+  let lingering: ReturnType<typeof setTimeout> | undefined;
+
+  /** The size of the items waiting (a full batch does not linger). */
+  let waitingSize = 0;
 
   const takeBatch = (): Waiting<I>[] => {
     let size = 0;
@@ -62,10 +74,25 @@ export function createGroupCommit<I>(opts: GroupCommitOptions<I>) {
     }
     const batch = waiting.slice(0, taken);
     waiting = waiting.slice(taken);
+    waitingSize -= size;
     return batch;
   };
 
   const pump = () => {
+    if (underWay >= concurrency || waiting.length === 0) return;
+    if (lingerMs > 0 && waitingSize < maxSize) {
+      lingering ??= setTimeout(() => {
+        lingering = undefined;
+        send();
+      }, lingerMs);
+      return;
+    }
+    clearTimeout(lingering);
+    lingering = undefined;
+    send();
+  };
+
+  const send = () => {
     if (underWay >= concurrency || waiting.length === 0) return;
     const batch = takeBatch();
     underWay++;
@@ -100,6 +127,7 @@ export function createGroupCommit<I>(opts: GroupCommitOptions<I>) {
     add(item: I): Promise<void> {
       return new Promise<void>((resolve, reject) => {
         waiting.push({ item, resolve, reject });
+        waitingSize += sizeOf(item);
         pump();
       });
     },

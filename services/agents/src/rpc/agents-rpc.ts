@@ -1,7 +1,7 @@
 import { timestampDate } from "@bufbuild/protobuf/wkt";
 import type { ServiceImpl } from "@connectrpc/connect";
 import type { AgentsService } from "@conveyor/proto/agents";
-import { invalidFields, isUuid, notFound, pageWindow, toTimestamp } from "@conveyor/runtime";
+import { callErrorValue, invalidFields, isUuid, notFound, pageWindow, toTimestamp } from "@conveyor/runtime";
 import { authenticate } from "../credentials/credentials.js";
 import type { JobHandoff } from "../dispatch/job-handoff.js";
 import type { AgentLifecycle } from "../lifecycle/agent-lifecycle.js";
@@ -10,6 +10,9 @@ import type { createMetrics } from "../metrics/metrics.js";
 import type { AgentRepository } from "../store/agent-repository.js";
 import type { ClusterRepository } from "../store/cluster-repository.js";
 import { agentMessage } from "./agent-message.js";
+
+/** The most heartbeats one HeartbeatAgents call carries. */
+const MAX_HEARTBEATS = 500;
 
 type AgentRpcs = Omit<
   ServiceImpl<typeof AgentsService>,
@@ -71,6 +74,22 @@ export function createAgentRpcs(deps: AgentRpcsDeps): AgentRpcs {
 
     async heartbeatAgent(req) {
       return { receivedAt: toTimestamp(await lifecycle.heartbeat(req.agentId)) };
+    },
+
+    async heartbeatAgents(req) {
+      if (req.agentIds.length > MAX_HEARTBEATS)
+        throw invalidFields([{ field: "agent_ids", code: `must name at most ${MAX_HEARTBEATS} agents` }]);
+      const results = await Promise.all(
+        req.agentIds.map(async (agentId) => {
+          try {
+            const receivedAt = toTimestamp(await lifecycle.heartbeat(agentId));
+            return { result: { case: "heartbeat" as const, value: { receivedAt } } };
+          } catch (err) {
+            return { result: { case: "error" as const, value: callErrorValue(err) } };
+          }
+        }),
+      );
+      return { results };
     },
 
     async pingAgent(req) {

@@ -11,6 +11,7 @@ import { SourceProvidersService } from "@conveyor/proto/source-providers";
 import { type Client, createServiceClient } from "@conveyor/runtime";
 import type { GatewayConfig } from "../config.js";
 import { batchBuildReads } from "./batched-build-reads.js";
+import { batchHeartbeats } from "./batched-heartbeats.js";
 
 /** One client per backend service; route modules receive these, so tests can hand in other transports. */
 export interface GatewayClients {
@@ -39,6 +40,7 @@ export interface GatewayClients {
 export function createGatewayClients(config: GatewayConfig): GatewayClients {
   const opts = { timeoutMs: config.rpcTimeoutMs };
   const builds = createServiceClient(BuildsService, config.serviceUrls.builds, opts);
+  const agents = createServiceClient(AgentsService, config.serviceUrls.agents, opts);
   return {
     identity: createServiceClient(IdentityService, config.serviceUrls.identity, opts),
     teams: createServiceClient(TeamsService, config.serviceUrls.identity, opts),
@@ -49,7 +51,8 @@ export function createGatewayClients(config: GatewayConfig): GatewayClients {
     builds: config.batchBuildReads ? batchBuildReads(builds, { slotMs: config.batchSlotMs }) : builds,
     annotations: createServiceClient(AnnotationsService, config.serviceUrls.builds, opts),
     artifacts: createServiceClient(ArtifactsService, config.serviceUrls.artifacts, opts),
-    agents: createServiceClient(AgentsService, config.serviceUrls.agents, opts),
+    // Every connected agent heartbeats every 10 s: those arriving together go to the agents service in one call.
+    agents: config.heartbeatLingerMs > 0 ? batchHeartbeats(agents, { lingerMs: config.heartbeatLingerMs }) : agents,
     secrets: createServiceClient(SecretsService, config.serviceUrls.agents, opts),
     oidc: createServiceClient(OidcService, config.serviceUrls.agents, opts),
     sourceProviders: createServiceClient(SourceProvidersService, config.serviceUrls.notifications, opts),

@@ -1,0 +1,79 @@
+/**
+ * The agents client with agents' heartbeats gathered: the heartbeats this gateway receives within HEARTBEAT_LINGER_MS
+ * go to the agents service in one HeartbeatAgents call. An agent heartbeats every 10 s whether it streams its pings or
+ * polls, so 2,000 connected agents are 200 heartbeats a second; each its own call cost the gateway and the agents
+ * service an HTTP/2 stream, headers and signals apiece (most of both processes' CPU with those agents idle:
+ * `npm run bench`, streams row). Nothing is answered from here: each heartbeat is answered with what the agents
+ * service said of it in a call that began after it arrived (its time, or its own error: Unauthenticated for an agent
+ * that is gone), a fraction of a second later than alone, which an agent waiting 10 s between heartbeats does not
+ * notice. A call that fails as a whole fails each of its heartbeats with that error; an agents service without
+ * HeartbeatAgents (an older replica during a rolling upgrade) gets each heartbeat as its own call.
+ */
+import type { CallOptions } from "@connectrpc/connect";
+import { Code, ConnectError } from "@connectrpc/connect";
+import type { AgentsService, HeartbeatAgentResponse, HeartbeatResult } from "@conveyor/proto/agents";
+import { type Client, callErrorFrom, createGroupCommit } from "@conveyor/runtime";
+
+/** Heartbeats per HeartbeatAgents call at most (the service takes up to 500). */
+const MAX_BATCH = 500;
+/** Calls under way at once: a slow one (the database slow to answer) holds back only its own heartbeats. */
+const CALLS_UNDER_WAY = 4;
+
+interface Pending {
+  agentId: string;
+  result?: HeartbeatResult["result"];
+  /** Its error as its own call ended with it (a service without HeartbeatAgents). */
+  error?: unknown;
+  /** Its own call's answer (a service without HeartbeatAgents). */
+  alone?: HeartbeatAgentResponse;
+}
+
+/** `client` with heartbeatAgent going through HeartbeatAgents batches gathered over `lingerMs`; the rest as it is. */
+export function batchHeartbeats(
+  client: Client<typeof AgentsService>,
+  opts: { lingerMs: number },
+): Client<typeof AgentsService> {
+  const batches = createGroupCommit<Pending>({
+    maxSize: MAX_BATCH,
+    concurrency: CALLS_UNDER_WAY,
+    lingerMs: opts.lingerMs,
+    send: async (items) => {
+      let results: HeartbeatResult[];
+      try {
+        results = (await client.heartbeatAgents({ agentIds: items.map((item) => item.agentId) })).results;
+      } catch (err) {
+        if (!(err instanceof ConnectError) || err.code !== Code.Unimplemented) throw err;
+        return Promise.all(items.map(alone));
+      }
+      if (results.length !== items.length) {
+        throw new Error(`HeartbeatAgents answered ${results.length} heartbeats of ${items.length}`);
+      }
+      items.forEach((item, i) => {
+        item.result = results[i]?.result;
+      });
+    },
+  });
+
+  /** A heartbeat as its own call (a service without HeartbeatAgents). */
+  const alone = async (item: Pending) => {
+    try {
+      item.alone = await client.heartbeatAgent({ agentId: item.agentId });
+    } catch (err) {
+      item.error = err;
+    }
+  };
+
+  return {
+    ...client,
+    async heartbeatAgent(req: { agentId?: string }, _options?: CallOptions): Promise<HeartbeatAgentResponse> {
+      const pending: Pending = { agentId: req.agentId ?? "" };
+      await batches.add(pending);
+      if (pending.error !== undefined) throw pending.error;
+      if (pending.alone) return pending.alone;
+      const result = pending.result;
+      if (result?.case === "error") throw callErrorFrom(result.value);
+      if (result?.case !== "heartbeat") throw new Error("HeartbeatAgents answered a heartbeat with nothing");
+      return result.value;
+    },
+  };
+}
