@@ -694,7 +694,7 @@ describe("accept and finish", () => {
     const [a, b] = [await s.agent(), await s.agent()];
     const jobId = await s.job();
     await s.client.pingAgent({ agentId: a.id });
-    expect((await failure(s.client.acceptJob({ agentId: b.id, jobId }))).code).toBe(Code.FailedPrecondition);
+    expect((await failure(s.client.acceptJob({ agentId: b.id, jobId }))).code).toBe(Code.NotFound);
     expect((await failure(s.client.acceptJob({ agentId: b.id, jobId: newId() }))).code).toBe(Code.NotFound);
     expect((await failure(s.client.acceptJob({ agentId: b.id, jobId: "" }))).code).toBe(Code.NotFound);
     expect(s.agentsRepo.allJobTokens()).toEqual([]);

@@ -61,8 +61,14 @@ export function createJobTransitions(
    * Applies `event` to a job under its build's lock and stores it with a compare-and-set; then the build is reconciled
    * by a reconcile shared with the other writes waiting for one (lifecycle/reconcile-coalescer.ts).
    */
-  const apply = async (jobId: string, event: JobEvent, opts: TransitionOptions = {}): Promise<TransitionResult> => {
-    const found = jobId === "" ? null : await repo.findJob(jobId);
+  const apply = async (
+    jobId: string,
+    event: JobEvent,
+    opts: TransitionOptions = {},
+    /** The job as the caller just read it (only its build and pipeline are taken from it: the write reads it again). */
+    known?: Job | null,
+  ): Promise<TransitionResult> => {
+    const found = jobId === "" ? null : known !== undefined ? known : await repo.findJob(jobId);
     if (!found) throw notFound("job");
     const written = await write(found, jobId, event, opts);
     if ("build" in written) return written;
@@ -96,6 +102,9 @@ export function createJobTransitions(
           throw failedPrecondition("The job's build is being canceled");
         }
         if (opts.agentId !== undefined && job.agent?.id !== opts.agentId) {
+          // To an agent accepting it, a job offered to another is as one that does not exist: the agent API answers
+          // both 404, so that no agent learns of other jobs (docs/compatibility.md#agent-credentials).
+          if (event.type === "accept") throw notFound("job");
           throw failedPrecondition("The job is not assigned to this agent");
         }
         // A promised failure is the floor of what a finish records (domain/promised-failure.ts).
@@ -170,7 +179,7 @@ export function createJobTransitions(
         const build = await repo.findBuildById(current.buildId);
         if (build) return { job: current, build, jobs: [], env: jobEnvironment(build, current) };
       }
-      const result = await apply(jobId, { type: "accept" }, { agentId });
+      const result = await apply(jobId, { type: "accept" }, { agentId }, current);
       return { ...result, env: jobEnvironment(result.build, result.job) };
     },
 

@@ -186,9 +186,10 @@ describe("dispatch", () => {
   it("lets only the assigned agent accept, answers a repeated accept the same, and refuses another agent", async () => {
     const build = await newBuild(client, pipelineOf("steps: [{label: a, command: a}]"));
     const jobId = build.jobs[0]?.id ?? "";
-    expect(await codeOf(client.acceptJob({ jobId, agentId: "agent-1" }))).toBe(Code.FailedPrecondition);
+    expect(await codeOf(client.acceptJob({ jobId, agentId: "agent-1" }))).toBe(Code.NotFound);
     await client.assignJob({ jobId, agent: agent(1) });
-    expect(await codeOf(client.acceptJob({ jobId, agentId: "agent-2" }))).toBe(Code.FailedPrecondition);
+    // Another agent's job is as one that does not exist to an agent accepting it.
+    expect(await codeOf(client.acceptJob({ jobId, agentId: "agent-2" }))).toBe(Code.NotFound);
     expect(await codeOf(client.acceptJob({ jobId, agentId: "" }))).toBe(Code.InvalidArgument);
     expect((await client.getJob({ jobId })).job?.state).toBe("assigned");
 
@@ -198,7 +199,7 @@ describe("dispatch", () => {
     const again = await client.acceptJob({ jobId, agentId: "agent-1" });
     expect(again.job).toMatchObject({ id: jobId, state: "accepted", agent: { id: "agent-1" } });
     expect(again.env).toEqual(first.env);
-    expect(await codeOf(client.acceptJob({ jobId, agentId: "agent-2" }))).toBe(Code.FailedPrecondition);
+    expect(await codeOf(client.acceptJob({ jobId, agentId: "agent-2" }))).toBe(Code.NotFound);
     expect((await client.getJob({ jobId })).job?.agent?.id).toBe("agent-1");
     expect(await codeOf(client.acceptJob({ jobId: randomUUID(), agentId: "agent-1" }))).toBe(Code.NotFound);
   });
@@ -236,7 +237,7 @@ describe("dispatch", () => {
     const stored = (await client.getJob({ jobId })).job;
     expect(stored?.state).toBe("scheduled");
     expect(stored?.agent).toBeUndefined();
-    expect(await codeOf(client.acceptJob({ jobId, agentId: "agent-1" }))).toBe(Code.FailedPrecondition);
+    expect(await codeOf(client.acceptJob({ jobId, agentId: "agent-1" }))).toBe(Code.NotFound);
     await client.assignJob({ jobId, agent: agent(2) });
     const accepted = await client.acceptJob({ jobId, agentId: "agent-2" });
     expect(accepted.job?.state).toBe("accepted");

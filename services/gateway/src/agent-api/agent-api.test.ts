@@ -115,10 +115,8 @@ function fakes() {
       heartbeatAgent: () => ({ receivedAt: timestampFromDate(new Date("2026-03-01T10:00:01.000Z")) }),
       pingAgent: () => ({ action: "idle", jobId: JOB, message: "" }),
       acceptJob: (req) => {
-        // As the builds service answers: an unknown job is not found, another agent's is "not assigned".
-        if (req.jobId !== JOB) throw new ConnectError("No job found", Code.NotFound);
-        if (req.agentId !== AGENT)
-          throw new ConnectError("The job is not assigned to this agent", Code.FailedPrecondition);
+        // As the builds service answers: an unknown job and another agent's are not found alike.
+        if (req.jobId !== JOB || req.agentId !== AGENT) throw new ConnectError("No job found", Code.NotFound);
         return {
           job: { ...job, id: req.jobId },
           env: { BUILDKITE_JOB_ID: req.jobId, BUILDKITE_ORGANIZATION_SLUG: "acme", BUILDKITE_PIPELINE_SLUG: "web" },

@@ -88,9 +88,8 @@ export function jobRoutes(app: FastifyInstance, deps: AgentApiDeps): void {
       },
     },
     async (request) => {
-      // A job not offered to this agent is not found, as one that does not exist: the agents service refuses it
-      // with "not assigned" (422), which would tell any agent, of any organization, that the job exists.
-      await jobAccess.job(request, request.params.id);
+      // A job not offered to this agent is not found, as one that does not exist: the builds service answers an
+      // accept of another agent's job NotFound, so that no agent, of any organization, learns that the job exists.
       const res = await clients.agents.acceptJob({ agentId: credentialOf(request).agentId, jobId: request.params.id });
       if (!res.job) throw new HttpError(404, "No job found");
       return renderAgentJob(res.job, res.env, res.jobToken, { urls: deps.urls, logs: deps.logs });
