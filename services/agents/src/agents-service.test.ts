@@ -544,6 +544,34 @@ describe("dispatch", () => {
     expect((await failure(s.authenticate(jobToken))).code).toBe(Code.Unauthenticated);
   });
 
+  it("answers a stream's ask for an agent running a job with that job, leaving it running (only a poll means it was lost)", async () => {
+    const s = await setup();
+    const a = await s.agent();
+    const { jobId } = await s.takeJob(a.id);
+    await start(s, jobId, a.id);
+    await s.job();
+    expect(await s.client.pingAgent({ agentId: a.id, forStream: true })).toMatchObject({
+      action: "idle",
+      jobId: "",
+      heldJobId: jobId,
+    });
+    await s.agentsRepo.updateAgent(a.id, { paused: true, pausedNote: "disk full", pausedAt: new Date(T0) });
+    s.domain.agentChanged(a.id);
+    expect(await s.client.pingAgent({ agentId: a.id, forStream: true })).toMatchObject({
+      action: "pause",
+      message: "Paused: disk full",
+      heldJobId: jobId,
+    });
+    expect(await s.builds.job(jobId)).toMatchObject({ state: "running" });
+    expect(s.builds.transitions().filter((t) => t.jobId === jobId && t.event === JobEventType.FINISH)).toEqual([]);
+    // Idle, it is offered a job as by its own poll.
+    await s.agentsRepo.updateAgent(a.id, { paused: false, currentJobId: null });
+    s.domain.agentChanged(a.id);
+    const offered = await s.client.pingAgent({ agentId: a.id, forStream: true });
+    expect(offered.jobId).not.toBe("");
+    expect(offered.heldJobId).toBe("");
+  });
+
   it("tells a paused agent to pause and offers it nothing", async () => {
     const s = await setup();
     const a = await s.agent();

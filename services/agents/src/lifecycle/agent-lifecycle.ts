@@ -44,11 +44,18 @@ function printable(text: string): string {
   return text.replace(/\p{Cc}/gu, "");
 }
 
+/** What a ping tells a paused agent. */
+function pausedMessage(agent: Pick<AgentDoc, "pausedNote">): string {
+  return agent.pausedNote ? `Paused: ${agent.pausedNote}` : "";
+}
+
 /** What a ping tells an agent. */
 export interface PingAnswer {
   action: "idle" | "pause" | "disconnect";
   jobId: string;
   message: string;
+  /** For a stream's ask: the job the agent holds ("" when none). */
+  heldJobId?: string;
 }
 
 /** The longest name, hostname and other descriptive strings an agent may register with. */
@@ -200,10 +207,17 @@ export function createAgentLifecycle(deps: AgentLifecycleDeps) {
     },
 
     /** The agent asks what to do: disconnect (asked to stop), pause, take a job, or nothing. */
-    async ping(agentId: string): Promise<PingAnswer> {
+    async ping(agentId: string, opts: { forStream?: boolean } = {}): Promise<PingAnswer> {
       let agent = await requireLive(agentId);
       liveness.touch(agentId);
       agent = await revive(agent);
+      // A gateway asking for the agent's stream (not the agent's own poll): a job the agent holds is its, running or
+      // not, and the answer only names it with the agent's pause (a stop waits for the job's end, as the stream does).
+      if (opts.forStream && agent.currentJobId) {
+        return agent.paused
+          ? { action: "pause", jobId: "", message: pausedMessage(agent), heldJobId: agent.currentJobId }
+          : { action: "idle", jobId: "", message: "", heldJobId: agent.currentJobId };
+      }
       if (agent.stopRequested) {
         if (agent.connectionState !== "stopping") {
           agent = (await directory.update(agent, { connectionState: "stopping" })) ?? agent;
@@ -213,9 +227,7 @@ export function createAgentLifecycle(deps: AgentLifecycleDeps) {
       }
       // A pause past its timeout ends here: the agent only learns of it from a ping.
       if (agent.paused) agent = await deps.pausing.expire(agent);
-      if (agent.paused) {
-        return { action: "pause", jobId: "", message: agent.pausedNote ? `Paused: ${agent.pausedNote}` : "" };
-      }
+      if (agent.paused) return { action: "pause", jobId: "", message: pausedMessage(agent) };
       const jobId = await handoff.offer(agent);
       return { action: "idle", jobId: jobId ?? "", message: "" };
     },

@@ -93,7 +93,7 @@ export function createAgentRpcs(deps: AgentRpcsDeps): AgentRpcs {
     },
 
     async pingAgent(req) {
-      return lifecycle.ping(req.agentId);
+      return lifecycle.ping(req.agentId, { forStream: req.forStream });
     },
 
     async acceptJob(req) {

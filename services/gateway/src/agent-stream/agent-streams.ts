@@ -139,10 +139,36 @@ export function createAgentStreams(deps: AgentStreamsDeps) {
     }
   };
 
-  /** Asks the agents service what an idle agent should do, as its poll would; true when a job was offered. */
+  /**
+   * Asks the agents service what an agent this stream takes for idle should do, as its poll would, on the stream's
+   * behalf (for_stream: a job it holds after all, assigned by its own poll say, is named, never taken for lost); true
+   * when a job was offered.
+   */
   const ask = async (entry: Entry): Promise<boolean> => {
-    const res = await agents.pingAgent({ agentId: entry.agent.agentId });
-    logger.debug({ agentId: entry.agent.agentId, action: res.action, jobId: res.jobId }, "streaming ping: asked");
+    let res: Awaited<ReturnType<typeof agents.pingAgent>>;
+    try {
+      res = await agents.pingAgent({ agentId: entry.agent.agentId, forStream: true });
+    } catch (err) {
+      // Its credential no longer works: stopped, disconnected or gone.
+      if (ConnectError.from(err).code !== Code.Unauthenticated) throw err;
+      disconnect(entry, "This agent is no longer connected.");
+      return false;
+    }
+    logger.debug(
+      { agentId: entry.agent.agentId, action: res.action, jobId: res.jobId, held: res.heldJobId },
+      "streaming ping: asked",
+    );
+    if (entry.ended) return false;
+    if (res.heldJobId) {
+      entry.holdsJob = true;
+      entry.sentJob = res.heldJobId;
+      const mode = res.action === "pause" ? "pause" : "resume";
+      if (entry.mode !== mode)
+        tell(entry, mode === "pause" ? { kind: "pause", reason: res.message } : { kind: "resume" });
+      entry.mode = mode;
+      return false;
+    }
+    entry.holdsJob = false;
     if (res.action === "disconnect") {
       disconnect(entry, res.message || "This agent was asked to stop.");
       return false;
@@ -167,11 +193,13 @@ export function createAgentStreams(deps: AgentStreamsDeps) {
   };
 
   /**
-   * Brings the stream up to date with the agent as it is (read when not given); true when a job was offered. A job
-   * the agent holds unstarted is told only when the stream opens (`tellHeld`): one assigned to it by its own poll
-   * is already known to it, and telling it twice makes it try to accept the job again after running it.
+   * Brings the stream up to date with the agent as it is; true when a job was offered. The agent is read when the
+   * stream opens (its queue, and a job it holds unstarted, which is told only then, `tellHeld`: one assigned to it by
+   * its own poll is already known to it, and telling it twice makes it try to accept the job again after running
+   * it); an event gives it (`known`); otherwise (a runnable job, a recheck) it is only asked (one call).
    */
   const update = async (entry: Entry, known?: Agent, tellHeld = false): Promise<boolean> => {
+    if (!known && !tellHeld) return ask(entry);
     const agent =
       known ?? (await agents.getAgent({ organizationId: entry.agent.organizationId, id: entry.agent.agentId })).agent;
     if (entry.ended) return false;

@@ -20,15 +20,18 @@ import { registerStreamPings, STREAM_PINGS_PATH } from "./stream-route.js";
 function fakeServices() {
   const state = {
     agent: create(AgentSchema, { id: "agent-1", organizationId: "org", connectionState: "connected" }),
-    ping: { action: "idle", message: "", jobId: "" },
+    ping: { action: "idle", message: "", jobId: "", heldJobId: "" },
     jobState: "assigned",
     pings: 0,
+    /** Whether every ping was asked on the stream's behalf (for_stream). */
+    forStream: true,
   };
   return {
     state,
     agents: {
-      async pingAgent() {
+      async pingAgent(req: { forStream?: boolean }) {
         state.pings++;
+        if (!req.forStream) state.forStream = false;
         return { ...state.ping, $typeName: "ci.agents.v1.PingAgentResponse" } as never;
       },
       async getAgent() {
@@ -179,13 +182,13 @@ describe("StreamPings over TLS and HTTP/2", () => {
   it("never pings an agent holding a job (its pause still reaches it); pings again once the job is done", async () => {
     const c = call(session, "agent-secret");
     await until(() => c.actions.length === 1);
-    services.state.ping = { action: "idle", message: "", jobId: "job-2" };
+    services.state.ping = { action: "idle", message: "", jobId: "job-2", heldJobId: "" };
     await streams.jobRunnable({ id: "job-2", organizationId: "org", clusterId: "", agentQueryRules: [] });
     const pings = services.state.pings;
     await streams.agentChanged(agentAs({ currentJobId: "job-2", paused: true, pausedNote: "n" }));
     await streams.jobRunnable({ id: "job-3", organizationId: "org", clusterId: "", agentQueryRules: [] });
     expect(services.state.pings).toBe(pings);
-    services.state.ping = { action: "pause", message: "Paused: n", jobId: "" };
+    services.state.ping = { action: "pause", message: "Paused: n", jobId: "", heldJobId: "" };
     await streams.agentChanged(agentAs({ paused: true, pausedNote: "n" }));
     expect(services.state.pings).toBe(pings + 1);
     await expectActions(c, [
@@ -198,11 +201,11 @@ describe("StreamPings over TLS and HTTP/2", () => {
   it("tells a job its ping was offered even when job_dispatched arrives before the ping's answer", async () => {
     const c = call(session, "agent-secret");
     await until(() => c.actions.length === 1);
-    services.state.ping = { action: "idle", message: "", jobId: "job-7" };
+    services.state.ping = { action: "idle", message: "", jobId: "job-7", heldJobId: "" };
     const original = services.agents.pingAgent;
-    services.agents.pingAgent = async () => {
+    services.agents.pingAgent = async (req) => {
       streams.jobDispatched("agent-1", "job-7");
-      return original();
+      return original(req);
     };
     await streams.jobRunnable({ id: "job-7", organizationId: "org", clusterId: "", agentQueryRules: [] });
     services.agents.pingAgent = original;
@@ -218,6 +221,22 @@ describe("StreamPings over TLS and HTTP/2", () => {
     await streams.agentChanged(agentAs({ currentJobId: "job-9" }));
     expect(services.state.pings).toBe(pings);
     await expectActions(c, [{ kind: "resume" }]);
+  });
+
+  it("asks on the stream's behalf: a job the agent's own poll took is named, not told, and no other is asked for", async () => {
+    const c = call(session, "agent-secret");
+    await until(() => c.actions.length === 1);
+    // The poll's job_dispatched has not arrived: the agents service names the job its agent holds.
+    services.state.ping = { action: "idle", message: "", jobId: "", heldJobId: "job-11" };
+    await streams.jobRunnable({ id: "job-12", organizationId: "org", clusterId: "", agentQueryRules: [] });
+    const pings = services.state.pings;
+    await streams.jobRunnable({ id: "job-13", organizationId: "org", clusterId: "", agentQueryRules: [] });
+    expect(services.state.pings).toBe(pings);
+    expect(services.state.forStream).toBe(true);
+    // Paused while it runs that job: the pause reaches it at once.
+    services.state.ping = { action: "pause", message: "Paused: p", jobId: "", heldJobId: "job-11" };
+    await streams.agentChanged(agentAs({ currentJobId: "", paused: true, pausedNote: "p" }));
+    await expectActions(c, [{ kind: "resume" }, { kind: "pause", reason: "Paused: p" }]);
   });
 
   it("tells a job of another queue to nobody here", async () => {
