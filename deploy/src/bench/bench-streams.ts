@@ -12,6 +12,7 @@ import http2 from "node:http2";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
+import { agentStreamWire as wire } from "@conveyor/runtime";
 import { type Env, envValue } from "../host/paths.js";
 import { rssMb } from "./bench-agent-api.js";
 import {
@@ -23,7 +24,6 @@ import {
   percentile,
   simulatedAgents,
 } from "./bench-agents.js";
-import { decodeAction, requestFrame, unframe } from "./stream-wire.js";
 
 /** The path of the agent's streaming pings (services/gateway/src/agent-stream/stream-route.ts). */
 const STREAM_PINGS_PATH = "/agentedge.v1.AgentEdgeService/StreamPings";
@@ -213,14 +213,14 @@ export async function runStreamBench(
           te: "trailers",
           authorization: `Token ${agent.token}`,
         });
-        stream.end(requestFrame(agent.id));
+        stream.end(wire.frame(wire.encodeRequest(agent.id)));
         let buffered = Buffer.alloc(0);
         stream.on("data", (chunk: Buffer) => {
-          const { messages, rest } = unframe(Buffer.concat([buffered, chunk]));
+          const { messages, rest } = wire.unframe(Buffer.concat([buffered, chunk]));
           buffered = Buffer.from(rest);
           for (const m of messages) {
             resolve();
-            const action = decodeAction(m);
+            const action = wire.decodeAction(m);
             if (action?.kind === "job_assigned" && !assigned.has(action.jobId)) {
               assigned.set(action.jobId, { at: performance.now(), agent: agent.id });
               sim.jobs++;

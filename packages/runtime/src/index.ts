@@ -46,6 +46,7 @@ export * from "./process/logger.js";
 export * from "./process/service-config.js";
 export * from "./process/service-main.js";
 export * from "./process/shutdown.js";
+export * as agentStreamWire from "./rpc/agent-stream-wire.js";
 export * from "./rpc/call-errors.js";
 export * from "./rpc/clients.js";
 export * from "./rpc/errors.js";

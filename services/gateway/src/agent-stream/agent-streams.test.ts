@@ -1,8 +1,7 @@
 import { create } from "@bufbuild/protobuf";
 import { AgentSchema } from "@conveyor/proto/agents";
-import { createLogger } from "@conveyor/runtime";
+import { createLogger, type agentStreamWire as wire } from "@conveyor/runtime";
 import { type AgentStreamSettings, createAgentStreams } from "./agent-streams.js";
-import type { StreamAction } from "./grpc-frames.js";
 
 /**
  * Many streaming agents of one queue on one gateway (the `streams` row of `npm run bench` holds 2,000): an agents
@@ -35,7 +34,7 @@ function fleet(count: number, settings: Partial<AgentStreamSettings>) {
     logger: createLogger("test", "silent"),
     settings,
   });
-  const told = new Map<string, StreamAction[]>();
+  const told = new Map<string, wire.StreamAction[]>();
   for (let i = 0; i < count; i++) {
     const agentId = `agent-${i}`;
     told.set(agentId, []);

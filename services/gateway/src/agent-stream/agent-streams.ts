@@ -2,13 +2,13 @@ import { randomUUID } from "node:crypto";
 import { Code, ConnectError } from "@connectrpc/connect";
 import type { Agent } from "@conveyor/proto/agents";
 import type { Logger } from "@conveyor/runtime";
+import { agentStreamWire as wire } from "@conveyor/runtime";
 import type { GatewayClients } from "../clients/gateway-clients.js";
-import { GRPC_STATUS, type StreamAction } from "./grpc-frames.js";
 import { agentQueue, mayTake } from "./stream-queue.js";
 
 /** Where a stream's messages go: the HTTP/2 response of the agent's StreamPings call (stream-route.ts). */
 export interface StreamSink {
-  send(action: StreamAction): void;
+  send(action: wire.StreamAction): void;
   /** Ends the call with a gRPC status (OK after a disconnect; Unavailable when this gateway stops). */
   end(status: number, message: string): void;
 }
@@ -110,7 +110,7 @@ export function createAgentStreams(deps: AgentStreamsDeps) {
   const entries = new Map<string, Entry>();
   const nextRecheck = () => Date.now() + settings.idleRecheckMs * (0.75 + settings.random() / 2);
 
-  const tell = (entry: Entry, action: StreamAction) => {
+  const tell = (entry: Entry, action: wire.StreamAction) => {
     if (entry.ended) return;
     entry.sink.send(action);
   };
@@ -125,7 +125,7 @@ export function createAgentStreams(deps: AgentStreamsDeps) {
   /** Tells the agent to stop and ends the stream. */
   const disconnect = (entry: Entry, reason: string) => {
     tell(entry, { kind: "disconnect", reason });
-    finish(entry, GRPC_STATUS.ok, "");
+    finish(entry, wire.GRPC_STATUS.ok, "");
   };
 
   /** Tells the agent of a job it holds and was not told of, if it has not started it. */
@@ -239,7 +239,7 @@ export function createAgentStreams(deps: AgentStreamsDeps) {
       } catch (err) {
         const code = ConnectError.from(err).code;
         if (code === Code.Unauthenticated || code === Code.NotFound) {
-          finish(entry, GRPC_STATUS.unauthenticated, "The agent's credential no longer works");
+          finish(entry, wire.GRPC_STATUS.unauthenticated, "The agent's credential no longer works");
         } else {
           logger.warn({ err, agentId: entry.agent.agentId }, "streaming ping: could not bring the agent up to date");
         }
@@ -293,7 +293,7 @@ export function createAgentStreams(deps: AgentStreamsDeps) {
      */
     open(agent: StreamAgent, sink: StreamSink): { streamId: string; close: () => void } | undefined {
       const old = entries.get(agent.agentId);
-      if (old) finish(old, GRPC_STATUS.unavailable, "Replaced by a newer stream of this agent");
+      if (old) finish(old, wire.GRPC_STATUS.unavailable, "Replaced by a newer stream of this agent");
       if (entries.size >= settings.maxStreams) return undefined;
       const entry: Entry = {
         streamId: randomUUID(),
@@ -368,7 +368,8 @@ export function createAgentStreams(deps: AgentStreamsDeps) {
     /** Another gateway holds this agent's newer stream: this one ends (the agent keeps the newer). */
     replacedElsewhere(agentId: string, streamId: string): void {
       const entry = entries.get(agentId);
-      if (entry && entry.streamId !== streamId) finish(entry, GRPC_STATUS.unavailable, "Replaced by a newer stream");
+      if (entry && entry.streamId !== streamId)
+        finish(entry, wire.GRPC_STATUS.unavailable, "Replaced by a newer stream");
     },
 
     /**
@@ -386,7 +387,7 @@ export function createAgentStreams(deps: AgentStreamsDeps) {
     closeAll(): void {
       clearInterval(recheck);
       for (const entry of [...entries.values()]) {
-        finish(entry, GRPC_STATUS.unavailable, "The gateway is stopping");
+        finish(entry, wire.GRPC_STATUS.unavailable, "The gateway is stopping");
       }
     },
 

@@ -7,20 +7,24 @@ import { join } from "node:path";
 import { create } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { type Agent, AgentSchema, CredentialKind } from "@conveyor/proto/agents";
-import { createLogger } from "@conveyor/runtime";
+import { createLogger, agentStreamWire as wire } from "@conveyor/runtime";
 import Fastify from "fastify";
 import type { AgentCredentialCache } from "../agent-api/agent-credentials.js";
 import { DEFAULT_CLIENT_LIMITS } from "../app/client-limits.js";
 import { createTlsServer, listenTls } from "../app/tls-server.js";
 import { type AgentStreams, createAgentStreams } from "./agent-streams.js";
-import { decodeAction, encodeRequest, frame, type StreamAction, unframe } from "./grpc-frames.js";
 import { registerStreamPings, STREAM_PINGS_PATH } from "./stream-route.js";
 
 /** The agents service as the streams see it: one agent whose state the tests set, and what it was asked. */
 function fakeServices() {
   const state = {
     agent: create(AgentSchema, { id: "agent-1", organizationId: "org", connectionState: "connected" }),
-    ping: { action: "idle", message: "", jobId: "", heldJobId: "" },
+    ping: { action: "idle", message: "", jobId: "", heldJobId: "" } as {
+      action: string;
+      message: string;
+      jobId: string;
+      heldJobId?: string;
+    },
     jobState: "assigned",
     pings: 0,
     /** Whether every ping was asked on the stream's behalf (for_stream). */
@@ -58,7 +62,7 @@ const credentials = {
 
 /** One call of StreamPings: its response headers, the actions as they arrive, and its trailers once it ends. */
 function call(session: ClientHttp2Session, token: string, agentId = "agent-1") {
-  const actions: StreamAction[] = [];
+  const actions: wire.StreamAction[] = [];
   let headers: Record<string, unknown> = {};
   let buffered: Buffer = Buffer.alloc(0);
   const req = session.request({
@@ -72,10 +76,10 @@ function call(session: ClientHttp2Session, token: string, agentId = "agent-1") {
     headers = h;
   });
   req.on("data", (chunk: Buffer) => {
-    const { messages, rest } = unframe(Buffer.concat([buffered, chunk]));
+    const { messages, rest } = wire.unframe(Buffer.concat([buffered, chunk]));
     buffered = rest;
     for (const m of messages) {
-      const action = decodeAction(m);
+      const action = wire.decodeAction(m);
       if (action) actions.push(action);
     }
   });
@@ -86,11 +90,11 @@ function call(session: ClientHttp2Session, token: string, agentId = "agent-1") {
     });
     req.on("close", () => resolve({ ...headers, ...got }));
   });
-  req.end(frame(encodeRequest(agentId)));
+  req.end(wire.frame(wire.encodeRequest(agentId)));
   return { actions, trailers, req, headers: () => headers };
 }
 
-async function expectActions(c: { actions: StreamAction[] }, expected: StreamAction[]): Promise<void> {
+async function expectActions(c: { actions: wire.StreamAction[] }, expected: wire.StreamAction[]): Promise<void> {
   await until(() => c.actions.length >= expected.length).catch(() => undefined);
   expect(c.actions).toEqual(expected);
 }
@@ -303,7 +307,7 @@ describe("StreamPings over TLS and HTTP/2", () => {
           },
         );
         req.on("error", reject);
-        req.end(frame(encodeRequest("agent-1")));
+        req.end(wire.frame(wire.encodeRequest("agent-1")));
       },
     );
     expect(answer.headers["grpc-status"]).toBe("12");

@@ -1,8 +1,8 @@
 import { CredentialKind } from "@conveyor/proto/agents";
+import { agentStreamWire as wire } from "@conveyor/runtime";
 import type { FastifyInstance } from "fastify";
 import { type AgentCredentialCache, agentSecret } from "../agent-api/agent-credentials.js";
 import type { AgentStreams } from "./agent-streams.js";
-import { decodeRequest, encodeAction, frame, GRPC_STATUS, MAX_REQUEST_BYTES } from "./grpc-frames.js";
 
 /** The path of the agent's streaming pings, at the root of its endpoint's host (docs/compatibility.md#streaming-pings). */
 export const STREAM_PINGS_PATH = "/agentedge.v1.AgentEdgeService/StreamPings";
@@ -44,7 +44,7 @@ export async function registerStreamPings(app: FastifyInstance, opts: StreamRout
       };
       if (request.raw.httpVersionMajor !== 2) {
         answer(
-          GRPC_STATUS.unimplemented,
+          wire.GRPC_STATUS.unimplemented,
           "StreamPings is served over HTTP/2 only (the gateway's TLS port): poll /v3/ping",
         );
         return;
@@ -55,26 +55,26 @@ export async function registerStreamPings(app: FastifyInstance, opts: StreamRout
         credential = secret === undefined ? undefined : await opts.credentials.get(secret);
       } catch (err) {
         request.log.warn({ err }, "streaming ping: the agent's credential could not be checked");
-        answer(GRPC_STATUS.unavailable, "The agent's credential could not be checked: try again later");
+        answer(wire.GRPC_STATUS.unavailable, "The agent's credential could not be checked: try again later");
         return;
       }
       if (!credential || credential.kind !== CredentialKind.AGENT) {
         answer(
-          GRPC_STATUS.unauthenticated,
+          wire.GRPC_STATUS.unauthenticated,
           "Invalid or missing agent access token: send `Authorization: Token <token>`",
         );
         return;
       }
-      const agentId = Buffer.isBuffer(request.body) ? decodeRequest(request.body) : undefined;
+      const agentId = Buffer.isBuffer(request.body) ? wire.decodeRequest(request.body) : undefined;
       if (agentId === undefined) {
         answer(
-          GRPC_STATUS.invalidArgument,
-          `The request must be one uncompressed StreamPingsRequest of at most ${MAX_REQUEST_BYTES} bytes`,
+          wire.GRPC_STATUS.invalidArgument,
+          `The request must be one uncompressed StreamPingsRequest of at most ${wire.MAX_REQUEST_BYTES} bytes`,
         );
         return;
       }
       if (agentId !== credential.agentId) {
-        answer(GRPC_STATUS.permissionDenied, "agent_id is not the agent of this access token");
+        answer(wire.GRPC_STATUS.permissionDenied, "agent_id is not the agent of this access token");
         return;
       }
       let ended = false;
@@ -93,14 +93,15 @@ export async function registerStreamPings(app: FastifyInstance, opts: StreamRout
         {
           send(action) {
             if (ended || res.destroyed) return;
-            res.write(frame(encodeAction(action)));
-            if (res.writableLength > MAX_BUFFERED_BYTES) end(GRPC_STATUS.resourceExhausted, "The agent reads nothing");
+            res.write(wire.frame(wire.encodeAction(action)));
+            if (res.writableLength > MAX_BUFFERED_BYTES)
+              end(wire.GRPC_STATUS.resourceExhausted, "The agent reads nothing");
           },
           end,
         },
       );
       if (!handle) {
-        answer(GRPC_STATUS.resourceExhausted, "This gateway holds as many streams as it may: poll /v3/ping");
+        answer(wire.GRPC_STATUS.resourceExhausted, "This gateway holds as many streams as it may: poll /v3/ping");
         return;
       }
       res.writeHead(200, { "content-type": "application/grpc", "grpc-accept-encoding": "identity" });

@@ -6,8 +6,7 @@ import {
   frame,
   type StreamAction,
   unframe,
-} from "./grpc-frames.js";
-import { agentQueue, mayTake } from "./stream-queue.js";
+} from "./agent-stream-wire.js";
 
 describe("streaming pings' wire", () => {
   it.each<StreamAction>([
@@ -45,16 +44,39 @@ describe("streaming pings' wire", () => {
   });
 });
 
-describe("stream queues", () => {
-  it("takes an agent's queue tag, default without one", () => {
-    expect(agentQueue(["queue=linux", "os=x"])).toBe("linux");
-    expect(agentQueue(["os=x"])).toBe("default");
+// Frames the gateway writes (frame(encodeAction(…))), as hex: what a simulated agent of the bench reads.
+const RESUME = "00000000021200";
+const PAUSE = "00000000111a0f0a0d5061757365643a206c756e6368";
+const DISCONNECT = "000000000722050a03627965";
+const JOB = "000000002a2a280a260a2430313930613162322d633364342d376535662d386139622d306331643265336634613562";
+
+describe("streaming pings' wire, byte for byte", () => {
+  it("frames each action as these bytes", () => {
+    expect(frame(encodeAction({ kind: "resume" })).toString("hex")).toBe(RESUME);
+    expect(frame(encodeAction({ kind: "pause", reason: "Paused: lunch" })).toString("hex")).toBe(PAUSE);
+    expect(frame(encodeAction({ kind: "disconnect", reason: "bye" })).toString("hex")).toBe(DISCONNECT);
+    expect(
+      frame(encodeAction({ kind: "job_assigned", jobId: "0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b" })).toString("hex"),
+    ).toBe(JOB);
   });
-  it("matches a job's queue rule exactly, any queue for a pattern, default without one", () => {
-    expect(mayTake("linux", ["queue=linux"])).toBe(true);
-    expect(mayTake("linux", ["queue=mac"])).toBe(false);
-    expect(mayTake("linux", ["queue=lin*"])).toBe(true);
-    expect(mayTake("default", ["os=x"])).toBe(true);
-    expect(mayTake("linux", [])).toBe(false);
+
+  it("keeps an incomplete frame for the next chunk", () => {
+    const bytes = Buffer.from(RESUME + JOB, "hex");
+    const first = unframe(bytes.subarray(0, 20));
+    expect(first.messages.map((m) => decodeAction(m))).toEqual([{ kind: "resume" }]);
+    const second = unframe(Buffer.concat([first.rest, bytes.subarray(20)]));
+    expect(second.messages.map((m) => decodeAction(m)?.kind)).toEqual(["job_assigned"]);
+    expect(second.rest.length).toBe(0);
+  });
+
+  it("writes the request with a long id's length as a varint", () => {
+    expect(frame(encodeRequest("agent-1")).toString("hex")).toBe("00000000090a076167656e742d31");
+    const long = frame(encodeRequest("a".repeat(200)));
+    expect(long.readUInt32BE(1)).toBe(203);
+    expect([...long.subarray(5, 8)]).toEqual([0x0a, 0xc8, 0x01]);
+  });
+
+  it("refuses a truncated message", () => {
+    expect(() => decodeAction(Buffer.from("2a2a280a", "hex"))).toThrow();
   });
 });
