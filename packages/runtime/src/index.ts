@@ -1,7 +1,8 @@
 /**
  * The shared runtime of every Conveyor process, one folder per concept:
  * - `process/`: a backend's composition (service-main), its configuration, logger, defaults and shutdown;
- * - `rpc/`: the Connect server and clients, request ids, health, and errors as callers see them;
+ * - `rpc/`: the Connect server and clients, request ids, health, errors as callers see them, and the wire of the
+ *   agent's streaming pings (agentStreamWire: the gateway serves it, the bench speaks it);
  * - `messaging/`: NATS and JetStream (domain events, the outbox, supervised loops, version fences, the events that
  *   keep a pipeline cache current);
  * - `data/`: MongoDB (the connection, grouped inserts, lease locks, duplicate keys);
