@@ -1,38 +1,13 @@
-import { Code, ConnectError, createClient, createRouterTransport } from "@connectrpc/connect";
-import { BuildsService, JobEventType } from "@conveyor/proto/builds";
-import { createLogger, type EventPublisher } from "@conveyor/runtime";
-import { type Db, MongoClient } from "mongodb";
-import { createBuildsParts } from "./builds-context.js";
-import { createBuildsService } from "./builds-service.js";
+import { Code, ConnectError } from "@connectrpc/connect";
+import { JobEventType } from "@conveyor/proto/builds";
 import { type BuildRepository, createMongoBuildRepository } from "./store/build-repository.js";
-import { createMongoConcurrencySlotRepository } from "./store/concurrency-slot-repository.js";
-import { createMongoJobLogRepository } from "./store/job-log-repository.js";
-import { createMongoPipelineUploadRepository } from "./store/pipeline-upload-repository.js";
+import { type BuildsClient as Client, openBuildsService, testDatabases } from "./test-builds-service.js";
 import { pipelineFromYaml } from "./test-pipelines.js";
 
 // The builds service with several replicas (CONVEYOR_REPLICAS, Kubernetes): two services over one database, each
 // with its own per-process locks, as two processes are; and the state a process leaves when it dies between the
 // compare-and-set of a job and the reconcile of its build (SIGKILL in the middle of a call).
-let mongo: MongoClient;
-let db: Db;
-const events: EventPublisher = { async publish() {} };
-
-type Client = ReturnType<typeof createClient<typeof BuildsService>>;
-
-async function openService(): Promise<Client> {
-  const parts = createBuildsParts({
-    repo: await createMongoBuildRepository(db),
-    logs: await createMongoJobLogRepository(db),
-    uploads: await createMongoPipelineUploadRepository(db),
-    slots: await createMongoConcurrencySlotRepository(db),
-    events,
-    logger: createLogger("test", "silent"),
-  });
-  return createClient(
-    BuildsService,
-    createRouterTransport(({ service }) => service(BuildsService, createBuildsService(parts))),
-  );
-}
+const databases = testDatabases("it_replicas");
 
 let replicas: [Client, Client];
 /** The replica a call goes to, alternating. */
@@ -40,15 +15,12 @@ const replica = (i: number): Client => (i % 2 === 0 ? replicas[0] : replicas[1])
 let repo: BuildRepository;
 
 beforeAll(async () => {
-  mongo = await new MongoClient(process.env.MONGODB_URL ?? "").connect();
-  db = mongo.db(`it_replicas_${Date.now()}`);
-  replicas = [await openService(), await openService()];
+  await databases.connect();
+  const db = databases.create();
+  replicas = [(await openBuildsService(db)).client, (await openBuildsService(db)).client];
   repo = await createMongoBuildRepository(db);
 });
-afterAll(async () => {
-  await db.dropDatabase();
-  await mongo.close();
-});
+afterAll(() => databases.close());
 
 const pipelineOf = pipelineFromYaml;
 

@@ -1,55 +1,21 @@
 import { randomUUID } from "node:crypto";
-import { createClient, createRouterTransport } from "@connectrpc/connect";
-import { BuildsService, JobEventType } from "@conveyor/proto/builds";
+import { JobEventType } from "@conveyor/proto/builds";
 import type { Pipeline } from "@conveyor/proto/pipelines";
-import { createLogger, type EventPublisher } from "@conveyor/runtime";
-import { type Db, MongoClient } from "mongodb";
-import { type BuildsParts, createBuildsParts } from "../builds-context.js";
-import { createBuildsService } from "../builds-service.js";
-import { createMongoBuildRepository } from "../store/build-repository.js";
-import { createMongoConcurrencySlotRepository } from "../store/concurrency-slot-repository.js";
-import { createMongoJobLogRepository } from "../store/job-log-repository.js";
-import { createMongoPipelineUploadRepository } from "../store/pipeline-upload-repository.js";
+import type { BuildsParts } from "../builds-context.js";
+import { type BuildsClient as Client, openBuildsService, testDatabases } from "../test-builds-service.js";
 import { pipelineFromYaml } from "../test-pipelines.js";
 
 // Concurrency groups over the real MongoDB-wire server, with two builds services on one database as two processes
 // of the service would be: the limit holds whichever process admits, in creation order unless eager.
-const prefix = `it_concurrency_${Date.now()}`;
-let mongo: MongoClient;
-const databases: Db[] = [];
-const events: EventPublisher = { async publish() {} };
+const databases = testDatabases("it_concurrency");
 
-beforeAll(async () => {
-  mongo = await new MongoClient(process.env.MONGODB_URL ?? "").connect();
-});
-afterAll(async () => {
-  for (const db of databases) await db.dropDatabase();
-  await mongo.close();
-});
-
-type Client = ReturnType<typeof createClient<typeof BuildsService>>;
-
-async function openService(db: Db): Promise<{ client: Client; parts: BuildsParts }> {
-  const parts = createBuildsParts({
-    repo: await createMongoBuildRepository(db),
-    logs: await createMongoJobLogRepository(db),
-    uploads: await createMongoPipelineUploadRepository(db),
-    slots: await createMongoConcurrencySlotRepository(db),
-    events,
-    logger: createLogger("test", "silent"),
-  });
-  const client = createClient(
-    BuildsService,
-    createRouterTransport(({ service }) => service(BuildsService, createBuildsService(parts))),
-  );
-  return { client, parts };
-}
+beforeAll(() => databases.connect());
+afterAll(() => databases.close());
 
 /** Two services over a new database. */
 async function twoProcesses() {
-  const db = mongo.db(`${prefix}_${databases.length}`);
-  databases.push(db);
-  return [await openService(db), await openService(db)] as const;
+  const db = databases.create();
+  return [await openBuildsService(db), await openBuildsService(db)] as const;
 }
 
 const pipelineOf = (yaml: string, organizationId: string) => pipelineFromYaml(yaml, { organizationId });

@@ -1,59 +1,29 @@
 import { createHash, randomBytes, randomUUID } from "node:crypto";
 import { gzipSync } from "node:zlib";
 import { create } from "@bufbuild/protobuf";
-import { Code, ConnectError, createClient, createRouterTransport } from "@connectrpc/connect";
-import { BuildsService, JobEventType } from "@conveyor/proto/builds";
+import { Code, ConnectError } from "@connectrpc/connect";
+import { JobEventType } from "@conveyor/proto/builds";
 import { PipelineSchema } from "@conveyor/proto/pipelines";
-import { createLogger, type EventPublisher, stepMessages } from "@conveyor/runtime";
-import { MongoClient } from "mongodb";
-import { createBuildsParts } from "../builds-context.js";
-import { createBuildsService } from "../builds-service.js";
-import { createMongoBuildRepository } from "../store/build-repository.js";
-import { createMongoConcurrencySlotRepository } from "../store/concurrency-slot-repository.js";
-import { createMongoJobLogRepository } from "../store/job-log-repository.js";
-import { createMongoPipelineUploadRepository } from "../store/pipeline-upload-repository.js";
+import { stepMessages } from "@conveyor/runtime";
+import { type BuildsClient as Client, openBuildsService, testDatabases } from "../test-builds-service.js";
 import { type LogLimits, MAX_HEADER_TIMES } from "./job-logs.js";
 
 // Job logs through the Connect client over the real MongoDB-wire server: chunks in (validated, idempotent, in any
 // order), the whole log out in order, header times, deletion.
-const dbName = `it_job_logs_${Date.now()}`;
-let mongo: MongoClient;
-const events: EventPublisher = { async publish() {} };
+const databases = testDatabases("it_job_logs", { monitorCommands: true });
 
-type Client = ReturnType<typeof createClient<typeof BuildsService>>;
 let client: Client;
 /** The same database served with small limits. */
 let small: Client;
 const SMALL: LogLimits = { maxChunkBytes: 64, maxLogBytes: 256 };
 
-async function serve(limits?: LogLimits): Promise<Client> {
-  const db = mongo.db(dbName);
-  const service = createBuildsService(
-    createBuildsParts({
-      repo: await createMongoBuildRepository(db),
-      logs: await createMongoJobLogRepository(db),
-      uploads: await createMongoPipelineUploadRepository(db),
-      slots: await createMongoConcurrencySlotRepository(db),
-      events,
-      logger: createLogger("test", "silent"),
-      ...(limits ? { logLimits: limits } : {}),
-    }),
-  );
-  return createClient(
-    BuildsService,
-    createRouterTransport(({ service: s }) => s(BuildsService, service)),
-  );
-}
-
 beforeAll(async () => {
-  mongo = await new MongoClient(process.env.MONGODB_URL ?? "", { monitorCommands: true }).connect();
-  client = await serve();
-  small = await serve(SMALL);
+  await databases.connect();
+  const db = databases.create();
+  ({ client } = await openBuildsService(db));
+  ({ client: small } = await openBuildsService(db, { logLimits: SMALL }));
 });
-afterAll(async () => {
-  await mongo.db(dbName).dropDatabase();
-  await mongo.close();
-});
+afterAll(() => databases.close());
 
 interface JobRef {
   pipelineId: string;
@@ -269,12 +239,12 @@ describe("job logs", () => {
       if (["jobs", "job_log_chunks", "job_log_deletions"].includes(collection))
         commands.push(`${event.commandName} ${collection}`);
     };
-    mongo.on("commandStarted", count);
+    databases.mongo.on("commandStarted", count);
     try {
       await client.appendJobLog(chunk(ref.jobId, 1, 0, Buffer.from("first\n")));
       await client.appendJobLog(chunk(ref.jobId, 2, 6, Buffer.from("second\n")));
     } finally {
-      mongo.off("commandStarted", count);
+      databases.mongo.off("commandStarted", count);
     }
     // Each: the job (is it running?), the log's deletion mark, the stored chunk nearest below its end; then the insert.
     const each = ["find jobs", "find job_log_chunks", "find job_log_deletions", "insert job_log_chunks"];

@@ -1,24 +1,17 @@
 import { randomUUID } from "node:crypto";
 import { create } from "@bufbuild/protobuf";
-import { Code, ConnectError, createClient, createRouterTransport } from "@connectrpc/connect";
-import { BuildsService, JobEventType } from "@conveyor/proto/builds";
+import { Code, ConnectError } from "@connectrpc/connect";
+import { JobEventType } from "@conveyor/proto/builds";
 import { PipelineSchema } from "@conveyor/proto/pipelines";
-import { createLogger, type EventPublisher, stepMessages } from "@conveyor/runtime";
-import { type Db, MongoClient } from "mongodb";
-import { type BuildsParts, createBuildsParts } from "../builds-context.js";
-import { createBuildsService } from "../builds-service.js";
-import { createMongoBuildRepository } from "../store/build-repository.js";
-import { createMongoConcurrencySlotRepository } from "../store/concurrency-slot-repository.js";
-import { createMongoJobLogRepository } from "../store/job-log-repository.js";
-import { createMongoPipelineUploadRepository } from "../store/pipeline-upload-repository.js";
+import { type EventPublisher, stepMessages } from "@conveyor/runtime";
+import { type BuildsClient, openBuildsService, testDatabases } from "../test-builds-service.js";
 
 // A large build's cancel over the real MongoDB-wire server, with a small batch: answered `canceling` after the first
 // batch, the rest written in the background batch by batch, no job of it handed to an agent meanwhile, and a cancel
 // cut short by a crash finished by the sweep.
 const BATCH = 40;
 const JOBS = 150;
-let mongo: MongoClient;
-const databases: Db[] = [];
+const databases = testDatabases("it_cancel");
 const published: string[] = [];
 const events: EventPublisher = {
   async publish(subject) {
@@ -26,35 +19,14 @@ const events: EventPublisher = {
   },
 };
 
-beforeAll(async () => {
-  mongo = await new MongoClient(process.env.MONGODB_URL ?? "").connect();
-});
-afterAll(async () => {
-  for (const db of databases) await db.dropDatabase();
-  await mongo.close();
-});
+beforeAll(() => databases.connect());
+afterAll(() => databases.close());
 
-async function openService() {
-  const db = mongo.db(`it_cancel_${Date.now()}_${databases.length}`);
-  databases.push(db);
-  const parts: BuildsParts = createBuildsParts({
-    repo: await createMongoBuildRepository(db),
-    logs: await createMongoJobLogRepository(db),
-    uploads: await createMongoPipelineUploadRepository(db),
-    slots: await createMongoConcurrencySlotRepository(db),
-    events,
-    logger: createLogger("test", "silent"),
-    cancelBatch: BATCH,
-  });
-  const client = createClient(
-    BuildsService,
-    createRouterTransport(({ service }) => service(BuildsService, createBuildsService(parts))),
-  );
-  return { client, db, parts };
-}
+/** A builds service over a new database, cancelling BATCH jobs at a time. */
+const openService = () => openBuildsService(databases.create(), { events, cancelBatch: BATCH });
 
 /** A build of JOBS parallel jobs, the first of them running on an agent. */
-async function largeBuild(client: Awaited<ReturnType<typeof openService>>["client"]) {
+async function largeBuild(client: BuildsClient) {
   const pipeline = create(PipelineSchema, {
     id: randomUUID(),
     organizationId: randomUUID(),

@@ -1,54 +1,24 @@
 import { randomUUID } from "node:crypto";
 import { create } from "@bufbuild/protobuf";
-import { Code, ConnectError, createClient, createRouterTransport } from "@connectrpc/connect";
-import { BuildsService } from "@conveyor/proto/builds";
+import { Code, ConnectError } from "@connectrpc/connect";
 import { PipelineSchema } from "@conveyor/proto/pipelines";
-import { createLogger, type EventPublisher, stepMessages } from "@conveyor/runtime";
-import { MongoClient } from "mongodb";
-import { createBuildsParts } from "../builds-context.js";
-import { createBuildsService } from "../builds-service.js";
-import { createMongoBuildRepository } from "../store/build-repository.js";
-import { createMongoConcurrencySlotRepository } from "../store/concurrency-slot-repository.js";
-import { createMongoJobLogRepository } from "../store/job-log-repository.js";
-import { createMongoPipelineUploadRepository } from "../store/pipeline-upload-repository.js";
+import { stepMessages } from "@conveyor/runtime";
+import { type BuildsClient as Client, openBuildsService, testDatabases } from "../test-builds-service.js";
 
 // Build meta-data as agents set and read it, through the Connect client over the real MongoDB-wire server.
-const dbName = `it_build_meta_${Date.now()}`;
-let mongo: MongoClient;
-const events: EventPublisher = { async publish() {} };
+const databases = testDatabases("it_build_meta");
 
-type Client = ReturnType<typeof createClient<typeof BuildsService>>;
 let client: Client;
 /** A second service over the same database, as a second process of the builds service would be. */
 let twin: Client;
 
-async function serve(): Promise<Client> {
-  const db = mongo.db(dbName);
-  const service = createBuildsService(
-    createBuildsParts({
-      repo: await createMongoBuildRepository(db),
-      logs: await createMongoJobLogRepository(db),
-      uploads: await createMongoPipelineUploadRepository(db),
-      slots: await createMongoConcurrencySlotRepository(db),
-      events,
-      logger: createLogger("test", "silent"),
-    }),
-  );
-  return createClient(
-    BuildsService,
-    createRouterTransport(({ service: s }) => s(BuildsService, service)),
-  );
-}
-
 beforeAll(async () => {
-  mongo = await new MongoClient(process.env.MONGODB_URL ?? "").connect();
-  client = await serve();
-  twin = await serve();
+  await databases.connect();
+  const db = databases.create();
+  ({ client } = await openBuildsService(db));
+  ({ client: twin } = await openBuildsService(db));
 });
-afterAll(async () => {
-  await mongo.db(dbName).dropDatabase();
-  await mongo.close();
-});
+afterAll(() => databases.close());
 
 async function newBuild(metaData: Record<string, string> = {}) {
   const pipeline = create(PipelineSchema, {

@@ -1,57 +1,20 @@
 import { randomUUID } from "node:crypto";
 import { timestampDate } from "@bufbuild/protobuf/wkt";
-import { Code, ConnectError, createClient, createRouterTransport } from "@connectrpc/connect";
-import { BuildsService, JobEventType } from "@conveyor/proto/builds";
+import { Code, ConnectError } from "@connectrpc/connect";
+import { JobEventType } from "@conveyor/proto/builds";
 import type { Pipeline } from "@conveyor/proto/pipelines";
-import { createLogger, type EventPublisher } from "@conveyor/runtime";
-import { type Db, MongoClient } from "mongodb";
-import { createBuildsParts } from "../builds-context.js";
-import { createBuildsService } from "../builds-service.js";
 import type { SweepSettings } from "../jobs/job-sweeps.js";
-import { createMongoBuildRepository } from "../store/build-repository.js";
-import { createMongoConcurrencySlotRepository } from "../store/concurrency-slot-repository.js";
-import { createMongoJobLogRepository } from "../store/job-log-repository.js";
-import { createMongoPipelineUploadRepository } from "../store/pipeline-upload-repository.js";
+import { type BuildsClient as Client, openBuildsService, testDatabases } from "../test-builds-service.js";
 import { pipelineFromYaml } from "../test-pipelines.js";
 
 // What people and the server's clocks do to jobs, over the real MongoDB-wire server: unblocking with fields
 // (meta-data, refusals that change nothing), manual and automatic retries with include_retried_jobs, and the
 // sweeps (timing out, timed out after the grace, scheduled jobs expiring) with an injected clock. The sweeps read
 // every job of a database, so each service here gets a database of its own.
-const prefix = `it_job_actions_${Date.now()}`;
-let mongo: MongoClient;
-const databases: Db[] = [];
-const events: EventPublisher = { async publish() {} };
+const databases = testDatabases("it_job_actions");
 
-beforeAll(async () => {
-  mongo = await new MongoClient(process.env.MONGODB_URL ?? "").connect();
-});
-afterAll(async () => {
-  for (const db of databases) await db.dropDatabase();
-  await mongo.close();
-});
-
-type Client = ReturnType<typeof createClient<typeof BuildsService>>;
-
-/** A builds service over a new database; `now` is its clock. */
-async function openService(opts: { now?: () => Date; sweeps?: SweepSettings; db?: Db } = {}) {
-  const { db = mongo.db(`${prefix}_${databases.length}`), ...rest } = opts;
-  if (!databases.includes(db)) databases.push(db);
-  const parts = createBuildsParts({
-    repo: await createMongoBuildRepository(db),
-    logs: await createMongoJobLogRepository(db),
-    uploads: await createMongoPipelineUploadRepository(db),
-    slots: await createMongoConcurrencySlotRepository(db),
-    events,
-    logger: createLogger("test", "silent"),
-    ...rest,
-  });
-  const client: Client = createClient(
-    BuildsService,
-    createRouterTransport(({ service }) => service(BuildsService, createBuildsService(parts))),
-  );
-  return { client, parts, db };
-}
+beforeAll(() => databases.connect());
+afterAll(() => databases.close());
 
 const pipelineOf = pipelineFromYaml;
 
@@ -131,7 +94,7 @@ steps:
 describe("unblocking block and input steps", () => {
   let client: Client;
   beforeAll(async () => {
-    ({ client } = await openService());
+    ({ client } = await openBuildsService(databases.create()));
   });
 
   /** A deploy build whose test passed, waiting at the block. */
@@ -281,8 +244,8 @@ describe("unblocking block and input steps", () => {
 
   it("keeps the winner's values when two processes unblock the same job at once", async () => {
     // A second builds process over the same database: the per-process lock does not hold across them.
-    const one = await openService();
-    const two = await openService({ db: one.db });
+    const one = await openBuildsService(databases.create());
+    const two = await openBuildsService(one.db);
     for (let round = 0; round < 5; round++) {
       const p = pipelineOf(DEPLOY);
       const build = await newBuild(one.client, p);
@@ -340,7 +303,7 @@ steps:
 describe("retries", () => {
   let client: Client;
   beforeAll(async () => {
-    ({ client } = await openService());
+    ({ client } = await openBuildsService(databases.create()));
   });
 
   const PIPELINE = `
@@ -518,8 +481,8 @@ steps:
   });
 
   it("makes one new attempt when two processes retry the same job at once", async () => {
-    const one = await openService();
-    const two = await openService({ db: one.db });
+    const one = await openBuildsService(databases.create());
+    const two = await openBuildsService(one.db);
     for (let round = 0; round < 5; round++) {
       const p = pipelineOf(PIPELINE);
       const build = await newBuild(one.client, p);
@@ -571,7 +534,7 @@ describe("the server's clocks on jobs", () => {
   /** A service whose clock the test moves, over its own database. */
   async function clocked() {
     let clock = T0;
-    const served = await openService({ now: () => new Date(clock), sweeps: SWEEPS });
+    const served = await openBuildsService(databases.create(), { now: () => new Date(clock), sweeps: SWEEPS });
     return { ...served, set: (ms: number) => (clock = T0 + ms) };
   }
 

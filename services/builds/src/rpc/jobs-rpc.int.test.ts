@@ -1,62 +1,31 @@
 import { randomUUID } from "node:crypto";
 import { timestampDate } from "@bufbuild/protobuf/wkt";
-import { Code, ConnectError, createClient, createRouterTransport } from "@connectrpc/connect";
-import { BuildsService, JobEventType } from "@conveyor/proto/builds";
+import { Code, ConnectError } from "@connectrpc/connect";
+import { JobEventType } from "@conveyor/proto/builds";
 import type { Pipeline } from "@conveyor/proto/pipelines";
-import { createLogger, type EventPublisher } from "@conveyor/runtime";
-import { type Db, MongoClient } from "mongodb";
-import { type BuildsParts, createBuildsParts } from "../builds-context.js";
-import { createBuildsService } from "../builds-service.js";
+import type { Db } from "mongodb";
+import type { BuildsParts } from "../builds-context.js";
 import { createMongoBuildRepository } from "../store/build-repository.js";
-import { createMongoConcurrencySlotRepository } from "../store/concurrency-slot-repository.js";
-import { createMongoJobLogRepository } from "../store/job-log-repository.js";
-import { createMongoPipelineUploadRepository } from "../store/pipeline-upload-repository.js";
+import { type BuildsClient as Client, openBuildsService, testDatabases } from "../test-builds-service.js";
 import { pipelineFromYaml } from "../test-pipelines.js";
 
 // Dispatch (list, assign, accept, unassign, stale assignments) and the queue metrics, through the Connect client
 // over the real MongoDB-wire server. Dispatch queries read every job of a database, so the tests that depend on
 // what else is queued get a database of their own.
-const prefix = `it_dispatch_${Date.now()}`;
-let mongo: MongoClient;
-const databases: Db[] = [];
+const databases = testDatabases("it_dispatch");
 const allParts: Array<BuildsParts> = [];
-const events: EventPublisher = { async publish() {} };
 
-beforeAll(async () => {
-  mongo = await new MongoClient(process.env.MONGODB_URL ?? "").connect();
-});
+beforeAll(() => databases.connect());
 afterAll(async () => {
   for (const parts of allParts) await parts.duties.republishCounts();
-  for (const db of databases) await db.dropDatabase();
-  await mongo.close();
+  await databases.close();
 });
 
-type Client = ReturnType<typeof createClient<typeof BuildsService>>;
-
-interface Served {
-  client: Client;
-  parts: BuildsParts;
-  db: Db;
-}
-
 /** A builds service over `db` (a new database when absent); `now` is its clock. */
-async function openService(now?: () => Date, db = mongo.db(`${prefix}_${databases.length}`)): Promise<Served> {
-  if (!databases.includes(db)) databases.push(db);
-  const parts = createBuildsParts({
-    repo: await createMongoBuildRepository(db),
-    logs: await createMongoJobLogRepository(db),
-    uploads: await createMongoPipelineUploadRepository(db),
-    slots: await createMongoConcurrencySlotRepository(db),
-    events,
-    logger: createLogger("test", "silent"),
-    ...(now ? { now } : {}),
-  });
-  allParts.push(parts);
-  const client = createClient(
-    BuildsService,
-    createRouterTransport(({ service }) => service(BuildsService, createBuildsService(parts))),
-  );
-  return { client, parts, db };
+async function openService(now?: () => Date, db = databases.create()) {
+  const served = await openBuildsService(db, now ? { now } : {});
+  allParts.push(served.parts);
+  return served;
 }
 
 const pipelineOf = pipelineFromYaml;
