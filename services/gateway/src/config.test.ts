@@ -1,4 +1,4 @@
-import { parseTrustProxy, readGatewayConfig } from "./config.js";
+import { parseTrustProxy, parseWebhookIps, readGatewayConfig } from "./config.js";
 
 describe("the gateway's artifact URL settings", () => {
   it("signs for the store's endpoint by default, S3_PUBLIC_URL when set, and the gateway with ARTIFACTS_PROXY", () => {
@@ -84,5 +84,31 @@ describe("the gateway's TRUST_PROXY setting", () => {
       /"proxy.example.com" is not an address or CIDR/,
     );
     expect(() => parseTrustProxy("yes")).toThrow(/TRUST_PROXY/);
+  });
+});
+
+describe("the gateway's WEBHOOK_IPS setting", () => {
+  it("publishes no address by default, else the addresses and CIDRs given", () => {
+    expect(readGatewayConfig({}).webhookIps).toEqual([]);
+    expect(parseWebhookIps(" 203.0.113.7, 198.51.100.0/24,2001:db8::/32 ,")).toEqual([
+      "203.0.113.7",
+      "198.51.100.0/24",
+      "2001:db8::/32",
+    ]);
+    expect(readGatewayConfig({ WEBHOOK_IPS: "203.0.113.7" }).webhookIps).toEqual(["203.0.113.7"]);
+  });
+
+  it("refuses anything else, naming it", () => {
+    for (const bad of [
+      "hooks.example.com",
+      "203.0.113.7/33",
+      "2001:db8::/129",
+      "203.0.113.0/24/1",
+      "300.1.1.1",
+      "10.0.0.0/",
+    ]) {
+      expect(() => parseWebhookIps(`203.0.113.7,${bad}`)).toThrow(`WEBHOOK_IPS: "${bad}" is not an address or CIDR`);
+    }
+    expect(() => readGatewayConfig({ WEBHOOK_IPS: "nope" })).toThrow(/WEBHOOK_IPS/);
   });
 });

@@ -1,3 +1,4 @@
+import { isIP } from "node:net";
 import {
   BACKEND_SERVICES,
   type BackendService,
@@ -46,6 +47,8 @@ export interface GatewayConfig {
   readonly batchSlotMs: number;
   /** Agents' heartbeats received within this many ms go to the agents service in one call; 0: each alone. */
   readonly heartbeatLingerMs: number;
+  /** The addresses outbound requests leave from, published at GET /v2/meta (WEBHOOK_IPS; none by default). */
+  readonly webhookIps: readonly string[];
   /** Header, URL and time bounds on every client connection (app/client-limits.ts). */
   readonly clientLimits: Readonly<ClientLimits>;
   /** Live build pages' streams this gateway holds open, per person and in all (web/live/stream-limits.ts). */
@@ -99,6 +102,30 @@ export function parseTrustProxy(value: string | undefined): TrustProxy {
       `TRUST_PROXY: "${bad}" is not an address or CIDR (give true, false, a number of hops, or addresses and CIDRs separated by commas)`,
     );
   }
+  return list;
+}
+
+/** Whether `part` is an IPv4 or IPv6 address, or one with a prefix length its family allows (a CIDR). */
+function isAddressOrCidr(part: string): boolean {
+  const [address = "", prefix, extra] = part.split("/");
+  const family = isIP(address);
+  if (family === 0 || extra !== undefined) return false;
+  if (prefix === undefined) return true;
+  return /^\d{1,3}$/.test(prefix) && Number(prefix) <= (family === 4 ? 32 : 128);
+}
+
+/**
+ * WEBHOOK_IPS: the addresses and CIDRs this deployment's outbound requests (webhooks, notifications, commit statuses)
+ * leave from, as the operator knows them (its NAT gateway, say), published at GET /v2/meta for firewalls to allow.
+ */
+export function parseWebhookIps(value: string | undefined): string[] {
+  const list = (value ?? "")
+    .split(",")
+    .map((part) => part.trim())
+    .filter((part) => part !== "");
+  const bad = list.find((part) => !isAddressOrCidr(part));
+  if (bad !== undefined)
+    throw new Error(`WEBHOOK_IPS: "${bad}" is not an address or CIDR (give addresses and CIDRs separated by commas)`);
   return list;
 }
 
@@ -162,6 +189,7 @@ export function readGatewayConfig(env: Env): GatewayConfig {
     batchBuildReads: r.bool("BATCH_BUILD_READS", true),
     batchSlotMs: r.int("BATCH_SLOT_MS", 40, { min: 1, max: 60_000 }),
     heartbeatLingerMs: r.int("HEARTBEAT_LINGER_MS", 250, { min: 0, max: 5_000 }),
+    webhookIps: parseWebhookIps(r.optionalString("WEBHOOK_IPS")),
     clientLimits: Object.freeze({
       headersTimeoutMs: r.int("HEADERS_TIMEOUT_MS", DEFAULT_CLIENT_LIMITS.headersTimeoutMs, { min: 100 }),
       bodyTimeoutMs: r.int("BODY_TIMEOUT_MS", DEFAULT_CLIENT_LIMITS.bodyTimeoutMs, { min: 100 }),

@@ -39,7 +39,7 @@ export interface AppDeps {
     GatewayConfig,
     "publicUrl" | "webUrl" | "tokenCacheTtlMs" | "bodyLimitBytes" | "agentCredentialTtlMs" | "agentLogs" | "artifacts"
   > &
-    Partial<Pick<GatewayConfig, "clientLimits" | "renderCacheBytes" | "trustProxy" | "oidcIssuer">>;
+    Partial<Pick<GatewayConfig, "clientLimits" | "renderCacheBytes" | "trustProxy" | "oidcIssuer" | "webhookIps">>;
   clients: GatewayClients;
   logger?: Logger;
   /** Counts REST requests per organization (main.ts shares its counts with the other gateways); none: no limit. */
@@ -112,7 +112,7 @@ export async function buildApp(deps: AppDeps): Promise<GatewayApp> {
   const sessions = createSessionCache(deps.clients.identity, { ttlMs: deps.config.tokenCacheTtlMs });
   const urls = createUrls(deps.config.publicUrl, deps.config.webUrl);
   // Public routes: open to anyone, outside both APIs' scopes.
-  metaRoutes(app);
+  metaRoutes(app, { webhookIps: deps.config.webhookIps ?? [] });
   openApiRoutes(app);
   const oidcIssuer = deps.config.oidcIssuer ?? deps.config.publicUrl;
   oidcDiscoveryRoutes(app, { clients: deps.clients, issuer: oidcIssuer });

@@ -16,7 +16,7 @@ function prefersHtml(accept: string | undefined): boolean {
  * GET / (Buildkite's unauthenticated hello, or a browser's way to its dashboard), GET /healthz (liveness for probes
  * and the launcher) and GET /v2/meta (Buildkite's unauthenticated meta; docs/compatibility.md#organizations-members-and-the-token).
  */
-export function metaRoutes(app: FastifyInstance): void {
+export function metaRoutes(app: FastifyInstance, opts: { webhookIps: readonly string[] }): void {
   typed(app).get(
     "/",
     {
@@ -52,13 +52,13 @@ export function metaRoutes(app: FastifyInstance): void {
       config: { public: true },
       schema: {
         operationId: "getMeta",
-        summary: "Buildkite's meta: the addresses outbound requests come from (none published: an empty list)",
+        summary: "Buildkite's meta: the addresses outbound requests come from, as the operator published them",
         tags,
         response: { 200: Type.Object({ webhook_ips: Type.Array(Type.String()) }) },
       },
     },
-    // Outbound requests (notifications, commit statuses) leave from wherever the operator runs the services: this
-    // deployment publishes no fixed addresses (docs/compatibility.md#organizations-members-and-the-token).
-    async () => ({ webhook_ips: [] }),
+    // Outbound requests (webhooks, notifications, commit statuses) leave from wherever the operator runs the services:
+    // the addresses they set in WEBHOOK_IPS, none by default (docs/compatibility.md#organizations-members-and-the-token).
+    async () => ({ webhook_ips: [...opts.webhookIps] }),
   );
 }
