@@ -11,7 +11,7 @@
  * replica during a rolling upgrade) gets each read as its own call.
  */
 import type { MessageInitShape } from "@bufbuild/protobuf";
-import { type CallOptions, Code, ConnectError } from "@connectrpc/connect";
+import type { CallOptions } from "@connectrpc/connect";
 import type {
   BuildReadResult,
   BuildReadSchema,
@@ -19,7 +19,8 @@ import type {
   GetBuildRequestSchema,
   ListBuildsRequestSchema,
 } from "@conveyor/proto/builds";
-import { type Client, callErrorFrom, createGroupCommit, currentRequestId, REQUEST_ID_HEADER } from "@conveyor/runtime";
+import { type Client, callErrorFrom, currentRequestId, REQUEST_ID_HEADER } from "@conveyor/runtime";
+import { createBatchedCall } from "./batched-calls.js";
 
 /** Reads per ReadBuilds call at most (the service takes up to 100). */
 const MAX_BATCH = 50;
@@ -36,12 +37,8 @@ export interface BatchOptions {
   slotMs?: number;
 }
 
-interface Pending {
-  read: MessageInitShape<typeof BuildReadSchema>;
-  result?: BuildReadResult["result"];
-  /** Its error as its own call ended with it (a service without ReadBuilds). */
-  error?: unknown;
-}
+type Read = MessageInitShape<typeof BuildReadSchema>;
+type ReadResult = BuildReadResult["result"];
 
 /** The request id a call names in its headers, else the one of the context it is made in (as propagateRequestId). */
 function requestIdOf(options: CallOptions | undefined): string {
@@ -53,45 +50,24 @@ export function batchBuildReads(
   client: Client<typeof BuildsService>,
   opts: BatchOptions = {},
 ): Client<typeof BuildsService> {
-  const batches = createGroupCommit<Pending>({
+  const call = createBatchedCall<Read, ReadResult>({
+    name: "ReadBuilds",
     maxSize: MAX_BATCH,
     concurrency: CALLS_UNDER_WAY,
     slotMs: opts.slotMs ?? SLOT_MS,
-    send: async (items) => {
-      let results: BuildReadResult[];
-      try {
-        results = (await client.readBuilds({ reads: items.map((item) => item.read) })).results;
-      } catch (err) {
-        if (!(err instanceof ConnectError) || err.code !== Code.Unimplemented) throw err;
-        return Promise.all(items.map(alone));
-      }
-      if (results.length !== items.length) {
-        throw new Error(`ReadBuilds answered ${results.length} reads of ${items.length}`);
-      }
-      items.forEach((item, i) => {
-        item.result = results[i]?.result;
-      });
+    many: async (reads) => (await client.readBuilds({ reads })).results.map((r) => r.result),
+    // A read as its own call (a service without ReadBuilds).
+    one: async ({ read, requestId }) => {
+      const options = { headers: { [REQUEST_ID_HEADER]: requestId ?? "" } };
+      if (read?.case === "get") return { case: "get", value: await client.getBuild(read.value, options) };
+      if (read?.case === "list") return { case: "list", value: await client.listBuilds(read.value, options) };
+      return { case: undefined };
     },
   });
 
-  /** A read as its own call (a service without ReadBuilds). */
-  const alone = async (item: Pending) => {
-    const { read, requestId } = item.read;
-    const options = { headers: { [REQUEST_ID_HEADER]: requestId ?? "" } };
-    try {
-      if (read?.case === "get") item.result = { case: "get", value: await client.getBuild(read.value, options) };
-      if (read?.case === "list") item.result = { case: "list", value: await client.listBuilds(read.value, options) };
-    } catch (err) {
-      item.error = err;
-    }
-  };
-
   /** Sends one read with the next batch; its own answer, or its own error. */
-  const read = async (init: Pending["read"]["read"], options: CallOptions | undefined) => {
-    const pending: Pending = { read: { read: init, requestId: requestIdOf(options) } };
-    await batches.add(pending);
-    if (pending.error !== undefined) throw pending.error;
-    const result = pending.result;
+  const read = async (init: Read["read"], options: CallOptions | undefined) => {
+    const result = await call({ read: init, requestId: requestIdOf(options) });
     if (result?.case === "error") throw callErrorFrom(result.value);
     return result;
   };

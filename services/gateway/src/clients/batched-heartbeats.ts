@@ -10,69 +10,36 @@
  * HeartbeatAgents (an older replica during a rolling upgrade) gets each heartbeat as its own call.
  */
 import type { CallOptions } from "@connectrpc/connect";
-import { Code, ConnectError } from "@connectrpc/connect";
 import type { AgentsService, HeartbeatAgentResponse, HeartbeatResult } from "@conveyor/proto/agents";
-import { type Client, callErrorFrom, createGroupCommit } from "@conveyor/runtime";
+import { type Client, callErrorFrom } from "@conveyor/runtime";
+import { createBatchedCall } from "./batched-calls.js";
 
 /** Heartbeats per HeartbeatAgents call at most (the service takes up to 500). */
 const MAX_BATCH = 500;
 /** Calls under way at once: a slow one (the database slow to answer) holds back only its own heartbeats. */
 const CALLS_UNDER_WAY = 4;
 
-interface Pending {
-  agentId: string;
-  result?: HeartbeatResult["result"];
-  /** Its error as its own call ended with it (a service without HeartbeatAgents). */
-  error?: unknown;
-  /** Its own call's answer (a service without HeartbeatAgents). */
-  alone?: HeartbeatAgentResponse;
-}
-
 /** `client` with heartbeatAgent going through HeartbeatAgents batches gathered over `lingerMs`; the rest as it is. */
 export function batchHeartbeats(
   client: Client<typeof AgentsService>,
   opts: { lingerMs: number },
 ): Client<typeof AgentsService> {
-  const batches = createGroupCommit<Pending>({
+  const call = createBatchedCall<string, HeartbeatResult["result"]>({
+    name: "HeartbeatAgents",
     maxSize: MAX_BATCH,
     concurrency: CALLS_UNDER_WAY,
     lingerMs: opts.lingerMs,
-    send: async (items) => {
-      let results: HeartbeatResult[];
-      try {
-        results = (await client.heartbeatAgents({ agentIds: items.map((item) => item.agentId) })).results;
-      } catch (err) {
-        if (!(err instanceof ConnectError) || err.code !== Code.Unimplemented) throw err;
-        return Promise.all(items.map(alone));
-      }
-      if (results.length !== items.length) {
-        throw new Error(`HeartbeatAgents answered ${results.length} heartbeats of ${items.length}`);
-      }
-      items.forEach((item, i) => {
-        item.result = results[i]?.result;
-      });
-    },
+    many: async (agentIds) => (await client.heartbeatAgents({ agentIds })).results.map((r) => r.result),
+    // A heartbeat as its own call (a service without HeartbeatAgents).
+    one: async (agentId) => ({ case: "heartbeat", value: await client.heartbeatAgent({ agentId }) }),
   });
-
-  /** A heartbeat as its own call (a service without HeartbeatAgents). */
-  const alone = async (item: Pending) => {
-    try {
-      item.alone = await client.heartbeatAgent({ agentId: item.agentId });
-    } catch (err) {
-      item.error = err;
-    }
-  };
 
   return {
     ...client,
     async heartbeatAgent(req: { agentId?: string }, _options?: CallOptions): Promise<HeartbeatAgentResponse> {
-      const pending: Pending = { agentId: req.agentId ?? "" };
-      await batches.add(pending);
-      if (pending.error !== undefined) throw pending.error;
-      if (pending.alone) return pending.alone;
-      const result = pending.result;
-      if (result?.case === "error") throw callErrorFrom(result.value);
-      if (result?.case !== "heartbeat") throw new Error("HeartbeatAgents answered a heartbeat with nothing");
+      const result = await call(req.agentId ?? "");
+      if (result.case === "error") throw callErrorFrom(result.value);
+      if (result.case !== "heartbeat") throw new Error("HeartbeatAgents answered a heartbeat with nothing");
       return result.value;
     },
   };
