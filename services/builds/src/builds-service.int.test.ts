@@ -1,57 +1,32 @@
 import { randomUUID } from "node:crypto";
 import { create } from "@bufbuild/protobuf";
-import { Code, ConnectError, createClient, createRouterTransport } from "@connectrpc/connect";
+import { Code, ConnectError } from "@connectrpc/connect";
 import type { PipelineStep, ScriptStep } from "@conveyor/ci-rules";
-import { BuildsService, JobEventType } from "@conveyor/proto/builds";
+import { JobEventType } from "@conveyor/proto/builds";
 import { type Pipeline, PipelineSchema, ProviderSchema } from "@conveyor/proto/pipelines";
-import {
-  createLogger,
-  createMemoryFences,
-  type EventPublisher,
-  type Fences,
-  pipelineFence,
-  stepMessages,
-} from "@conveyor/runtime";
-import { MongoClient } from "mongodb";
-import { type BuildsParts, createBuildsParts } from "./builds-context.js";
-import { createBuildsService } from "./builds-service.js";
-import { createMongoBuildRepository } from "./store/build-repository.js";
-import { createMongoConcurrencySlotRepository } from "./store/concurrency-slot-repository.js";
-import { createMongoJobLogRepository } from "./store/job-log-repository.js";
-import { createMongoPipelineUploadRepository } from "./store/pipeline-upload-repository.js";
+import { createMemoryFences, type EventPublisher, type Fences, pipelineFence, stepMessages } from "@conveyor/runtime";
+import type { Db } from "mongodb";
+import type { BuildsParts } from "./builds-context.js";
+import { type BuildsClient, openBuildsService, testDatabases } from "./test-builds-service.js";
 
 // The builds service over its real MongoDB repository (FerretDB or mongod), served in memory.
-const dbName = `it_builds_${Date.now()}`;
-let mongo: MongoClient;
-let client: ReturnType<typeof createClient<typeof BuildsService>>;
+const databases = testDatabases("it_builds");
+let db: Db;
+let client: BuildsClient;
 let parts: BuildsParts;
 const published: string[] = [];
 
 beforeAll(async () => {
-  mongo = await new MongoClient(process.env.MONGODB_URL ?? "").connect();
+  await databases.connect();
+  db = databases.create();
   const events: EventPublisher = {
     async publish(subject) {
       published.push(subject);
     },
   };
-  parts = createBuildsParts({
-    repo: await createMongoBuildRepository(mongo.db(dbName)),
-    logs: await createMongoJobLogRepository(mongo.db(dbName)),
-    uploads: await createMongoPipelineUploadRepository(mongo.db(dbName)),
-    slots: await createMongoConcurrencySlotRepository(mongo.db(dbName)),
-    events,
-    logger: createLogger("test", "silent"),
-  });
-  const service = createBuildsService(parts);
-  client = createClient(
-    BuildsService,
-    createRouterTransport(({ service: s }) => s(BuildsService, service)),
-  );
+  ({ client, parts } = await openBuildsService(db, { events }));
 });
-afterAll(async () => {
-  await mongo.db(dbName).dropDatabase();
-  await mongo.close();
-});
+afterAll(() => databases.close());
 
 function pipeline(steps: PipelineStep[], extra: Omit<Partial<Pipeline>, "$typeName" | "$unknown"> = {}): Pipeline {
   return create(PipelineSchema, {
@@ -174,8 +149,7 @@ describe("builds service on MongoDB", () => {
     const { build } = await client.createBuild({ pipeline: p, commit: "abc", branch: "main" });
     const [a, b] = build?.jobs ?? [];
     // The cancel's first write (the request) stood; its job writes never happened.
-    await mongo
-      .db(dbName)
+    await db
       .collection<{ _id: string }>("builds")
       .updateOne({ _id: build?.id ?? "" }, { $set: { cancelRequested: true, cancelReason: "cut" } });
     // An agent asking for job a is refused (its build is being canceled), and the cancel goes on.
@@ -313,17 +287,12 @@ describe("builds service on MongoDB", () => {
 
   it("re-announces the counters of recently active pipelines", async () => {
     const seen: Array<{ subject: string; pipelineId: string }> = [];
-    const parts = createBuildsParts({
-      repo: await createMongoBuildRepository(mongo.db(dbName)),
-      logs: await createMongoJobLogRepository(mongo.db(dbName)),
-      uploads: await createMongoPipelineUploadRepository(mongo.db(dbName)),
-      slots: await createMongoConcurrencySlotRepository(mongo.db(dbName)),
+    const { parts } = await openBuildsService(db, {
       events: {
         async publish(subject, _schema, value) {
           seen.push({ subject, pipelineId: String((value as { pipelineId?: string }).pipelineId ?? "") });
         },
       },
-      logger: createLogger("test", "silent"),
     });
     const p = pipeline([script("a")]);
     await client.createBuild({ pipeline: p, commit: "abc", branch: "main" });
@@ -334,25 +303,22 @@ describe("builds service on MongoDB", () => {
   it("reads the database for active pipelines on the first re-announcement only, then re-announces its own", async () => {
     const seen: string[] = [];
     let scans = 0;
-    const repo = await createMongoBuildRepository(mongo.db(dbName));
-    const parts = createBuildsParts({
-      repo: {
-        ...repo,
-        async activePipelines(since) {
-          scans++;
-          return repo.activePipelines(since);
-        },
+    const { client: own$, parts } = await openBuildsService(db, {
+      wrap: {
+        repo: (repo) => ({
+          ...repo,
+          async activePipelines(since) {
+            scans++;
+            return repo.activePipelines(since);
+          },
+        }),
       },
-      logs: await createMongoJobLogRepository(mongo.db(dbName)),
-      uploads: await createMongoPipelineUploadRepository(mongo.db(dbName)),
-      slots: await createMongoConcurrencySlotRepository(mongo.db(dbName)),
       events: {
         async publish(subject, _schema, value) {
           if (subject === "ci.builds.pipeline_counts_changed")
             seen.push(String((value as { pipelineId?: string }).pipelineId ?? ""));
         },
       },
-      logger: createLogger("test", "silent"),
     });
     // A build made by another replica (the shared client's service), then one by this one.
     const elsewhere = pipeline([script("a")]);
@@ -361,10 +327,6 @@ describe("builds service on MongoDB", () => {
     expect(scans).toBe(1);
     expect(seen).toContain(elsewhere.id);
     const own = pipeline([script("a")]);
-    const own$ = createClient(
-      BuildsService,
-      createRouterTransport(({ service: s }) => s(BuildsService, createBuildsService(parts))),
-    );
     await own$.createBuild({ pipeline: own, commit: "abc", branch: "main" });
     await parts.duties.countsIdle();
     seen.length = 0;
@@ -678,14 +640,7 @@ describe("jobs on MongoDB", () => {
 describe("builds service deciding on the pipeline as it is now", () => {
   /** A client of a builds service whose pipelines lookup answers `now`, whatever copy the caller sent. */
   async function clientSeeing(now: Pipeline | null, fences?: Fences, lookups?: { count: number }) {
-    const db = mongo.db(dbName);
-    const parts = createBuildsParts({
-      repo: await createMongoBuildRepository(db),
-      logs: await createMongoJobLogRepository(db),
-      uploads: await createMongoPipelineUploadRepository(db),
-      slots: await createMongoConcurrencySlotRepository(db),
-      events: { publish: async () => {} },
-      logger: createLogger("test", "silent"),
+    const { client } = await openBuildsService(db, {
       triggers: {
         pipeline: async () => {
           if (lookups) lookups.count++;
@@ -696,10 +651,7 @@ describe("builds service deciding on the pipeline as it is now", () => {
       },
       ...(fences ? { fences } : {}),
     });
-    return createClient(
-      BuildsService,
-      createRouterTransport(({ service: s }) => s(BuildsService, createBuildsService(parts))),
-    );
+    return client;
   }
 
   it("refuses a build or rebuild of a pipeline archived since the caller read it, and of one deleted since", async () => {

@@ -9,10 +9,13 @@ import { createLogger } from "@conveyor/runtime";
 import { type Db, MongoClient, type MongoClientOptions } from "mongodb";
 import { type BuildsDeps, type BuildsParts, createBuildsParts } from "./builds-context.js";
 import { createBuildsService } from "./builds-service.js";
-import { createMongoBuildRepository } from "./store/build-repository.js";
+import { type BuildRepository, createMongoBuildRepository } from "./store/build-repository.js";
 import { createMongoConcurrencySlotRepository } from "./store/concurrency-slot-repository.js";
 import { createMongoJobLogRepository } from "./store/job-log-repository.js";
-import { createMongoPipelineUploadRepository } from "./store/pipeline-upload-repository.js";
+import {
+  createMongoPipelineUploadRepository,
+  type PipelineUploadRepository,
+} from "./store/pipeline-upload-repository.js";
 
 /** A Connect client of the BuildsService. */
 export type BuildsClient = Client<typeof BuildsService>;
@@ -57,14 +60,33 @@ export function testDatabases(prefix: string, options?: MongoClientOptions): Tes
   };
 }
 
-/** What a test sets of the service besides its repositories: a clock, settings, events (published nowhere if not). */
-export type BuildsServiceOverrides = Partial<Omit<BuildsDeps, "repo" | "logs" | "uploads" | "slots">>;
+/** The Mongo repositories a builds service is opened with. */
+export type BuildsRepositories = Pick<BuildsDeps, "repo" | "logs" | "uploads" | "slots">;
 
-/** A builds service, the parts it is made of (a test runs their duties through them) and its database. */
+/**
+ * Replacements of methods of a service's build or upload repository, each given the Mongo repository to call on:
+ * a process dying in the middle of a call, a count of calls.
+ */
+export interface RepositoryWraps {
+  repo?: (repo: BuildRepository) => BuildRepository;
+  uploads?: (uploads: PipelineUploadRepository) => PipelineUploadRepository;
+}
+
+/**
+ * What a test sets of the service besides its repositories: a clock, settings, events (published nowhere if not);
+ * and `wrap`, what its repositories do differently.
+ */
+export type BuildsServiceOverrides = Partial<Omit<BuildsDeps, keyof BuildsRepositories>> & { wrap?: RepositoryWraps };
+
+/**
+ * A builds service, the parts it is made of (a test runs their duties through them), its database, and the
+ * repositories it was opened with (wrapped as `wrap` said), for a test's reads and writes behind its back.
+ */
 export interface OpenedBuildsService {
   client: BuildsClient;
   parts: BuildsParts;
   db: Db;
+  repos: BuildsRepositories;
 }
 
 /**
@@ -72,18 +94,24 @@ export interface OpenedBuildsService {
  * logger, and `overrides`. Two services opened over one database are two processes of it (locks of their own).
  */
 export async function openBuildsService(db: Db, overrides: BuildsServiceOverrides = {}): Promise<OpenedBuildsService> {
-  const parts = createBuildsParts({
-    repo: await createMongoBuildRepository(db),
+  const { wrap = {}, ...settings } = overrides;
+  const repo = await createMongoBuildRepository(db);
+  const uploads = await createMongoPipelineUploadRepository(db);
+  const repos: BuildsRepositories = {
+    repo: wrap.repo ? wrap.repo(repo) : repo,
     logs: await createMongoJobLogRepository(db),
-    uploads: await createMongoPipelineUploadRepository(db),
+    uploads: wrap.uploads ? wrap.uploads(uploads) : uploads,
     slots: await createMongoConcurrencySlotRepository(db),
+  };
+  const parts = createBuildsParts({
+    ...repos,
     events: { async publish() {} },
     logger: createLogger("test", "silent"),
-    ...overrides,
+    ...settings,
   });
   const client = createClient(
     BuildsService,
     createRouterTransport(({ service }) => service(BuildsService, createBuildsService(parts))),
   );
-  return { client, parts, db };
+  return { client, parts, db, repos };
 }

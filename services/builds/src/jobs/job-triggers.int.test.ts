@@ -1,36 +1,19 @@
 import { randomUUID } from "node:crypto";
 import { setTimeout as sleep } from "node:timers/promises";
-import { createClient, createRouterTransport } from "@connectrpc/connect";
-import { type Build, BuildsService, type Job, JobEventType } from "@conveyor/proto/builds";
+import { type Build, type Job, JobEventType } from "@conveyor/proto/builds";
 import type { Pipeline } from "@conveyor/proto/pipelines";
-import { createLogger, type EventPublisher } from "@conveyor/runtime";
-import { type Db, MongoClient } from "mongodb";
-import { createBuildsParts } from "../builds-context.js";
-import { createBuildsService } from "../builds-service.js";
-import { type BuildRepository, createMongoBuildRepository } from "../store/build-repository.js";
-import { createMongoConcurrencySlotRepository } from "../store/concurrency-slot-repository.js";
-import { createMongoJobLogRepository } from "../store/job-log-repository.js";
-import { createMongoPipelineUploadRepository } from "../store/pipeline-upload-repository.js";
+import type { BuildRepository } from "../store/build-repository.js";
+import { type BuildsClient as Client, openBuildsService, testDatabases } from "../test-builds-service.js";
 import { pipelineFromYaml } from "../test-pipelines.js";
 import { childBuildId, type TriggerLookups } from "./job-triggers.js";
 
 // Trigger steps through the builds service over the real MongoDB-wire server, with fake lookups standing in for
 // the pipelines service and identity's teams and rules: the child build and what it is made of, sync and async
 // triggers, refusals written into the trigger job's log, and the sweep finishing what a crash left undone.
-const prefix = `it_triggers_${Date.now()}`;
-let mongo: MongoClient;
-const databases: Db[] = [];
-const events: EventPublisher = { async publish() {} };
+const databases = testDatabases("it_triggers");
 
-beforeAll(async () => {
-  mongo = await new MongoClient(process.env.MONGODB_URL ?? "").connect();
-});
-afterAll(async () => {
-  for (const db of databases) await db.dropDatabase();
-  await mongo.close();
-});
-
-type Client = ReturnType<typeof createClient<typeof BuildsService>>;
+beforeAll(() => databases.connect());
+afterAll(() => databases.close());
 
 const ORG = randomUUID();
 const ann = { id: randomUUID(), name: "Ann", email: "ann@example.com" };
@@ -71,29 +54,16 @@ function fakeLookups(pipelines: Pipeline[]) {
   return { lookups, calls, refusedTo, rules };
 }
 
-/** A builds service over a new database with trigger lookups; `now` is its clock. */
-async function openService(
+/** A builds service over a new database with trigger lookups; `now` is its clock, `repo` may replace its methods. */
+function openService(
   lookups: TriggerLookups,
   opts: { now?: () => Date; repo?: (repo: BuildRepository) => BuildRepository } = {},
 ) {
-  const db = mongo.db(`${prefix}_${databases.length}`);
-  databases.push(db);
-  const repo = await createMongoBuildRepository(db);
-  const parts = createBuildsParts({
-    repo: opts.repo ? opts.repo(repo) : repo,
-    logs: await createMongoJobLogRepository(db),
-    uploads: await createMongoPipelineUploadRepository(db),
-    slots: await createMongoConcurrencySlotRepository(db),
-    events,
-    logger: createLogger("test", "silent"),
+  return openBuildsService(databases.create(), {
     triggers: lookups,
     ...(opts.now ? { now: opts.now } : {}),
+    wrap: { repo: opts.repo },
   });
-  const client: Client = createClient(
-    BuildsService,
-    createRouterTransport(({ service }) => service(BuildsService, createBuildsService(parts))),
-  );
-  return { client, parts };
 }
 
 /** Polls `probe` until it returns something, or fails after `timeoutMs` saying `what`. */

@@ -1,63 +1,33 @@
 import { randomUUID } from "node:crypto";
-import { Code, ConnectError, createClient, createRouterTransport } from "@connectrpc/connect";
-import { BuildsService, JobEventType, PipelineUploadState } from "@conveyor/proto/builds";
-import { createLogger, type EventPublisher, fieldErrorsOf } from "@conveyor/runtime";
-import { type Db, MongoClient } from "mongodb";
-import { createBuildsParts } from "../builds-context.js";
-import { createBuildsService } from "../builds-service.js";
-import { type BuildRepository, createMongoBuildRepository } from "../store/build-repository.js";
-import { createMongoConcurrencySlotRepository } from "../store/concurrency-slot-repository.js";
-import { createMongoJobLogRepository } from "../store/job-log-repository.js";
+import { Code, ConnectError } from "@connectrpc/connect";
+import { JobEventType, PipelineUploadState } from "@conveyor/proto/builds";
+import { fieldErrorsOf } from "@conveyor/runtime";
+import type { Db } from "mongodb";
 import {
-  createMongoPipelineUploadRepository,
-  type PipelineUploadRepository,
-} from "../store/pipeline-upload-repository.js";
+  type BuildsClient as Client,
+  openBuildsService,
+  type RepositoryWraps,
+  testDatabases,
+} from "../test-builds-service.js";
 import { pipelineFromYaml } from "../test-pipelines.js";
 
 // `buildkite-agent pipeline upload` through the builds service over the real MongoDB-wire server: where the new
 // steps go and what waits for them, replace, the uuid's dedupe, replays of a stored plan after a crash, the limits
 // and the refusals.
-const prefix = `it_upload_${Date.now()}`;
-let mongo: MongoClient;
-const databases: Db[] = [];
-const events: EventPublisher = { async publish() {} };
+const databases = testDatabases("it_upload");
 
-beforeAll(async () => {
-  mongo = await new MongoClient(process.env.MONGODB_URL ?? "").connect();
-});
-afterAll(async () => {
-  for (const db of databases) await db.dropDatabase();
-  await mongo.close();
-});
-
-type Client = ReturnType<typeof createClient<typeof BuildsService>>;
+beforeAll(() => databases.connect());
+afterAll(() => databases.close());
 
 /** A builds service over a new database; `wrap` may replace repository methods (to simulate crashes). */
-async function openService(
-  wrap: {
-    repo?: (repo: BuildRepository) => BuildRepository;
-    uploads?: (uploads: PipelineUploadRepository) => PipelineUploadRepository;
+function openService(
+  wrap: RepositoryWraps & {
     /** Another process over the same database. */
     db?: Db;
   } = {},
 ) {
-  const db = wrap.db ?? mongo.db(`${prefix}_${databases.length}`);
-  if (!databases.includes(db)) databases.push(db);
-  const repo = await createMongoBuildRepository(db);
-  const uploads = await createMongoPipelineUploadRepository(db);
-  const parts = createBuildsParts({
-    repo: wrap.repo ? wrap.repo(repo) : repo,
-    logs: await createMongoJobLogRepository(db),
-    uploads: wrap.uploads ? wrap.uploads(uploads) : uploads,
-    slots: await createMongoConcurrencySlotRepository(db),
-    events,
-    logger: createLogger("test", "silent"),
-  });
-  const client: Client = createClient(
-    BuildsService,
-    createRouterTransport(({ service }) => service(BuildsService, createBuildsService(parts))),
-  );
-  return { client, db, parts };
+  const { db = databases.create(), ...repositories } = wrap;
+  return openBuildsService(db, { wrap: repositories });
 }
 
 const pipelineOf = pipelineFromYaml;

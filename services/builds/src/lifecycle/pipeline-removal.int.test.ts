@@ -1,55 +1,28 @@
 import { randomUUID } from "node:crypto";
 import { create } from "@bufbuild/protobuf";
-import { createClient, createRouterTransport } from "@connectrpc/connect";
-import { BuildsService } from "@conveyor/proto/builds";
 import { PipelineSchema } from "@conveyor/proto/pipelines";
-import { createLogger, stepMessages } from "@conveyor/runtime";
-import { MongoClient } from "mongodb";
-import { createBuildsParts } from "../builds-context.js";
-import { createBuildsService } from "../builds-service.js";
+import { stepMessages } from "@conveyor/runtime";
 import { createMongoAnnotationRepository } from "../store/annotation-repository.js";
-import { createMongoBuildRepository } from "../store/build-repository.js";
-import { createMongoConcurrencySlotRepository } from "../store/concurrency-slot-repository.js";
-import { createMongoJobLogRepository } from "../store/job-log-repository.js";
-import { createMongoPipelineUploadRepository } from "../store/pipeline-upload-repository.js";
 import { createMongoWebhookDeliveryRepository } from "../store/webhook-delivery-repository.js";
 import { createMongoWebhookPullRequestRepository } from "../store/webhook-pull-request-repository.js";
+import { openBuildsService, testDatabases } from "../test-builds-service.js";
 import { removePipelineBuilds } from "./pipeline-removal.js";
 
 // A deleted pipeline's builds, jobs, logs, annotations, webhook deliveries and pull requests are removed, in batches;
 // other pipelines' stay.
-const dbName = `it_pipeline_removal_${Date.now()}`;
-let mongo: MongoClient;
+const databases = testDatabases("it_pipeline_removal");
 
-beforeAll(async () => {
-  mongo = await new MongoClient(process.env.MONGODB_URL ?? "").connect();
-});
-afterAll(async () => {
-  await mongo.db(dbName).dropDatabase();
-  await mongo.close();
-});
+beforeAll(() => databases.connect());
+afterAll(() => databases.close());
 
 it("removes everything of a deleted pipeline's builds, and nothing of another pipeline's", async () => {
-  const db = mongo.db(dbName);
-  const repos = {
-    repo: await createMongoBuildRepository(db),
-    logs: await createMongoJobLogRepository(db),
-    annotations: await createMongoAnnotationRepository(db),
-    uploads: await createMongoPipelineUploadRepository(db),
+  const db = databases.create();
+  const webhooks = {
     deliveries: await createMongoWebhookDeliveryRepository(db),
     pullRequests: await createMongoWebhookPullRequestRepository(db),
   };
-  const parts = createBuildsParts({
-    ...repos,
-    webhooks: repos,
-    slots: await createMongoConcurrencySlotRepository(db),
-    events: { publish: async () => {} },
-    logger: createLogger("test", "silent"),
-  });
-  const client = createClient(
-    BuildsService,
-    createRouterTransport(({ service }) => service(BuildsService, createBuildsService(parts))),
-  );
+  const { client, repos: served } = await openBuildsService(db, { webhooks });
+  const repos = { ...served, annotations: await createMongoAnnotationRepository(db), ...webhooks };
   const organizationId = randomUUID();
   const pipeline = (slug: string) =>
     create(PipelineSchema, {

@@ -1,21 +1,14 @@
-import { createClient, createRouterTransport } from "@connectrpc/connect";
-import { BuildsService } from "@conveyor/proto/builds";
 import type { Pipeline } from "@conveyor/proto/pipelines";
-import { createLogger, type EventPublisher, newId } from "@conveyor/runtime";
+import { createLogger, newId } from "@conveyor/runtime";
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { type Db, MongoClient } from "mongodb";
-import { createBuildsParts } from "../builds-context.js";
-import { createBuildsService } from "../builds-service.js";
-import { createMongoBuildRepository } from "../store/build-repository.js";
-import { createMongoConcurrencySlotRepository } from "../store/concurrency-slot-repository.js";
 import {
   createMongoInvalidationBacklog,
   INVALIDATION_BACKLOG_COLLECTION,
   type InvalidationBacklogDoc,
 } from "../store/invalidation-backlog-repository.js";
-import { createMongoJobLogRepository } from "../store/job-log-repository.js";
-import { createMongoPipelineUploadRepository } from "../store/pipeline-upload-repository.js";
+import { type BuildsClient as Client, openBuildsService, testDatabases } from "../test-builds-service.js";
 import { pipelineFromYaml } from "../test-pipelines.js";
 import { type InvalidationFeed, startInvalidationFeed } from "./cache-invalidation-feed.js";
 import { INVALIDATION_STREAM, INVALIDATION_SUBJECT, openInvalidationStream } from "./invalidation-stream.js";
@@ -25,8 +18,6 @@ import { createReadCache } from "./read-cache.js";
 // the stack's real NATS: what one replica acknowledges, the other never hides behind what it kept.
 const logger = createLogger("test", "silent");
 const NO_INVALIDATION = { builds: [], pipelines: [], organizations: [] };
-const events: EventPublisher = { async publish() {} };
-type Client = ReturnType<typeof createClient<typeof BuildsService>>;
 
 interface Replica {
   client: Client;
@@ -37,8 +28,8 @@ interface Replica {
   close(): Promise<void>;
 }
 
+const databases = testDatabases("it_read_cache");
 let db: Db;
-let admin: MongoClient;
 const replicas: Replica[] = [];
 
 async function openReplica(): Promise<Replica> {
@@ -62,19 +53,7 @@ async function openReplica(): Promise<Replica> {
     // memory, so they wait rather than fall back to the database.
     barrierTimeoutMs: 5_000,
   });
-  const parts = createBuildsParts({
-    repo: await createMongoBuildRepository(rdb),
-    logs: await createMongoJobLogRepository(rdb),
-    uploads: await createMongoPipelineUploadRepository(rdb),
-    slots: await createMongoConcurrencySlotRepository(rdb),
-    events,
-    logger,
-    readCache: { cache, feed },
-  });
-  const client = createClient(
-    BuildsService,
-    createRouterTransport(({ service }) => service(BuildsService, createBuildsService(parts))),
-  );
+  const { client } = await openBuildsService(rdb, { logger, readCache: { cache, feed } });
   const replica: Replica = {
     client,
     feed,
@@ -91,13 +70,12 @@ async function openReplica(): Promise<Replica> {
 }
 
 beforeAll(async () => {
-  admin = await new MongoClient(process.env.MONGODB_URL ?? "").connect();
-  db = admin.db(`it_read_cache_${Date.now()}`);
+  await databases.connect();
+  db = databases.create();
 });
 afterAll(async () => {
   for (const r of replicas) await r.close();
-  await db.dropDatabase();
-  await admin.close();
+  await databases.close();
 });
 
 const pipelineOf = pipelineFromYaml;
