@@ -45,7 +45,10 @@ export interface GatewayConfig {
   readonly batchBuildReads: boolean;
   /** A batched read call under way longer than this (ms) gives up its slot to the reads behind it. */
   readonly batchSlotMs: number;
-  /** Agents' heartbeats received within this many ms go to the agents service in one call; 0: each alone. */
+  /**
+   * At most one call of agents' heartbeats to the agents service per this many ms (those arriving meanwhile go
+   * together); 0: each alone.
+   */
   readonly heartbeatLingerMs: number;
   /** The addresses outbound requests leave from, published at GET /v2/meta (WEBHOOK_IPS; none by default). */
   readonly webhookIps: readonly string[];

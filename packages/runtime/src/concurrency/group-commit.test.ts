@@ -185,33 +185,35 @@ describe("createGroupCommit", () => {
     }
   });
 
-  it("with `lingerMs` holds a lone item that long for others to go with it; a full batch goes at once", async () => {
-    jest.useFakeTimers({ doNotFake: ["setImmediate", "nextTick", "queueMicrotask"] });
+  it("with `lingerMs` starts at most one send per lingerMs: a lone item goes at once, those close behind together", async () => {
+    jest.useFakeTimers({ now: 0, doNotFake: ["setImmediate", "nextTick", "queueMicrotask"] });
     try {
       const fake = fakeSend();
-      const group = createGroupCommit({ send: fake.send, lingerMs: 200, maxSize: 3 });
-      const first = [group.add(1), group.add(2)];
-      jest.advanceTimersByTime(199);
-      expect(fake.batches).toEqual([]);
+      const group = createGroupCommit({ send: fake.send, lingerMs: 200, maxSize: 3, concurrency: 4 });
+      const first = group.add(1);
+      expect(fake.batches).toEqual([[1]]);
+      await fake.release();
+      await first;
+      // Within 200 ms of that send: these wait until 200 ms after it, together.
+      jest.advanceTimersByTime(50);
+      const next = [group.add(2), group.add(3)];
+      jest.advanceTimersByTime(149);
+      expect(fake.batches).toEqual([[1]]);
       jest.advanceTimersByTime(1);
-      expect(fake.batches).toEqual([[1, 2]]);
-      // While a send is under way items wait for it; then they linger again, unless they fill a batch.
-      const next = [group.add(3), group.add(4), group.add(5), group.add(6)];
-      await fake.release();
-      await Promise.all(first);
-      expect(fake.batches).toEqual([
-        [1, 2],
-        [3, 4, 5],
-      ]);
-      await fake.release();
-      expect(fake.batches).toEqual([
-        [1, 2],
-        [3, 4, 5],
-      ]);
+      expect(fake.batches).toEqual([[1], [2, 3]]);
+      // A full batch does not wait; what is left waits for the next window.
+      const more = [group.add(4), group.add(5), group.add(6), group.add(7)];
+      expect(fake.batches).toEqual([[1], [2, 3], [4, 5, 6]]);
       jest.advanceTimersByTime(200);
-      expect(fake.batches).toEqual([[1, 2], [3, 4, 5], [6]]);
+      expect(fake.batches).toEqual([[1], [2, 3], [4, 5, 6], [7]]);
+      for (let i = 0; i < 3; i++) await fake.release();
+      await Promise.all([...next, ...more]);
+      // Long after the last send, a lone item goes at once again.
+      jest.advanceTimersByTime(1_000);
+      const late = group.add(8);
+      expect(fake.batches).toEqual([[1], [2, 3], [4, 5, 6], [7], [8]]);
       await fake.release();
-      await Promise.all(next);
+      await late;
       expect(jest.getTimerCount()).toBe(0);
     } finally {
       jest.useRealTimers();

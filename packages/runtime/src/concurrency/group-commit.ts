@@ -33,9 +33,10 @@ export interface GroupCommitOptions<I> {
    */
   slotMs?: number;
   /**
-   * How long (ms) an item that would go at once waits for others to go with it, unless a full batch waits (default
-   * 0: it goes at once). For items nobody waits on closely (agents' heartbeats, answered within seconds either way), a
-   * few hundred ms make one send of what would be dozens.
+   * At most one send starts per this many ms, unless a full batch waits (default 0: no such pause): an item handed in
+   * within lingerMs of the last send's start waits until lingerMs after it, with the items handed in meanwhile; one
+   * handed in later goes at once. For items nobody waits on closely (agents' heartbeats, answered within seconds either
+   * way), a few hundred ms make one send of what would be dozens under load, and cost a lone item nothing.
    */
   lingerMs?: number;
 }
@@ -59,6 +60,8 @@ export function createGroupCommit<I>(opts: GroupCommitOptions<I>) {
   let underWay = 0;
   /** The linger under way: the next send waits for it, unless a full batch waits. */
   let lingering: ReturnType<typeof setTimeout> | undefined;
+  /** When (Date.now()) the last send started. */
+  let lastSendAt = Number.NEGATIVE_INFINITY;
 
   /** The size of the items waiting (a full batch does not linger). */
   let waitingSize = 0;
@@ -80,11 +83,12 @@ export function createGroupCommit<I>(opts: GroupCommitOptions<I>) {
 
   const pump = () => {
     if (underWay >= concurrency || waiting.length === 0) return;
-    if (lingerMs > 0 && waitingSize < maxSize) {
+    const wait = lastSendAt + lingerMs - Date.now();
+    if (wait > 0 && waitingSize < maxSize) {
       lingering ??= setTimeout(() => {
         lingering = undefined;
         send();
-      }, lingerMs);
+      }, wait);
       return;
     }
     clearTimeout(lingering);
@@ -95,6 +99,7 @@ export function createGroupCommit<I>(opts: GroupCommitOptions<I>) {
   const send = () => {
     if (underWay >= concurrency || waiting.length === 0) return;
     const batch = takeBatch();
+    lastSendAt = Date.now();
     underWay++;
     let holding = true;
     const giveUpSlot = () => {

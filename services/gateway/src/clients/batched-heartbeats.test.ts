@@ -52,15 +52,20 @@ const codeOf = (p: Promise<unknown>) =>
   );
 
 describe("batched heartbeats", () => {
-  it("sends the heartbeats that arrive within the linger in one call, each answered as alone", async () => {
+  it("sends a lone heartbeat at once and those close behind it in one call, each answered as alone", async () => {
     const agents = fakeAgents();
-    const client = batchHeartbeats(agents.client, { lingerMs: 30 });
+    const client = batchHeartbeats(agents.client, { lingerMs: 1_000 });
+    const started = Date.now();
+    await client.heartbeatAgent({ agentId: "lone" });
+    // Not held for the linger (a second).
+    expect(Date.now() - started).toBeLessThan(500);
+    expect(agents.calls).toEqual([["lone"]]);
     const answers = [client.heartbeatAgent({ agentId: "a" }), client.heartbeatAgent({ agentId: "gone" })];
     await new Promise((resolve) => setTimeout(resolve, 10));
     answers.push(client.heartbeatAgent({ agentId: "b" }));
-    expect(agents.calls).toEqual([]);
+    expect(agents.calls).toEqual([["lone"]]);
     const [a, gone, b] = await Promise.allSettled(answers);
-    expect(agents.calls).toEqual([["a", "gone", "b"]]);
+    expect(agents.calls).toEqual([["lone"], ["a", "gone", "b"]]);
     expect(a?.status === "fulfilled" && a.value.receivedAt && timestampDate(a.value.receivedAt)).toEqual(AT);
     expect(b?.status === "fulfilled" && b.value.receivedAt && timestampDate(b.value.receivedAt)).toEqual(AT);
     expect(gone?.status === "rejected" && ConnectError.from(gone.reason).code).toBe(Code.Unauthenticated);

@@ -1,11 +1,11 @@
 /**
- * The agents client with agents' heartbeats gathered: the heartbeats this gateway receives within HEARTBEAT_LINGER_MS
- * go to the agents service in one HeartbeatAgents call. An agent heartbeats every 10 s whether it streams its pings or
+ * The agents client with agents' heartbeats gathered: at most one HeartbeatAgents call starts per HEARTBEAT_LINGER_MS,
+ * carrying the heartbeats this gateway received since the last (one arriving after a quiet spell goes at once). An agent heartbeats every 10 s whether it streams its pings or
  * polls, so 2,000 connected agents are 200 heartbeats a second; each its own call cost the gateway and the agents
  * service an HTTP/2 stream, headers and signals apiece (most of both processes' CPU with those agents idle:
  * `npm run bench`, streams row). Nothing is answered from here: each heartbeat is answered with what the agents
  * service said of it in a call that began after it arrived (its time, or its own error: Unauthenticated for an agent
- * that is gone), a fraction of a second later than alone, which an agent waiting 10 s between heartbeats does not
+ * that is gone), under load a fraction of a second later than alone, which an agent waiting 10 s between heartbeats does not
  * notice. A call that fails as a whole fails each of its heartbeats with that error; an agents service without
  * HeartbeatAgents (an older replica during a rolling upgrade) gets each heartbeat as its own call.
  */
