@@ -10,6 +10,7 @@ import { connect } from "@nats-io/transport-node";
 import { type Env, envValue } from "../host/paths.js";
 import { agentDirs, agentEnv, agentStartArgs } from "../stack/local-agents.js";
 import { type JobLifeResult, runJobLife } from "./bench-job-life.js";
+import type { Profiler } from "./cpu-profiles.js";
 
 /** What the agent benchmarks need of a running stack. */
 export interface AgentBenchTarget {
@@ -25,6 +26,8 @@ export interface AgentBenchTarget {
   agentsStatsUrl?: string;
   /** The agent API on the gateway's TLS port and the file agents trust it by: the streaming rows (none: skipped). */
   agentTls?: { url: string; trustFile: string };
+  /** CPU profiles of the measured phases (BENCH_PROFILE; cpu-profiles.ts); none: not profiled. */
+  profiler?: Profiler;
 }
 
 /** How many builds and simulated agents: BENCH_DISPATCH_BUILDS (200), BENCH_PING_AGENTS (500), … */
@@ -403,6 +406,7 @@ export async function runAgentBench(
     });
     say(`job life: ${settings.lifeJobs} jobs of ${settings.lifeChunks} log chunks on a protocol-level agent…`);
     const life = await agentAndPipeline(arranged, "bench-life", `${target.apiUrl}/v3`, { agent: false });
+    const stopProfiles = target.profiler?.window("job-life", target.pids);
     const jobLife = await runJobLife(
       {
         apiUrl: target.apiUrl,
@@ -417,6 +421,7 @@ export async function runAgentBench(
       settings.lifeJobs,
       settings.lifeChunks,
     );
+    await stopProfiles?.();
     say(`pings: registering ${settings.pingAgents} protocol-level agents…`);
     const tokens = (await simulatedAgents(target, arranged.registration, settings.pingAgents)).map((a) => a.token);
 

@@ -282,6 +282,7 @@ export async function runStreamBench(
         during.push(...(await dispatchLatencies(target, { ...arranged, pipeline: real.pipeline }, 1, () => {})));
       }
     })();
+    const stopProfiles = target.profiler?.window("fan-out", target.pids);
     try {
       while (latencies.length < settings.jobs) {
         await sleep(Math.random() * 1000);
@@ -309,6 +310,7 @@ export async function runStreamBench(
     } finally {
       stop = true;
       await realLoop;
+      await stopProfiles?.();
     }
     const agentsWithJobs = sims.filter((s) => s.jobs > 0).length;
 

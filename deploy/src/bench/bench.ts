@@ -27,6 +27,7 @@ import { BENCH_ROUTES, type BenchContext, type BenchRoute, ensureBenchPipeline, 
 import { printAgentRows, printCpuPerCreate } from "./bench-rows.js";
 import { benchSettings, median, selected } from "./bench-stats.js";
 import { printStreamRows, runStreamBench, type StreamBenchResult, streamsBroken } from "./bench-streams.js";
+import { createProfiler } from "./cpu-profiles.js";
 import { createsHeld, formatCreateCheck } from "./create-invariants.js";
 
 /** The deadline of a call between the gateway and a service (RPC_TIMEOUT_MS's default). */
@@ -61,6 +62,8 @@ export async function runBench(repoRoot: string, env: Env = process.env): Promis
   };
   process.once("SIGINT", onSignal);
   process.once("SIGTERM", onSignal);
+  // BENCH_PROFILE=<dir>: CPU profiles of the stack's processes over the fan-out and job-life phases.
+  const profiler = createProfiler(env, repoRoot, say);
   try {
     let apiUrl = envValue(env, "CONVEYOR_API_URL");
     let token = envValue(env, "CONVEYOR_API_TOKEN");
@@ -74,6 +77,7 @@ export async function runBench(repoRoot: string, env: Env = process.env): Promis
       // benchmark pings every second.
       const stackEnv = {
         ...env,
+        ...profiler.stackEnv,
         LOG_LEVEL: envValue(env, "LOG_LEVEL") ?? "warn",
         AGENT_PING_INTERVAL_S: envValue(env, "AGENT_PING_INTERVAL_S") ?? "1",
         // The benchmark sends thousands of requests a second to one organization: no rate limit on its own stack.
@@ -244,7 +248,7 @@ export async function runBench(repoRoot: string, env: Env = process.env): Promis
     let agents: AgentBenchResult | undefined;
     if (agentTarget) {
       say("");
-      agents = await runAgentBench(agentTarget, env, (l) => say(`  ${l}`));
+      agents = await runAgentBench({ ...agentTarget, profiler }, env, (l) => say(`  ${l}`));
       printAgentRows(agents, say);
     } else if (selected(settings.only, "agents")) {
       say(
@@ -258,7 +262,9 @@ export async function runBench(repoRoot: string, env: Env = process.env): Promis
     let streams: StreamBenchResult | undefined;
     if (streamTarget?.agentTls) {
       say("");
-      streams = await runStreamBench({ ...streamTarget, agentTls: streamTarget.agentTls }, env, (l) => say(`  ${l}`));
+      streams = await runStreamBench({ ...streamTarget, agentTls: streamTarget.agentTls, profiler }, env, (l) =>
+        say(`  ${l}`),
+      );
       printStreamRows(streams, say);
     } else if (selected(settings.only, "streams")) say("\nstreams row skipped: the stack has no TLS port");
     const liveTarget = selected(settings.only, "live")
