@@ -22,15 +22,19 @@ describe("CPU profiles of the bench's phases", () => {
     const child = spawn(process.execPath, [main], { env: { ...process.env, ...profiler.stackEnv }, stdio: "pipe" });
     try {
       await new Promise<void>((ready) => child.stdout.once("data", () => ready()));
-      const stop = profiler.window("phase", { svc: child.pid ?? 0 });
+      // A process that is not Node (sleep) is left alone: SIGUSR2 would end it.
+      const other = spawn("sleep", ["30"], { stdio: "ignore" });
+      const stop = profiler.window("phase", { svc: child.pid ?? 0, other: other.pid ?? 0 });
       await new Promise((r) => setTimeout(r, 300));
       await stop();
       expect(readdirSync(dir)).toEqual(["phase-svc.cpuprofile"]);
       const profile = JSON.parse(readFileSync(join(dir, "phase-svc.cpuprofile"), "utf8")) as { nodes: unknown[] };
       expect(profile.nodes.length).toBeGreaterThan(1);
       expect(lines).toEqual([`CPU profiles of phase: 1 of 1 processes in ${dir}`]);
-      // The process lived through both signals.
+      // Both processes lived through the signals.
       expect(child.exitCode).toBeNull();
+      expect([other.exitCode, other.signalCode]).toEqual([null, null]);
+      other.kill();
     } finally {
       child.kill();
     }

@@ -1,4 +1,4 @@
-import { mkdirSync, readdirSync, renameSync } from "node:fs";
+import { mkdirSync, readdirSync, readFileSync, renameSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { type Env, envValue } from "../host/paths.js";
 
@@ -18,6 +18,16 @@ export interface Profiler {
 /** How long the processes get to write their profiles once stopped. */
 const WRITE_WAIT_MS = 15_000;
 
+/** Whether a process runs Node with a `.js` main (its command line, from /proc): one the preload is loaded into. */
+function isNodeMain(pid: number): boolean {
+  try {
+    const args = readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0");
+    return /(^|\/)node$/.test(args[0] ?? "") && args.some((a) => a.endsWith(".js"));
+  } catch {
+    return false;
+  }
+}
+
 export function createProfiler(env: Env, repoRoot: string, say: (line: string) => void): Profiler {
   const setting = envValue(env, "BENCH_PROFILE");
   if (!setting) return { stackEnv: {}, window: () => async () => {} };
@@ -33,12 +43,16 @@ export function createProfiler(env: Env, repoRoot: string, say: (line: string) =
       }
     }
   };
+  /** Only Node processes run the preload: SIGUSR2 ends any other (FerretDB, nats-server) at once. */
+  const profiled = (pids: Record<string, number>) =>
+    Object.fromEntries(Object.entries(pids).filter(([, pid]) => isNodeMain(pid)));
   return {
     stackEnv: {
       NODE_OPTIONS: `${envValue(env, "NODE_OPTIONS") ?? ""} --require ${preload}`.trim(),
       CONVEYOR_PROFILE_DIR: dir,
     },
-    window(label, pids) {
+    window(label, all) {
+      const pids = profiled(all);
       const before = new Set(readdirSync(dir));
       signal(pids);
       return async () => {
