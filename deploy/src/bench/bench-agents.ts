@@ -165,6 +165,10 @@ export async function agentAndPipeline(
       stdio: "ignore",
     },
   );
+  // A bench that dies (an uncaught error) must not leave the agent running, as the launcher's exit hook stops the stack.
+  const stopAgent = () => agent.kill("SIGKILL");
+  process.once("exit", stopAgent);
+  agent.once("exit", () => process.off("exit", stopAgent));
   return { pipeline, agent };
 }
 
