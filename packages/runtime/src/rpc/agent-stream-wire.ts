@@ -37,44 +37,26 @@ export function frame(message: Uint8Array): Buffer {
   return out;
 }
 
-/** StreamPingsResponse's bytes for one action. */
+/** A message holding `value` (a string, or a message's bytes) in its field 1: the shape of every action's payload. */
+function withFieldOne(value: string | Uint8Array): Uint8Array {
+  const w = new BinaryWriter().uint32((1 << 3) | 2);
+  return (typeof value === "string" ? w.string(value) : w.bytes(value)).finish();
+}
+
+/** StreamPingsResponse's bytes for one action: the oneof's field (2 to 5) holding the action's message. */
 export function encodeAction(action: StreamAction): Uint8Array {
-  const w = new BinaryWriter();
-  switch (action.kind) {
-    case "resume":
-      w.uint32((2 << 3) | 2).bytes(new Uint8Array(0));
-      break;
-    case "pause":
-      w.uint32((3 << 3) | 2).bytes(
-        new BinaryWriter()
-          .uint32((1 << 3) | 2)
-          .string(action.reason)
-          .finish(),
-      );
-      break;
-    case "disconnect":
-      w.uint32((4 << 3) | 2).bytes(
-        new BinaryWriter()
-          .uint32((1 << 3) | 2)
-          .string(action.reason)
-          .finish(),
-      );
-      break;
-    case "job_assigned": {
-      const job = new BinaryWriter()
-        .uint32((1 << 3) | 2)
-        .string(action.jobId)
-        .finish();
-      w.uint32((5 << 3) | 2).bytes(
-        new BinaryWriter()
-          .uint32((1 << 3) | 2)
-          .bytes(job)
-          .finish(),
-      );
-      break;
-    }
-  }
-  return w.finish();
+  const [field, payload] =
+    action.kind === "resume"
+      ? [2, new Uint8Array(0)]
+      : action.kind === "pause"
+        ? [3, withFieldOne(action.reason)]
+        : action.kind === "disconnect"
+          ? [4, withFieldOne(action.reason)]
+          : [5, withFieldOne(withFieldOne(action.jobId))];
+  return new BinaryWriter()
+    .uint32((field << 3) | 2)
+    .bytes(payload)
+    .finish();
 }
 
 /** The bytes of a message's field 1 (a string or a message); empty when absent. */
@@ -112,10 +94,7 @@ export function decodeAction(bytes: Uint8Array): StreamAction | undefined {
 
 /** StreamPingsRequest's bytes (for tests and the bench's simulated agents). */
 export function encodeRequest(agentId: string): Uint8Array {
-  return new BinaryWriter()
-    .uint32((1 << 3) | 2)
-    .string(agentId)
-    .finish();
+  return withFieldOne(agentId);
 }
 
 /**
