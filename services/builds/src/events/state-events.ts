@@ -21,6 +21,7 @@ import {
   publishThroughEvents as publishDecoded,
   type RawPublish,
   SUBJECTS,
+  withMark,
   writeMarked,
 } from "@conveyor/runtime";
 import type { Build } from "../domain/build.js";
@@ -97,6 +98,12 @@ export interface StateEvents {
     changes: ReadonlyArray<{ job: Job; update: JobUpdate }>,
     opts?: { stopAtMiss?: boolean },
   ): Promise<Array<Job | null>>;
+  /**
+   * Single jobs' compare-and-sets as changeJob writes each (its marks trimmed, the agent guard), made together: their
+   * events recorded in one command, written in one, published in one round. Each job after (the job given with its
+   * update: the caller read it under its build's lock), or null where it did not match.
+   */
+  changeEach(changes: ReadonlyArray<{ job: Job; update: JobUpdate; agentId?: string }>): Promise<Array<Job | null>>;
   /** A compare-and-set of a build on its version, announced as buildChangeSubjects says: the build after, or null. */
   changeBuild(build: Build, update: BuildUpdate): Promise<Build | null>;
   /**
@@ -116,10 +123,18 @@ export function createStateEvents(repo: BuildRepository, outbox: Outbox): StateE
    * Independent compare-and-sets of jobs, written by a few statements: one mark for the write, appended to each job's,
    * their events recorded first in one command. Each job after, or null where it did not match.
    */
-  const changeAll = async (changes: ReadonlyArray<{ job: Job; update: JobUpdate }>): Promise<Array<Job | null>> => {
+  const changeAll = async (
+    changes: ReadonlyArray<{ job: Job; update: JobUpdate; agentId?: string }>,
+    /** Each job's marks trimmed as a single write's (and stored as given), instead of the mark appended. */
+    trimmed = false,
+  ): Promise<Array<Job | null>> => {
     const mark = newId();
-    // As updateJobs stores them: appended (the repository contract says why they stay few).
-    const nexts = changes.map(({ job, update }) => ({ job, update, marks: [...(job.eventMarks ?? []), mark] }));
+    // As updateJobs stores them: appended (the repository contract says why they stay few), or trimmed and set.
+    const nexts = changes.map(({ job, update }) => ({
+      job,
+      update: trimmed ? { ...update, eventMarks: withMark(job.eventMarks, mark) } : update,
+      marks: trimmed ? withMark(job.eventMarks, mark) : [...(job.eventMarks ?? []), mark],
+    }));
     const recorded = await outbox.recordAll(
       nexts.map(({ job, update, marks }) => ({
         key: jobEventKey(job.id, mark),
@@ -127,7 +142,10 @@ export function createStateEvents(repo: BuildRepository, outbox: Outbox): StateE
       })),
     );
     const written = await repo.updateJobs(
-      changes.map(({ job, update }) => ({ id: job.id, buildId: job.buildId, from: job.state, update })),
+      nexts.map(({ job, update }, i) => {
+        const agentId = changes[i]?.agentId;
+        return { id: job.id, buildId: job.buildId, from: job.state, update, ...(agentId ? { agentId } : {}) };
+      }),
       mark,
     );
     await outbox.discardAll(recorded.filter((_, i) => !written[i]));
@@ -164,6 +182,7 @@ export function createStateEvents(repo: BuildRepository, outbox: Outbox): StateE
       }
       return results;
     },
+    changeEach: (changes) => (changes.length === 0 ? Promise.resolve([]) : changeAll(changes, true)),
     changeBuild(build, update) {
       const next: Build = { ...build, ...update, version: build.version + 1 };
       return writeMarked(outbox, {

@@ -1,6 +1,7 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import { failedPrecondition, invalidFields, notFound } from "@conveyor/runtime";
 import { type BuildsContext, MAX_ATTEMPTS } from "../builds-context.js";
+import type { Build } from "../domain/build.js";
 import type { AgentSnapshot, Job } from "../domain/job.js";
 import { jobEnvironment } from "../domain/job-env.js";
 import { stampsFor } from "../domain/job-stamps.js";
@@ -11,6 +12,7 @@ import type { BuildWithJobs, Reconcile } from "../lifecycle/reconcile.js";
 import { createReconcileCoalescer } from "../lifecycle/reconcile-coalescer.js";
 import type { JobUpdate } from "../store/build-repository.js";
 import type { JobRetries } from "./job-retries.js";
+import { createLockedRounds } from "./locked-rounds.js";
 
 /**
  * Whether a transition was refused because the job moved on or went meanwhile (FailedPrecondition, NotFound): what a
@@ -46,6 +48,18 @@ export interface TransitionResult extends BuildWithJobs {
   job: Job;
 }
 
+/** A transition waiting for its build's lock: settled with the job after its write, or the whole answer of a repeat. */
+interface Waiting {
+  jobId: string;
+  event: JobEvent;
+  opts: TransitionOptions;
+  resolve(result: TransitionResult | { updated: Job }): void;
+  reject(err: unknown): void;
+}
+
+/** The most transitions of one build written in one round (its jobs are read by one `$in` of their ids). */
+const MAX_ROUND = 100;
+
 /** Moving single jobs through their states, for agents (assign, accept, start, finish) and the sweepers. */
 export function createJobTransitions(
   ctx: BuildsContext,
@@ -78,6 +92,139 @@ export function createJobTransitions(
     return { job: jobs.find((j) => j.id === jobId) ?? written.updated, build, jobs };
   };
 
+  /**
+   * A transition's checks on the job as read under its build's lock (`itsBuild`: the build, read for an assign's first
+   * try): the update to write, or the whole answer of a repeat already reconciled. Throws what the caller is answered.
+   */
+  const plan = async (
+    w: Waiting,
+    job: Job | undefined,
+    itsBuild: Build | null | undefined,
+  ): Promise<{ update: JobUpdate; job: Job } | { answer: TransitionResult }> => {
+    const { event, opts } = w;
+    if (!job) throw notFound("job");
+    // A job goes to an agent only once its build stands: a creation stores its jobs first (build-creation.ts), and
+    // those of a creation cut off stand without a build until the creation repair removes them.
+    if (itsBuild === null) throw failedPrecondition("The job's build is still being created");
+    // A large build's cancel writes its jobs in batches: one it has not reached yet goes to no agent, and a cancel a
+    // crash cut short goes on (in the background: agents asking for its jobs must not each read the build).
+    if (itsBuild?.cancelRequested) {
+      continueCancel(job.buildId);
+      throw failedPrecondition("The job's build is being canceled");
+    }
+    if (opts.agentId !== undefined && job.agent?.id !== opts.agentId) {
+      // To an agent accepting it, a job offered to another is as one that does not exist: the agent API answers
+      // both 404, so that no agent learns of other jobs (docs/compatibility.md#agent-credentials).
+      if (event.type === "accept") throw notFound("job");
+      throw failedPrecondition("The job is not assigned to this agent");
+    }
+    // A promised failure is the floor of what a finish records (domain/promised-failure.ts).
+    const result = applyJobEvent(
+      job,
+      event.type === "finish" ? { ...event, exitStatus: finishedExitStatus(job, event.exitStatus) } : event,
+    );
+    if (!result.ok) {
+      // An agent repeats a start or finish when its call failed, for example because the process serving it was
+      // killed (several replicas, SIGKILL) after the job's compare-and-set and before the build was reconciled: the
+      // repeat is refused, since the job moved already, but the build is brought in line with its jobs first (a
+      // compare-and-set like any reconcile, so safe beside another replica's). An automatic retry the dead process
+      // did not make is not made up: only the process that stored the failure knows it is not under way in another
+      // replica.
+      if (event.type === "start" || event.type === "finish") {
+        const reconciled = await reconcile(job.buildId);
+        // A repeated start of the job this agent runs (the answer to its first was lost) answers the same:
+        // Buildkite's agent gives a job up when its start is refused, and the job would then fail as lost.
+        if (event.type === "start" && opts.agentId !== undefined && STARTED_ON_AGENT_STATES.includes(job.state)) {
+          return { answer: { job: reconciled.jobs.find((j) => j.id === job.id) ?? job, ...reconciled } };
+        }
+      }
+      throw failedPrecondition(result.reason);
+    }
+    const next = result.job;
+    const at = opts.at ?? now();
+    const update: JobUpdate = {
+      state: next.state,
+      exitStatus: next.exitStatus,
+      softFailed: next.softFailed,
+      ...stampsFor(job, next.state, at),
+    };
+    // The server enforces timeouts (docs/compatibility.md#cancellation-and-timeouts): a running job's deadline is set
+    // when it starts.
+    if (event.type === "start" && job.timeoutInMinutes !== null)
+      update.deadlineAt = new Date(at.getTime() + job.timeoutInMinutes * 60_000);
+    if (event.type === "assign") {
+      update.agent = opts.agent ?? null;
+      // Kept once known: the job was dispatched through that queue (an unassign does not change its queue).
+      if (opts.clusterQueueId) update.clusterQueueId = opts.clusterQueueId;
+    }
+    if (event.type === "unassign") Object.assign(update, { agent: null, assignedAt: null });
+    if (event.type === "finish") {
+      update.signal = opts.signal || null;
+      update.signalReason = opts.signalReason || null;
+    }
+    return { update, job };
+  };
+
+  /**
+   * One round of a build's transitions under its lock (locked-rounds.ts): the jobs read in one command, each checked
+   * (plan), the changes written together (one outbox record, one write, one publish round: changeEach), each retried
+   * from a fresh read while its compare-and-set misses. Settles every transition of the round.
+   */
+  const writeRound = async (buildId: string, round: Waiting[]): Promise<void> => {
+    let left = round;
+    for (let attempt = 0; attempt < MAX_ATTEMPTS && left.length > 0; attempt++) {
+      const [first] = left;
+      const assigning = attempt === 0 && left.some((w) => w.event.type === "assign");
+      const [read, itsBuild] = await Promise.all([
+        left.length === 1 && first
+          ? repo.findJob(first.jobId).then((job) => (job ? [job] : []))
+          : repo.findJobs(left.map((w) => w.jobId)),
+        assigning ? repo.findBuildById(buildId) : undefined,
+      ]);
+      const byId = new Map(read.map((job) => [job.id, job]));
+      const changes: Array<{ w: Waiting; job: Job; update: JobUpdate }> = [];
+      for (const w of left) {
+        try {
+          const planned = await plan(w, byId.get(w.jobId), w.event.type === "assign" ? itsBuild : undefined);
+          if ("answer" in planned) w.resolve(planned.answer);
+          else changes.push({ w, ...planned });
+        } catch (err) {
+          w.reject(err);
+        }
+      }
+      const [firstChange] = changes;
+      if (!firstChange) return;
+      await ctx.markCounts(firstChange.job.pipelineId);
+      const written = await ctx.stateEvents.changeEach(
+        changes.map(({ w, job, update }) => ({ job, update, ...(w.opts.agentId ? { agentId: w.opts.agentId } : {}) })),
+      );
+      left = [];
+      for (const [i, { w, job }] of changes.entries()) {
+        const updated = written[i];
+        if (!updated) {
+          left.push(w);
+          continue;
+        }
+        try {
+          if (updated.state === "failed" || updated.state === "timed_out") {
+            await retries.retryAutomatically(updated, await repo.jobsOf([job.buildId]));
+          }
+          w.resolve({ updated });
+        } catch (err) {
+          w.reject(err);
+        }
+      }
+    }
+    for (const w of left) w.reject(new Error(`job ${w.jobId} kept changing under ${MAX_ATTEMPTS} attempts`));
+  };
+
+  const addToRound = createLockedRounds<Waiting>(withLock, {
+    max: MAX_ROUND,
+    idOf: (w) => w.jobId,
+    run: writeRound,
+    fail: (w, err) => w.reject(err),
+  });
+
   /** The job's write under its build's lock: the job after it, or the whole answer of a repeat already reconciled. */
   const write = (
     found: Job,
@@ -85,82 +232,7 @@ export function createJobTransitions(
     event: JobEvent,
     opts: TransitionOptions,
   ): Promise<TransitionResult | { updated: Job }> =>
-    withLock(found.buildId, async () => {
-      for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
-        // A job goes to an agent only once its build stands: a creation stores its jobs first (build-creation.ts),
-        // and those of a creation cut off stand without a build until the creation repair removes them.
-        const [job, itsBuild] = await Promise.all([
-          repo.findJob(jobId),
-          event.type === "assign" && attempt === 0 ? repo.findBuildById(found.buildId) : undefined,
-        ]);
-        if (!job) throw notFound("job");
-        if (itsBuild === null) throw failedPrecondition("The job's build is still being created");
-        // A large build's cancel writes its jobs in batches: one it has not reached yet goes to no agent, and a cancel a
-        // crash cut short goes on (in the background: agents asking for its jobs must not each read the build).
-        if (itsBuild?.cancelRequested) {
-          continueCancel(found.buildId);
-          throw failedPrecondition("The job's build is being canceled");
-        }
-        if (opts.agentId !== undefined && job.agent?.id !== opts.agentId) {
-          // To an agent accepting it, a job offered to another is as one that does not exist: the agent API answers
-          // both 404, so that no agent learns of other jobs (docs/compatibility.md#agent-credentials).
-          if (event.type === "accept") throw notFound("job");
-          throw failedPrecondition("The job is not assigned to this agent");
-        }
-        // A promised failure is the floor of what a finish records (domain/promised-failure.ts).
-        const result = applyJobEvent(
-          job,
-          event.type === "finish" ? { ...event, exitStatus: finishedExitStatus(job, event.exitStatus) } : event,
-        );
-        if (!result.ok) {
-          // An agent repeats a start or finish when its call failed, for example because the process serving it
-          // was killed (several replicas, SIGKILL) after the job's compare-and-set and before the build was
-          // reconciled: the repeat is refused, since the job moved already, but the build is brought in line with
-          // its jobs first (a compare-and-set like any reconcile, so safe beside another replica's). An automatic
-          // retry the dead process did not make is not made up: only the process that stored the failure knows
-          // it is not under way in another replica.
-          if (event.type === "start" || event.type === "finish") {
-            const reconciled = await reconcile(job.buildId);
-            // A repeated start of the job this agent runs (the answer to its first was lost) answers the same:
-            // Buildkite's agent gives a job up when its start is refused, and the job would then fail as lost.
-            if (event.type === "start" && opts.agentId !== undefined && STARTED_ON_AGENT_STATES.includes(job.state)) {
-              return { job: reconciled.jobs.find((j) => j.id === job.id) ?? job, ...reconciled };
-            }
-          }
-          throw failedPrecondition(result.reason);
-        }
-        const next = result.job;
-        const at = opts.at ?? now();
-        const update: JobUpdate = {
-          state: next.state,
-          exitStatus: next.exitStatus,
-          softFailed: next.softFailed,
-          ...stampsFor(job, next.state, at),
-        };
-        // The server enforces timeouts (docs/compatibility.md#cancellation-and-timeouts): a running job's deadline is
-        // set when it starts.
-        if (event.type === "start" && job.timeoutInMinutes !== null)
-          update.deadlineAt = new Date(at.getTime() + job.timeoutInMinutes * 60_000);
-        if (event.type === "assign") {
-          update.agent = opts.agent ?? null;
-          // Kept once known: the job was dispatched through that queue (an unassign does not change its queue).
-          if (opts.clusterQueueId) update.clusterQueueId = opts.clusterQueueId;
-        }
-        if (event.type === "unassign") Object.assign(update, { agent: null, assignedAt: null });
-        if (event.type === "finish") {
-          update.signal = opts.signal || null;
-          update.signalReason = opts.signalReason || null;
-        }
-        await ctx.markCounts(job.pipelineId);
-        const updated = await ctx.stateEvents.changeJob(job, update, { agentId: opts.agentId });
-        if (!updated) continue;
-        if (updated.state === "failed" || updated.state === "timed_out") {
-          await retries.retryAutomatically(updated, await repo.jobsOf([job.buildId]));
-        }
-        return { updated };
-      }
-      throw new Error(`job ${jobId} kept changing under ${MAX_ATTEMPTS} attempts`);
-    });
+    new Promise((resolve, reject) => addToRound(found.buildId, { jobId, event, opts, resolve, reject }));
 
   return {
     apply,

@@ -328,12 +328,12 @@ describe("trigger steps", () => {
       // The process dies as it ends the trigger job after the child build finished.
       repo: (repo) => ({
         ...repo,
-        async updateJob(id, from, update, guard) {
-          if (id === triggerJobId && update.state === "passed" && lose) {
+        async updateJobs(changes, mark) {
+          if (changes.some((c) => c.id === triggerJobId && c.update.state === "passed") && lose) {
             lose = false;
             throw new Error("the process died before ending the trigger job");
           }
-          return repo.updateJob(id, from, update, guard);
+          return repo.updateJobs(changes, mark);
         },
       }),
     });

@@ -201,6 +201,46 @@ describe.each(implementations)("the BuildRepository %s", (_name, make) => {
     expect(await repo.updateJobs([], "none")).toEqual([]);
   });
 
+  it("writes single jobs' transitions together: each on its agent, with the marks it names", async () => {
+    await repo.insertJobs([
+      aJob({ id: "t-1", state: "assigned", agent: agent("a1"), eventMarks: ["m1"] }),
+      aJob({ id: "t-2", state: "assigned", agent: agent("a2"), eventMarks: [] }),
+      aJob({ id: "t-3", state: "running", agent: agent("a3") }),
+    ]);
+    const written = await repo.updateJobs(
+      [
+        {
+          id: "t-1",
+          buildId: "b-1",
+          from: "assigned",
+          agentId: "a1",
+          update: { state: "accepted", eventMarks: ["m1", "w"] },
+        },
+        // Another agent's job: no match, though its state does.
+        {
+          id: "t-2",
+          buildId: "b-1",
+          from: "assigned",
+          agentId: "a9",
+          update: { state: "accepted", eventMarks: ["w"] },
+        },
+        { id: "t-3", buildId: "b-1", from: "running", agentId: "a3", update: { state: "passed", eventMarks: ["w"] } },
+      ],
+      "w",
+    );
+    expect(written).toEqual([true, false, true]);
+    expect(await repo.findJob("t-1")).toMatchObject({ state: "accepted", eventMarks: ["m1", "w"] });
+    expect(await repo.findJob("t-2")).toMatchObject({ state: "assigned", eventMarks: [] });
+    expect(await repo.findJob("t-3")).toMatchObject({ state: "passed", eventMarks: ["w"] });
+  });
+
+  it("finds the jobs of many ids at once, leaving out those that do not exist", async () => {
+    await repo.insertJobs([aJob({ id: "f-1" }), aJob({ id: "f-2" }), aJob({ id: "f-3" })]);
+    const found = await repo.findJobs(["f-3", "nope", "f-1"]);
+    expect(found.map((j) => j.id).sort()).toEqual(["f-1", "f-3"]);
+    expect(await repo.findJobs([])).toEqual([]);
+  });
+
   it("merges header times while the job holds the count read (or none was ever kept)", async () => {
     await repo.insertJobs([aJob({ id: "j-1", state: "running" })]);
     const running = { states: ["running"] as const, held: 0, total: 2 };

@@ -160,6 +160,8 @@ export interface BuildRepository {
   listBuilds(filter: BuildListFilter, skip: number, limit: number): Promise<Build[]>;
   jobsOf(buildIds: readonly string[]): Promise<Job[]>;
   findJob(id: string): Promise<Job | null>;
+  /** The jobs of `ids` that exist, in no particular order (at most a few hundred ids). */
+  findJobs(ids: readonly string[]): Promise<Job[]>;
   /** Unfinished builds of a branch, for the skip/cancel intermediate rules. */
   unfinishedOnBranch(pipelineId: string, branch: string, beforeNumber: number): Promise<Build[]>;
   /** Updates a build only if its version is still `version`; returns the updated build or null. */
@@ -179,11 +181,13 @@ export interface BuildRepository {
    * the write's one `mark` (appended to its `eventMarks`): whether each was written. Appended, not trimmed to the
    * latest MAX_MARKS as a single write does (the bundled FerretDB ignores `$push`'s `$slice`): a job meets few such
    * writes, each moving it forward (one cancel, the reconcile's steps from pending to scheduled), and its next single
-   * write trims them. Jobs with the same change are written by one statement, so that
-   * thousands of jobs cost a few commands and transactions, not one each.
+   * write trims them. An update that names its `eventMarks` (single jobs' transitions written together, each trimmed
+   * as updateJob's and holding `mark`) stores them as given. A change with `agentId` matches only while the job is
+   * held by that agent. Jobs with the same change are written by one statement, so that thousands of jobs cost a few
+   * commands and transactions, not one each.
    */
   updateJobs(
-    changes: ReadonlyArray<{ id: string; buildId: string; from: JobState; update: JobUpdate }>,
+    changes: ReadonlyArray<{ id: string; buildId: string; from: JobState; update: JobUpdate; agentId?: string }>,
     mark: string,
   ): Promise<boolean[]>;
   /**

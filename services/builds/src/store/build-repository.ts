@@ -195,6 +195,11 @@ export async function createMongoBuildRepository(db: Db): Promise<BuildRepositor
       return docs.map(fromJobDoc);
     },
     findJob: async (id) => job(await jobs.findOne({ _id: id })),
+    async findJobs(ids) {
+      if (ids.length === 0) return [];
+      const docs = await jobs.find({ _id: { $in: [...ids] } }).toArray();
+      return docs.map(fromJobDoc);
+    },
     async unfinishedOnBranch(pipelineId, branch, beforeNumber) {
       const docs = await builds
         .find({
@@ -231,19 +236,19 @@ export async function createMongoBuildRepository(db: Db): Promise<BuildRepositor
     async updateJobs(changes, mark) {
       // Jobs with the same change (state from and to, and the same stamps) are one statement per UPDATE_GROUP ids:
       // a statement's documents are written in a few transactions, each job alone would be one (and one WAL sync).
-      const groups = new Map<string, { from: JobState; update: JobUpdate; ids: string[] }>();
-      for (const { id, from, update } of changes) {
-        const key = JSON.stringify([from, update]);
-        const group = groups.get(key) ?? { from, update, ids: [] };
+      const groups = new Map<string, { from: JobState; update: JobUpdate; agentId?: string; ids: string[] }>();
+      for (const { id, from, update, agentId } of changes) {
+        const key = JSON.stringify([from, agentId ?? null, update]);
+        const group = groups.get(key) ?? { from, update, ...(agentId ? { agentId } : {}), ids: [] };
         group.ids.push(id);
         groups.set(key, group);
       }
-      const statements = [...groups.values()].flatMap(({ from, update, ids }) =>
+      const statements = [...groups.values()].flatMap(({ from, update, agentId, ids }) =>
         chunks(ids, UPDATE_GROUP).map((part) => ({
           updateMany: {
-            filter: { _id: { $in: part }, state: from },
-            // Appended (the bundled FerretDB ignores $push's $slice): see the contract for why they stay few.
-            update: { $set: update, $push: { eventMarks: mark } },
+            filter: { _id: { $in: part }, state: from, ...(agentId ? { "agent.id": agentId } : {}) },
+            // Appended unless the update names them (the bundled FerretDB ignores $push's $slice): see the contract.
+            update: update.eventMarks ? { $set: update } : { $set: update, $push: { eventMarks: mark } },
           },
         })),
       );

@@ -207,6 +207,12 @@ export function createMemoryBuildRepository(): BuildRepository {
     async findJob(id) {
       return jobOut(jobs.get(id));
     },
+    async findJobs(ids) {
+      return ids.flatMap((id) => {
+        const found = jobOut(jobs.get(id));
+        return found ? [found] : [];
+      });
+    },
     async unfinishedOnBranch(pipelineId, branch, beforeNumber) {
       return allBuildDocs()
         .filter(
@@ -236,10 +242,12 @@ export function createMemoryBuildRepository(): BuildRepository {
       return jobOut(updated);
     },
     async updateJobs(changes, mark) {
-      return changes.map(({ id, from, update }) => {
+      return changes.map(({ id, from, update, agentId }) => {
         const doc = jobs.get(id);
         if (!doc || doc.state !== from) return false;
-        jobs.set(id, { ...doc, ...asStored(update), eventMarks: [...(doc.eventMarks ?? []), mark] });
+        if (agentId && doc.agent?.id !== agentId) return false;
+        const eventMarks = update.eventMarks ?? [...(doc.eventMarks ?? []), mark];
+        jobs.set(id, { ...doc, ...asStored(update), eventMarks: [...eventMarks] });
         return true;
       });
     },
