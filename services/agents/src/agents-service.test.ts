@@ -915,6 +915,27 @@ describe("liveness", () => {
     expect(touch).toHaveBeenCalledTimes(1);
   });
 
+  it("writes sightings rounded down to a twelfth of the lost window, so that agents seen close together share a time", async () => {
+    const s = await setup();
+    const [a, b, c] = [await s.agent(), await s.agent(), await s.agent()];
+    const touch = jest.spyOn(s.agentsRepo, "touchAgents");
+    s.clock.advance(1_200);
+    await s.client.pingAgent({ agentId: a.id });
+    s.clock.advance(2_500);
+    await s.client.heartbeatAgent({ agentId: b.id });
+    s.clock.advance(2_400);
+    await s.client.pingAgent({ agentId: c.id });
+    await s.domain.flushLiveness();
+    // A twelfth of the minute is 5 s: 1.2 s and 3.7 s are written as 0 s, 6.1 s as 5 s (never later than seen).
+    expect(touch.mock.calls[0]?.[0]).toEqual(
+      new Map([
+        [a.id, new Date(T0)],
+        [b.id, new Date(T0)],
+        [c.id, new Date(T0 + 5_000)],
+      ]),
+    );
+  });
+
   it("writes an agent's latest sighting at most once a quarter of the lost window", async () => {
     const s = await setup();
     const a = await s.agent();

@@ -17,12 +17,18 @@ const SWEEP_BATCH = 200;
 /**
  * When agents were last seen. A ping or heartbeat only notes the time in memory, so an idle agent's ping costs no
  * query; `flush` writes the sightings in bulk, each agent's at most once a quarter of the lost window (500 agents
- * pinging every 2 s make about 8 writes a second, not 250). The database keeps the truth: `sweep` marks agents lost
- * from what is stored, so any replica may run it, and a stored sighting is never older than a quarter window plus
- * one flush, far less than the window.
+ * pinging every 2 s make about 8 writes a second, not 250), rounded to a twelfth of it so that most go together. The
+ * database keeps the truth: `sweep` marks agents lost from what is stored, so any replica may run it, and a stored
+ * sighting is never older than a quarter window plus a twelfth plus one flush, far less than the window.
  */
 export function createLiveness(deps: LivenessDeps) {
   const writeEveryMs = Math.max(1_000, Math.floor(deps.lostAfterMs / 4));
+  /**
+   * A sighting is written rounded down to a twelfth of the window (5 s of the default minute): the agents seen within
+   * the same span are one statement (the repository writes those of one time together), and a stored sighting is at
+   * most that much older than the truth, on top of the quarter window between writes.
+   */
+  const roundMs = Math.max(1_000, Math.floor(deps.lostAfterMs / 12));
   /** Sightings not written yet: the latest per agent. */
   let pending = new Map<string, Date>();
   /** When each agent's sighting was last written (epoch ms), to write each at most once per writeEveryMs. */
@@ -43,7 +49,8 @@ export function createLiveness(deps: LivenessDeps) {
       const due = new Map<string, Date>();
       const kept = new Map<string, Date>();
       for (const [id, at] of pending) {
-        if (now - (written.get(id) ?? 0) >= writeEveryMs) due.set(id, at);
+        if (now - (written.get(id) ?? 0) >= writeEveryMs)
+          due.set(id, new Date(Math.floor(at.getTime() / roundMs) * roundMs));
         else kept.set(id, at);
       }
       pending = kept;

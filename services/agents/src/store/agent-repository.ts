@@ -1,4 +1,4 @@
-import { MAX_MARKS } from "@conveyor/runtime";
+import { createInsertBatcher, MAX_MARKS } from "@conveyor/runtime";
 import type { AnyBulkWriteOperation, Collection, Db } from "mongodb";
 
 /** The connection states of an agent (docs/compatibility.md#agent-connection-states). */
@@ -120,7 +120,10 @@ export interface AgentRepository {
    * command appends it to the agent's `eventMarks` (events/agent-events.ts), which keep their latest MAX_MARKS.
    */
   updateAgent(id: string, update: AgentUpdate, guard?: AgentGuard, mark?: string): Promise<AgentDoc | null>;
-  /** Raises each agent's lastSeenAt to at least the given time, in one round trip. */
+  /**
+   * Raises each agent's lastSeenAt to at least the given time, in one round trip: the agents given the same time are
+   * one statement (liveness.ts rounds the times so that most are).
+   */
   touchAgents(seen: ReadonlyMap<string, Date>): Promise<void>;
   /** Alive agents not seen since `before`, and lost agents still holding a job, oldest first. */
   silentAgents(before: Date, limit: number): Promise<AgentDoc[]>;
@@ -145,8 +148,10 @@ export interface AgentRepository {
 export const overflowMarks = (marks: readonly string[]): string[] =>
   marks.slice(0, Math.max(0, marks.length - MAX_MARKS));
 
-/** Sightings written per bulk command. */
+/** Statements of sightings per bulk command. */
 const TOUCH_BATCH = 50;
+/** The most agents one statement of sightings names. */
+const TOUCH_GROUP = 200;
 
 /** Escapes a user's text for a literal match inside a regular expression. */
 function literal(text: string): string {
@@ -164,6 +169,8 @@ export async function createMongoAgentRepository(db: Db): Promise<AgentRepositor
     jobTokens.createIndex({ hash: 1 }, { unique: true, name: "hash_unique" }),
     jobTokens.createIndex({ jobId: 1 }, { name: "job" }),
   ]);
+
+  const newJobTokens = createInsertBatcher<JobTokenDoc>((docs) => jobTokens.insertMany(docs, { ordered: false }));
 
   return {
     insertAgent: async (agent) => {
@@ -191,9 +198,22 @@ export async function createMongoAgentRepository(db: Db): Promise<AgentRepositor
       return { ...updated, eventMarks: updated.eventMarks?.filter((m) => !old.includes(m)) };
     },
     async touchAgents(seen) {
-      const ops: AnyBulkWriteOperation<AgentDoc>[] = [...seen].map(([id, at]) => ({
-        updateOne: { filter: { _id: id }, update: { $max: { lastSeenAt: at } } },
-      }));
+      // One statement per time (and TOUCH_GROUP agents): the patched FerretDB writes a statement's documents in one
+      // transaction (deploy/ferretdb/update-batches.patch), where each agent alone was one, with its WAL sync.
+      const byTime = new Map<number, string[]>();
+      for (const [id, at] of seen) byTime.set(at.getTime(), [...(byTime.get(at.getTime()) ?? []), id]);
+      const ops: AnyBulkWriteOperation<AgentDoc>[] = [...byTime].flatMap(([time, ids]) => {
+        const statements: AnyBulkWriteOperation<AgentDoc>[] = [];
+        for (let i = 0; i < ids.length; i += TOUCH_GROUP) {
+          statements.push({
+            updateMany: {
+              filter: { _id: { $in: ids.slice(i, i + TOUCH_GROUP) } },
+              update: { $max: { lastSeenAt: new Date(time) } },
+            },
+          });
+        }
+        return statements;
+      });
       // In bounded batches: an unpatched FerretDB holds a connection per statement of an update command until the
       // command ends, and hangs past 100 (deploy/ferretdb/update-statements.patch).
       for (let i = 0; i < ops.length; i += TOUCH_BATCH) {
@@ -252,9 +272,8 @@ export async function createMongoAgentRepository(db: Db): Promise<AgentRepositor
       }
       return [...counts.values()];
     },
-    insertJobToken: async (token) => {
-      await jobTokens.insertOne(token);
-    },
+    // The tokens of jobs accepted at the same time (a build's parallel jobs) are one insert (group commit).
+    insertJobToken: (token) => newJobTokens.insert([token]),
     findJobTokenByHash: (hash) => jobTokens.findOne({ hash }),
     async revokeJobTokens(jobId, at) {
       await jobTokens.updateMany({ jobId, revokedAt: null }, { $set: { revokedAt: at } });
