@@ -16,6 +16,7 @@ import {
 import { createLogger, type EventPublisher, newId, SUBJECTS } from "@conveyor/runtime";
 import { createAgentsDomain } from "./agents-service.js";
 import type { BuildsClient } from "./dispatch/job-handoff.js";
+import type { AgentDoc } from "./store/agent-repository.js";
 import { createMemoryMaintainerRepository } from "./store/maintainer-repository.js";
 import { createMemoryAgentRepository } from "./store/memory-agent-repository.js";
 import { createMemoryClusterRepository } from "./store/memory-cluster-repository.js";
@@ -337,3 +338,40 @@ export const held = async (s: World, jobId: string) => {
 export async function start(s: World, jobId: string, agentId: string) {
   await s.builds.transitionJob({ jobId, event: JobEventType.START, agentId });
 }
+
+/** An agent document as the repository stores it (never connected, seen at T0), for tests of the repository's level. */
+export const agentDoc = (id: string, overrides: Partial<AgentDoc> = {}): AgentDoc => ({
+  _id: id,
+  organizationId: "o",
+  clusterId: null,
+  tokenId: "t",
+  accessTokenHash: `hash-${id}`,
+  name: id,
+  hostname: "box",
+  os: "linux",
+  arch: "amd64",
+  version: "3",
+  build: "1",
+  userAgent: "",
+  ipAddress: "",
+  metaData: [],
+  queue: "default",
+  priority: null,
+  connectionState: "never_connected",
+  currentJobId: null,
+  paused: false,
+  pausedNote: null,
+  pausedAt: null,
+  stopRequested: false,
+  pid: 1,
+  machineId: "",
+  ignoreInDispatches: false,
+  createdAt: new Date(T0),
+  connectedAt: null,
+  disconnectedAt: null,
+  lostAt: null,
+  stoppedAt: null,
+  lastSeenAt: new Date(T0),
+  lastJobFinishedAt: null,
+  ...overrides,
+});

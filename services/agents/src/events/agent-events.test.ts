@@ -10,7 +10,7 @@ import {
 import { createAgentDirectory } from "../lifecycle/agent-directory.js";
 import { type AgentDoc, overflowMarks } from "../store/agent-repository.js";
 import { createMemoryAgentRepository } from "../store/memory-agent-repository.js";
-import { createEventRecorder, logger, T0 } from "../test-support.js";
+import { agentDoc, createEventRecorder, logger, T0 } from "../test-support.js";
 import { agentEventKey, agentEventResolvers, stateSubjectOf } from "./agent-events.js";
 
 describe("agents' state events", () => {
@@ -57,40 +57,7 @@ function world() {
   return { repo, store, stream, outbox, directory, advance };
 }
 
-const agent = (id: string): AgentDoc => ({
-  _id: id,
-  organizationId: "o",
-  clusterId: null,
-  tokenId: "t",
-  accessTokenHash: `hash-${id}`,
-  name: id,
-  hostname: "box",
-  os: "linux",
-  arch: "amd64",
-  version: "3",
-  build: "1",
-  userAgent: "",
-  ipAddress: "",
-  metaData: [],
-  queue: "default",
-  priority: null,
-  connectionState: "never_connected",
-  currentJobId: null,
-  paused: false,
-  pausedNote: null,
-  pausedAt: null,
-  stopRequested: false,
-  pid: 1,
-  machineId: "",
-  ignoreInDispatches: false,
-  createdAt: new Date(T0),
-  connectedAt: null,
-  disconnectedAt: null,
-  lostAt: null,
-  stoppedAt: null,
-  lastSeenAt: new Date(T0),
-  lastJobFinishedAt: null,
-});
+const agent = (id: string) => agentDoc(id);
 
 describe("the agent directory's state changes", () => {
   it("are recorded with a mark on the agent, published under the entry's msgID, and leave nothing behind", async () => {

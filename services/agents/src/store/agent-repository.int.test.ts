@@ -1,5 +1,6 @@
 import { type Db, MongoClient } from "mongodb";
-import { type AgentDoc, type AgentRepository, createMongoAgentRepository } from "./agent-repository.js";
+import { agentDoc, T0 } from "../test-support.js";
+import { type AgentRepository, createMongoAgentRepository } from "./agent-repository.js";
 import { createMemoryAgentRepository } from "./memory-agent-repository.js";
 
 // The agent repository's sightings on the real MongoDB-wire server and in memory: both must answer alike.
@@ -16,47 +17,9 @@ afterAll(async () => {
   await mongo.close();
 });
 
-const T0 = Date.parse("2026-03-01T00:00:00.000Z");
 const at = (seconds: number) => new Date(T0 + seconds * 1000);
-let made = 0;
-
-function anAgent(id: string, lastSeenAt: Date): AgentDoc {
-  made++;
-  return {
-    _id: id,
-    organizationId: "org",
-    clusterId: null,
-    tokenId: "token",
-    accessTokenHash: `hash-${id}-${made}`,
-    name: id,
-    hostname: "box",
-    os: "linux",
-    arch: "amd64",
-    version: "3.137.0",
-    build: "1",
-    userAgent: "buildkite-agent/3.137.0",
-    ipAddress: "10.0.0.1",
-    metaData: ["queue=default"],
-    queue: "default",
-    priority: null,
-    connectionState: "connected",
-    currentJobId: null,
-    paused: false,
-    pausedNote: null,
-    pausedAt: null,
-    stopRequested: false,
-    pid: 1,
-    machineId: "m",
-    ignoreInDispatches: false,
-    createdAt: at(0),
-    connectedAt: at(0),
-    disconnectedAt: null,
-    lostAt: null,
-    stoppedAt: null,
-    lastSeenAt,
-    lastJobFinishedAt: null,
-  };
-}
+/** A connected agent last seen at `lastSeenAt`. */
+const anAgent = (id: string, lastSeenAt: Date) => agentDoc(id, { connectionState: "connected", lastSeenAt });
 
 const implementations: Array<[string, () => Promise<AgentRepository>]> = [
   ["on MongoDB", () => createMongoAgentRepository(db)],

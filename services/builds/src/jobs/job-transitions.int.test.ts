@@ -1,11 +1,10 @@
-import { randomUUID } from "node:crypto";
 import { create } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { JobAgentSchema, JobEventType } from "@conveyor/proto/builds";
-import { PipelineSchema } from "@conveyor/proto/pipelines";
-import { type EventPublisher, stepMessages } from "@conveyor/runtime";
+import type { EventPublisher } from "@conveyor/runtime";
 import type { BuildRepository } from "../store/build-repository.js";
 import { type BuildsClient, openBuildsService, testDatabases } from "../test-builds-service.js";
+import { pipelineFromYaml } from "../test-pipelines.js";
 
 // A build's concurrent transitions are written together (locked-rounds.ts): checked on the real MongoDB-wire server.
 const databases = testDatabases("it_transitions");
@@ -47,14 +46,7 @@ afterAll(() => databases.close());
 const agentOf = (i: number) => create(JobAgentSchema, { id: `agent-${i}`, name: `agent-${i}`, hostname: "box" });
 
 async function parallelBuild(jobs: number) {
-  const pipeline = create(PipelineSchema, {
-    id: randomUUID(),
-    organizationId: randomUUID(),
-    slug: "fan",
-    name: "Fan",
-    defaultBranch: "main",
-    steps: stepMessages([{ type: "script", name: "part", command: "true", agent_query_rules: [], parallelism: jobs }]),
-  });
+  const pipeline = pipelineFromYaml(`steps:\n  - command: "true"\n    parallelism: ${jobs}\n`);
   const { build } = await client.createBuild({ pipeline, commit: "abc", branch: "main" });
   return (build?.jobs ?? []).map((j) => j.id);
 }
