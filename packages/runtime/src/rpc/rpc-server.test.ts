@@ -41,10 +41,12 @@ describe("startRpcServer with a maximum connection age", () => {
     const failures: string[] = [];
     let done = 0;
     const until = Date.now() + 1_500;
+    // On a loaded machine the calls go on past 1.5 s until more than 20 are done (for 15 s at most).
+    const cap = Date.now() + 15_000;
     // Four callers at once, so that calls are in flight whenever a connection is retired.
     await Promise.all(
       Array.from({ length: 4 }, async () => {
-        while (Date.now() < until) {
+        while ((Date.now() < until || done <= 20) && Date.now() < cap) {
           try {
             await client.check({ service: "" });
             done++;
@@ -58,7 +60,7 @@ describe("startRpcServer with a maximum connection age", () => {
     expect(failures).toEqual([]);
     expect(done).toBeGreaterThan(20);
     expect(after.rpcCalls - before.rpcCalls).toBe(done);
-    // A connection lives 100–110 ms: the client opened several over 1.5 s.
+    // A connection lives 100–110 ms: the client opened several over 1.5 s (or more).
     expect(after.connectionsOpened - before.connectionsOpened).toBeGreaterThanOrEqual(5);
   });
 });
