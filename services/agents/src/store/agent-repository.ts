@@ -201,7 +201,11 @@ export async function createMongoAgentRepository(db: Db): Promise<AgentRepositor
       // One statement per time (and TOUCH_GROUP agents): the patched FerretDB writes a statement's documents in one
       // transaction (deploy/ferretdb/update-batches.patch), where each agent alone was one, with its WAL sync.
       const byTime = new Map<number, string[]>();
-      for (const [id, at] of seen) byTime.set(at.getTime(), [...(byTime.get(at.getTime()) ?? []), id]);
+      for (const [id, at] of seen) {
+        const ids = byTime.get(at.getTime());
+        if (ids) ids.push(id);
+        else byTime.set(at.getTime(), [id]);
+      }
       const ops: AnyBulkWriteOperation<AgentDoc>[] = [...byTime].flatMap(([time, ids]) => {
         const statements: AnyBulkWriteOperation<AgentDoc>[] = [];
         for (let i = 0; i < ids.length; i += TOUCH_GROUP) {

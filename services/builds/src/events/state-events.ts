@@ -130,11 +130,10 @@ export function createStateEvents(repo: BuildRepository, outbox: Outbox): StateE
   ): Promise<Array<Job | null>> => {
     const mark = newId();
     // As updateJobs stores them: appended (the repository contract says why they stay few), or trimmed and set.
-    const nexts = changes.map(({ job, update }) => ({
-      job,
-      update: trimmed ? { ...update, eventMarks: withMark(job.eventMarks, mark) } : update,
-      marks: trimmed ? withMark(job.eventMarks, mark) : [...(job.eventMarks ?? []), mark],
-    }));
+    const nexts = changes.map(({ job, update, agentId }) => {
+      const marks = trimmed ? withMark(job.eventMarks, mark) : [...(job.eventMarks ?? []), mark];
+      return { job, agentId, update: trimmed ? { ...update, eventMarks: marks } : update, marks };
+    });
     const recorded = await outbox.recordAll(
       nexts.map(({ job, update, marks }) => ({
         key: jobEventKey(job.id, mark),
@@ -142,10 +141,13 @@ export function createStateEvents(repo: BuildRepository, outbox: Outbox): StateE
       })),
     );
     const written = await repo.updateJobs(
-      nexts.map(({ job, update }, i) => {
-        const agentId = changes[i]?.agentId;
-        return { id: job.id, buildId: job.buildId, from: job.state, update, ...(agentId ? { agentId } : {}) };
-      }),
+      nexts.map(({ job, update, agentId }) => ({
+        id: job.id,
+        buildId: job.buildId,
+        from: job.state,
+        update,
+        ...(agentId ? { agentId } : {}),
+      })),
       mark,
     );
     await outbox.discardAll(recorded.filter((_, i) => !written[i]));

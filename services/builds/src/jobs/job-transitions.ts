@@ -173,12 +173,9 @@ export function createJobTransitions(
   const writeRound = async (buildId: string, round: Waiting[]): Promise<void> => {
     let left = round;
     for (let attempt = 0; attempt < MAX_ATTEMPTS && left.length > 0; attempt++) {
-      const [first] = left;
       const assigning = attempt === 0 && left.some((w) => w.event.type === "assign");
       const [read, itsBuild] = await Promise.all([
-        left.length === 1 && first
-          ? repo.findJob(first.jobId).then((job) => (job ? [job] : []))
-          : repo.findJobs(left.map((w) => w.jobId)),
+        repo.findJobs(left.map((w) => w.jobId)),
         assigning ? repo.findBuildById(buildId) : undefined,
       ]);
       const byId = new Map(read.map((job) => [job.id, job]));
